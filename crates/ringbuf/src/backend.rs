@@ -1,0 +1,248 @@
+//! Memory: the backing store of a buffer's sub-buffers and the sub-buffer
+//! table that maps each ring position to a physical sub-buffer.
+//!
+//! A buffer of `N` sub-buffers of `S` bytes owns `N + 1` physical sub-buffers
+//! in one mapping: `N` in the ring and one *spare* owned by the reader. In
+//! overwrite mode the reader exchanges its spare for the ring's sub-buffer
+//! with one CAS on the table entry, so it never reads memory a writer may be
+//! overwriting.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::config::Backing;
+use crate::sync::{AtomicU64, Ordering};
+
+/// A buffer's memory could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// Creating or sizing the backing file failed.
+    #[error("cannot create buffer file {path}: {source}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// `memfd_create` failed.
+    #[error("cannot create memfd: {0}")]
+    Memfd(io::Error),
+    /// `mmap` failed.
+    #[error("cannot map {len} bytes of buffer memory: {source}")]
+    Map {
+        /// Bytes asked for.
+        len: usize,
+        /// The cause.
+        source: io::Error,
+    },
+}
+
+/// The mapping that holds the `N + 1` physical sub-buffers of one buffer.
+#[derive(Debug)]
+pub struct Store {
+    base: *mut u8,
+    len: usize,
+    /// Keeps the mapping alive; `base` points into it.
+    _map: Mapping,
+    file: Option<File>,
+}
+
+#[derive(Debug)]
+#[allow(dead_code)] // held only to keep the memory mapped
+enum Mapping {
+    #[cfg(not(miri))]
+    Map(memmap2::MmapMut),
+    #[cfg(miri)]
+    Heap(Box<[u8]>),
+}
+
+// SAFETY: the store is plain memory. Which thread may touch which bytes is
+// decided by the frontend's protocol (reserved slots are written only by
+// their reserver, delivered sub-buffers are read only by the reader that
+// swapped them out), not by the store.
+unsafe impl Send for Store {}
+// SAFETY: as above.
+unsafe impl std::marker::Sync for Store {}
+
+impl Store {
+    /// Maps `len` bytes with the given backing. Files are created 0600 and
+    /// must not exist yet, so an existing trace is never clobbered.
+    pub fn new(backing: &Backing, len: usize, file_name: &str) -> Result<Self, BackendError> {
+        let file = match backing {
+            Backing::Anonymous => None,
+            Backing::Memfd => Some(memfd(file_name, len)?),
+            Backing::Dir(dir) => Some(dir_file(&dir.join(file_name), len)?),
+        };
+        #[cfg(not(miri))]
+        let mut map = {
+            let mapped = match &file {
+                // SAFETY: the file was just created by us, 0600, and sized to
+                // `len`; nothing else in this process truncates it while the
+                // mapping lives (the Store owns the only handle).
+                Some(f) => unsafe { memmap2::MmapOptions::new().len(len).map_mut(f) },
+                None => memmap2::MmapOptions::new().len(len).map_anon(),
+            };
+            mapped.map_err(|source| BackendError::Map { len, source })?
+        };
+        #[cfg(miri)]
+        let mut map = vec![0u8; len].into_boxed_slice();
+        let base = map.as_mut_ptr();
+        #[cfg(not(miri))]
+        let map = Mapping::Map(map);
+        #[cfg(miri)]
+        let map = Mapping::Heap(map);
+        Ok(Store {
+            base,
+            len,
+            _map: map,
+            file,
+        })
+    }
+
+    /// Length of the mapping in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (never, for a valid buffer).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The backing file (memfd or directory backing), for `sendfile`/`splice`.
+    pub fn file(&self) -> Option<&File> {
+        self.file.as_ref()
+    }
+
+    /// Pointer to byte `offset` of the mapping.
+    ///
+    /// # Safety
+    /// `offset <= len`.
+    #[inline(always)]
+    pub(crate) unsafe fn at(&self, offset: usize) -> *mut u8 {
+        debug_assert!(offset <= self.len);
+        // SAFETY: the caller keeps `offset` within the mapping.
+        unsafe { self.base.add(offset) }
+    }
+}
+
+fn memfd(name: &str, len: usize) -> Result<File, BackendError> {
+    use std::os::fd::FromRawFd;
+    let cname = std::ffi::CString::new(name.replace('\0', "_")).expect("NULs were replaced");
+    // SAFETY: `cname` is a valid NUL-terminated string for the duration of
+    // the call; the flags are valid for memfd_create.
+    let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(BackendError::Memfd(io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` is a freshly created descriptor that nothing else owns.
+    let file = unsafe { File::from_raw_fd(fd) };
+    file.set_len(len as u64).map_err(BackendError::Memfd)?;
+    Ok(file)
+}
+
+fn dir_file(path: &Path, len: usize) -> Result<File, BackendError> {
+    let err = |source| BackendError::File {
+        path: path.to_owned(),
+        source,
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(err)?;
+    file.set_len(len as u64).map_err(err)?;
+    Ok(file)
+}
+
+/// One entry of the sub-buffer table, packed in a `u64`:
+/// bits 0–23 the physical index, bit 24 "a writer is using it", bits 25–63
+/// the low 39 bits of the lap number at which it was last delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry(pub(crate) u64);
+
+const INDEX_BITS: u32 = 24;
+const HELD: u64 = 1 << INDEX_BITS;
+const TAG_SHIFT: u32 = INDEX_BITS + 1;
+
+impl Entry {
+    #[inline(always)]
+    pub(crate) fn new(index: usize, held: bool, lapno: u64) -> Self {
+        Entry(index as u64 | if held { HELD } else { 0 } | (lapno << TAG_SHIFT))
+    }
+    #[inline(always)]
+    pub(crate) fn index(self) -> usize {
+        (self.0 & (HELD - 1)) as usize
+    }
+    #[inline(always)]
+    pub(crate) fn held(self) -> bool {
+        self.0 & HELD != 0
+    }
+    #[inline(always)]
+    pub(crate) fn with_held(self) -> Self {
+        Entry(self.0 | HELD)
+    }
+    #[inline(always)]
+    pub(crate) fn with_index(self, index: usize) -> Self {
+        Entry((self.0 & !(HELD - 1)) | index as u64)
+    }
+    /// Whether the tag is `lapno` (compared on the 39 bits kept).
+    #[inline(always)]
+    pub(crate) fn tag_is(self, lapno: u64) -> bool {
+        self.0 >> TAG_SHIFT == (lapno << TAG_SHIFT) >> TAG_SHIFT
+    }
+}
+
+/// The sub-buffer table: ring position → physical sub-buffer.
+#[derive(Debug)]
+pub(crate) struct Table {
+    entries: Box<[AtomicU64]>,
+}
+
+impl Table {
+    pub(crate) fn new(n: usize, lapno: u64) -> Self {
+        Table {
+            entries: (0..n)
+                .map(|i| AtomicU64::new(Entry::new(i, false, lapno).0))
+                .collect(),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn load(&self, i: usize) -> Entry {
+        Entry(self.entries[i].load(Ordering::Acquire))
+    }
+
+    #[inline(always)]
+    pub(crate) fn cas(&self, i: usize, old: Entry, new: Entry) -> Result<Entry, Entry> {
+        self.entries[i]
+            .compare_exchange(old.0, new.0, Ordering::AcqRel, Ordering::Acquire)
+            .map(Entry)
+            .map_err(Entry)
+    }
+
+    #[inline(always)]
+    pub(crate) fn store(&self, i: usize, e: Entry) {
+        self.entries[i].store(e.0, Ordering::Release)
+    }
+
+    /// Makes sure entry `i` is marked held by a writer and returns the
+    /// physical sub-buffer it maps to. The lookup is done after the flag is
+    /// set, so a reader that swapped the entry just before is never written
+    /// over.
+    #[inline(always)]
+    pub(crate) fn hold(&self, i: usize) -> usize {
+        let mut e = self.load(i);
+        while !e.held() {
+            match self.cas(i, e, e.with_held()) {
+                Ok(_) => return e.index(),
+                Err(actual) => e = actual,
+            }
+        }
+        e.index()
+    }
+}

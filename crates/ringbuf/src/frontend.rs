@@ -1,0 +1,578 @@
+//! Producer side: reserve, commit, sub-buffer switch, forced switch (flush).
+//! Algorithms 1–4 of `000_…`; the arithmetic is in [`crate::counters`].
+
+use std::sync::Arc;
+
+use crate::backend::{Entry, Store, Table};
+use crate::config::{ChannelAttr, Config, ConfigError, LostCounts, Mode, Sync, SubbufEnd};
+use crate::counters::Geometry;
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CacheAligned, Counter, Ordering};
+use crate::Error;
+
+use Ordering::{AcqRel, Acquire, Relaxed, Release};
+
+/// Why a reservation failed. Every failure is counted in the buffer's
+/// [`LostCounts`]; nothing is lost silently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Lost {
+    /// Discard mode: the buffer is full.
+    #[error("buffer full")]
+    Full,
+    /// The sub-buffer to enter is still not fully committed from its
+    /// previous lap (a writer stalled between reserve and commit).
+    #[error("next sub-buffer not fully committed")]
+    Wrap,
+    /// The record (with the header it needs) does not fit one sub-buffer.
+    #[error("record larger than a sub-buffer")]
+    TooBig,
+    /// Per-thread channel: no buffer left in the pool for this thread.
+    #[error("no per-thread buffer available")]
+    NoBuffer,
+}
+
+/// What the client's slot-size function is told: the record would start at
+/// `offset` in its sub-buffer, now is `ts`, and the previous record of the
+/// buffer (or the packet's begin, in a new sub-buffer) was at `last_ts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotCtx {
+    /// Offset of the record's first byte inside its sub-buffer.
+    pub offset: usize,
+    /// The record's timestamp.
+    pub ts: u64,
+    /// Timestamp of the previous record in this buffer (may be stale, never
+    /// larger than the true one): decides compact or extended headers.
+    pub last_ts: u64,
+}
+
+/// Written by the reservation that closes a sub-buffer, read by the
+/// committer that delivers it. The delivering commit is ordered after the
+/// closing reservation's padding (or record) commit by the commit count's
+/// AcqRel add, so Relaxed fields suffice.
+#[derive(Debug, Default)]
+struct CloseRecord {
+    end_ts: AtomicU64,
+    data_size: AtomicU64,
+    lost_full: AtomicU64,
+    lost_wrap: AtomicU64,
+    lost_big: AtomicU64,
+}
+
+#[derive(Debug)]
+pub(crate) struct SubbufState {
+    /// Commit count `CC[i]`.
+    pub(crate) cc: Counter,
+    /// Commit seq `CS[i]`.
+    pub(crate) cs: AtomicU64,
+    close: CloseRecord,
+}
+
+/// The writers' hot counters, alone on their cache line.
+#[derive(Debug)]
+pub(crate) struct WriterSide {
+    /// Write count `W`.
+    pub(crate) w: Counter,
+    last_ts: AtomicU64,
+    records: Counter,
+    lost_full: Counter,
+    lost_wrap: Counter,
+    lost_big: Counter,
+}
+
+/// The reader's counters, alone on their cache line.
+#[derive(Debug)]
+pub(crate) struct ReaderSide {
+    /// Read count `R`.
+    pub(crate) r: AtomicU64,
+    pub(crate) consumed: AtomicU64,
+    pub(crate) overruns: AtomicU64,
+    pub(crate) finalized: AtomicBool,
+    pub(crate) reader_taken: AtomicBool,
+    /// The reader's spare sub-buffer while no `Reader` exists.
+    pub(crate) spare: AtomicUsize,
+}
+
+/// One ring buffer: `N` sub-buffers of `S` bytes and their counters.
+#[derive(Debug)]
+pub struct Buffer<C: Config> {
+    pub(crate) wr: CacheAligned<WriterSide>,
+    pub(crate) rd: CacheAligned<ReaderSide>,
+    pub(crate) sb: Box<[CacheAligned<SubbufState>]>,
+    pub(crate) table: Table,
+    pub(crate) store: Store,
+    pub(crate) geo: Geometry,
+    pub(crate) header_size: u64,
+    pub(crate) w0: u64,
+    produced: AtomicU64,
+    pub(crate) cfg: Arc<C>,
+}
+
+/// Counters of one buffer, read without stopping the writers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferStats {
+    /// Bytes reserved since creation (records, headers and padding).
+    pub bytes_written: u64,
+    /// Records reserved and committed (when `Config::COUNT_RECORDS`).
+    pub records: u64,
+    /// Records lost, by cause.
+    pub lost: LostCounts,
+    /// Sub-buffers delivered to the reader.
+    pub produced: u64,
+    /// Sub-buffers the reader consumed (`put_subbuf`).
+    pub consumed: u64,
+    /// Sub-buffers overwritten before the reader got them (overwrite mode).
+    pub overruns: u64,
+}
+
+/// A reserved record: write its bytes, then commit it. Dropping the slot
+/// commits it too, so a panicking writer cannot stall its sub-buffer. It is
+/// neither `Send` nor `Clone`: committed once, by the thread that reserved it.
+#[must_use = "a slot is committed when dropped: write its bytes first"]
+pub struct Slot<'a, C: Config> {
+    buf: &'a Buffer<C>,
+    end: u64,
+    len: u32,
+    ts: u64,
+    ptr: *mut u8,
+}
+
+impl<C: Config> Slot<'_, C> {
+    /// The record's timestamp, read inside the reservation loop.
+    #[inline(always)]
+    pub fn ts(&self) -> u64 {
+        self.ts
+    }
+    /// The record's length in bytes.
+    #[inline(always)]
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    /// Offset of the record's first byte in its sub-buffer.
+    #[inline(always)]
+    pub fn offset(&self) -> usize {
+        self.buf.geo.sb_offset(self.end - self.len as u64) as usize
+    }
+    /// Position of the record's first byte in the write count.
+    #[inline(always)]
+    pub fn position(&self) -> u64 {
+        self.end.wrapping_sub(self.len as u64)
+    }
+    /// The record's bytes, to be written before the commit.
+    #[inline(always)]
+    pub fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: `ptr..ptr+len` lies inside one physical sub-buffer (a record
+        // never spans sub-buffers) that this reservation holds: no other writer
+        // was given these bytes (the CAS on W made them ours) and no reader can
+        // see them before the commit that drops this slot.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len as usize) }
+    }
+    /// Commits the record: its bytes become part of the sub-buffer.
+    #[inline(always)]
+    pub fn commit(self) {}
+}
+
+impl<C: Config> Drop for Slot<'_, C> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let buf = self.buf;
+        if C::COUNT_RECORDS {
+            buf.wr.records.add(C::SYNC, 1);
+        }
+        buf.commit_at(self.end.wrapping_sub(1), self.len as u64);
+    }
+}
+
+impl<C: Config> Buffer<C> {
+    /// Creates a buffer. `name` names its backing file, if any.
+    pub fn new(cfg: Arc<C>, attr: &ChannelAttr, name: &str) -> Result<Self, Error> {
+        let geo = Geometry::new(attr.subbuf_size, attr.num_subbuf)?;
+        let header_size = cfg.header_size() as u64;
+        if header_size + 1 > geo.subbuf_size() {
+            return Err(ConfigError::HeaderTooBig {
+                header: header_size as usize,
+                subbuf_size: attr.subbuf_size,
+            }
+            .into());
+        }
+        if C::SYNC == Sync::Local && C::ALLOC != crate::Alloc::PerThread {
+            return Err(ConfigError::LocalSyncShared.into());
+        }
+        let w0 = attr.initial_count;
+        if geo.buf_trunc(w0) != w0 {
+            return Err(ConfigError::InitialCount(w0).into());
+        }
+        let n = geo.num_subbuf() as usize;
+        let s = geo.subbuf_size() as usize;
+        let store = Store::new(&attr.backing, (n + 1) * s, name)?;
+        let c0 = geo.initial_commit(w0);
+        let sb = (0..n)
+            .map(|_| {
+                CacheAligned(SubbufState {
+                    cc: Counter::new(c0),
+                    cs: AtomicU64::new(c0),
+                    close: CloseRecord::default(),
+                })
+            })
+            .collect();
+        Ok(Buffer {
+            wr: CacheAligned(WriterSide {
+                w: Counter::new(w0),
+                last_ts: AtomicU64::new(0),
+                records: Counter::new(0),
+                lost_full: Counter::new(0),
+                lost_wrap: Counter::new(0),
+                lost_big: Counter::new(0),
+            }),
+            rd: CacheAligned(ReaderSide {
+                r: AtomicU64::new(w0),
+                consumed: AtomicU64::new(0),
+                overruns: AtomicU64::new(0),
+                finalized: AtomicBool::new(false),
+                reader_taken: AtomicBool::new(false),
+                spare: AtomicUsize::new(n),
+            }),
+            sb,
+            table: Table::new(n, geo.lapno(w0)),
+            store,
+            geo,
+            header_size,
+            w0,
+            produced: AtomicU64::new(0),
+            cfg,
+        })
+    }
+
+    /// The buffer's geometry.
+    pub fn geometry(&self) -> Geometry {
+        self.geo
+    }
+
+    /// The client configuration.
+    pub fn config(&self) -> &C {
+        &self.cfg
+    }
+
+    /// The backing store (for a consumer that copies with `sendfile`).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Reserves `len` bytes.
+    #[inline(always)]
+    pub fn reserve(&self, len: usize) -> Result<Slot<'_, C>, Lost> {
+        self.reserve_with(|_| len)
+    }
+
+    /// Reserves a record whose size the client computes from its position
+    /// and timestamp (alignment, compact or extended header). `slot_size` may
+    /// be called several times; the last call's answer is the one reserved.
+    #[inline(always)]
+    pub fn reserve_with<F: FnMut(SlotCtx) -> usize>(
+        &self,
+        mut slot_size: F,
+    ) -> Result<Slot<'_, C>, Lost> {
+        let geo = self.geo;
+        let w = self.wr.w.load(Acquire);
+        let ts = self.cfg.clock();
+        let off = geo.sb_offset(w);
+        let len = slot_size(SlotCtx {
+            offset: off as usize,
+            ts,
+            last_ts: self.wr.last_ts.load(Relaxed),
+        }) as u64;
+        // Fast path: the record fits strictly inside the current sub-buffer.
+        if off != 0
+            && off + len < geo.subbuf_size()
+            && len != 0
+            && self.wr.w.cas(C::SYNC, w, w + len).is_ok()
+        {
+            self.wr.last_ts.store(ts, Relaxed);
+            return Ok(self.slot(w, w + len, ts));
+        }
+        self.reserve_slow(&mut slot_size)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn reserve_slow<F: FnMut(SlotCtx) -> usize>(
+        &self,
+        slot_size: &mut F,
+    ) -> Result<Slot<'_, C>, Lost> {
+        let geo = self.geo;
+        let s = geo.subbuf_size();
+        let (w, begin, end, ts, switch_old, switch_new, lost) = loop {
+            let w = self.wr.w.load(Acquire);
+            let ts = self.cfg.clock();
+            let off = geo.sb_offset(w);
+            let mut begin = w;
+            let mut len = slot_size(SlotCtx {
+                offset: off as usize,
+                ts,
+                last_ts: self.wr.last_ts.load(Relaxed),
+            }) as u64;
+            let mut switch_old = false;
+            let mut switch_new = false;
+            if off == 0 || off + len > s {
+                switch_old = off != 0;
+                let x = geo.sb_trunc(w).wrapping_add(if switch_old { s } else { 0 });
+                let cs = self.sb[geo.sb_index(x)].cs.load(Acquire);
+                if !geo.fully_committed(cs, x) {
+                    if self.wr.w.load(Acquire) != w {
+                        continue; // a nested or concurrent writer moved on: retry
+                    }
+                    self.wr.lost_wrap.add(C::SYNC, 1);
+                    return Err(Lost::Wrap);
+                }
+                if C::MODE == Mode::Discard && geo.buffer_full(x, self.rd.r.load(Acquire)) {
+                    self.wr.lost_full.add(C::SYNC, 1);
+                    return Err(Lost::Full);
+                }
+                switch_new = true;
+                begin = x.wrapping_add(self.header_size);
+                // A new packet restarts the timestamp chain at its begin time.
+                len = slot_size(SlotCtx {
+                    offset: self.header_size as usize,
+                    ts,
+                    last_ts: ts,
+                }) as u64;
+            }
+            if len == 0 || geo.sb_offset(begin) + len > s {
+                self.wr.lost_big.add(C::SYNC, 1);
+                return Err(Lost::TooBig);
+            }
+            let end = begin.wrapping_add(len);
+            // Sampled before the CAS, so the counts go with this position.
+            let lost = self.lost_counts();
+            if self.wr.w.cas(C::SYNC, w, end).is_ok() {
+                break (w, begin, end, ts, switch_old, switch_new, lost);
+            }
+        };
+        self.wr.last_ts.store(ts, Relaxed);
+        if C::MODE == Mode::Overwrite {
+            self.push_reader(end.wrapping_sub(1));
+        }
+        if switch_old {
+            self.close_subbuf(w, ts, lost);
+        }
+        if switch_new {
+            let x = begin.wrapping_sub(self.header_size);
+            let phys = self.hold(geo.sb_index(x));
+            let seq = x.wrapping_sub(self.w0) >> s.trailing_zeros();
+            // SAFETY: the header bytes of the sub-buffer we just entered are
+            // ours: the CAS on W gave this reservation the range
+            // [x, x + header), the entry is held, and the sub-buffer was fully
+            // committed in its previous lap, so no stale writer is inside.
+            let header = unsafe { self.subbuf_mut(phys, self.header_size as usize) };
+            self.cfg.subbuf_begin(header, ts, seq);
+            self.commit_at(x, self.header_size);
+        }
+        if geo.sb_offset(end) == 0 {
+            // Exact fill: this record closes its sub-buffer; its own commit
+            // delivers it.
+            self.write_close(geo.sb_index(begin), ts, s, lost);
+        }
+        Ok(self.slot(begin, end, ts))
+    }
+
+    /// Builds the slot for `[begin, end)`, holding its sub-buffer first.
+    #[inline(always)]
+    fn slot(&self, begin: u64, end: u64, ts: u64) -> Slot<'_, C> {
+        let geo = self.geo;
+        let phys = self.hold(geo.sb_index(begin));
+        let offset = phys * geo.subbuf_size() as usize + geo.sb_offset(begin) as usize;
+        Slot {
+            buf: self,
+            end,
+            len: (end.wrapping_sub(begin)) as u32,
+            ts,
+            // SAFETY: `phys <= N` and the record lies inside its sub-buffer,
+            // so the offset is within the (N + 1)·S bytes of the store.
+            ptr: unsafe { self.store.at(offset) },
+        }
+    }
+
+    /// Physical sub-buffer of ring position `i`, held for a writer. Only
+    /// overwrite mode swaps sub-buffers, so discard mode maps `i` to itself.
+    #[inline(always)]
+    fn hold(&self, i: usize) -> usize {
+        match C::MODE {
+            Mode::Overwrite => self.table.hold(i),
+            Mode::Discard => i,
+        }
+    }
+
+    /// Overwrite mode: push the reader off the sub-buffer containing byte
+    /// `p` if it is a whole lap behind.
+    fn push_reader(&self, p: u64) {
+        let geo = self.geo;
+        let mut r = self.rd.r.load(Acquire);
+        while geo.sb_trunc(p).wrapping_sub(geo.sb_trunc(r)) >= geo.buf_size() {
+            let next = geo.sb_trunc(r).wrapping_add(geo.subbuf_size());
+            match self
+                .rd
+                .r
+                .compare_exchange(r, next, AcqRel, Acquire)
+            {
+                Ok(_) => {
+                    self.rd.overruns.fetch_add(1, Relaxed);
+                    r = next;
+                }
+                Err(actual) => r = actual,
+            }
+        }
+    }
+
+    /// Closes the sub-buffer that write count `w` (not at a boundary) is in:
+    /// records its close data and commits the padding up to its end.
+    fn close_subbuf(&self, w: u64, ts: u64, lost: LostCounts) {
+        let geo = self.geo;
+        let data_size = geo.sb_offset(w);
+        let p = w.wrapping_sub(1);
+        let i = geo.sb_index(p);
+        // The sub-buffer is held: a reservation entered it and it is not
+        // delivered before this padding commit.
+        self.write_close(i, ts, data_size, lost);
+        self.commit_at(p, geo.subbuf_size() - data_size);
+    }
+
+    fn write_close(&self, i: usize, ts: u64, data_size: u64, lost: LostCounts) {
+        let c = &self.sb[i].close;
+        c.end_ts.store(ts, Relaxed);
+        c.data_size.store(data_size, Relaxed);
+        c.lost_full.store(lost.full, Relaxed);
+        c.lost_wrap.store(lost.wrap, Relaxed);
+        c.lost_big.store(lost.too_big, Relaxed);
+    }
+
+    /// Adds `amount` committed bytes to the sub-buffer containing byte `p`
+    /// and delivers it if that completed it.
+    #[inline(always)]
+    fn commit_at(&self, p: u64, amount: u64) {
+        let geo = self.geo;
+        let i = geo.sb_index(p);
+        // The AcqRel add publishes this writer's bytes to whoever delivers.
+        let c = self.sb[i].cc.add(C::SYNC, amount).wrapping_add(amount);
+        if geo.subbuf_complete(c, p) {
+            self.deliver(i, c, p);
+        }
+    }
+
+    /// The commit that completed sub-buffer `i` (commit count now `c`):
+    /// finish its header, let go of it, publish it to the reader.
+    #[cold]
+    #[inline(never)]
+    fn deliver(&self, i: usize, c: u64, p: u64) {
+        let geo = self.geo;
+        let s = geo.subbuf_size();
+        let st = &self.sb[i];
+        // Claim delivery: `c - S + 1` is never a valid commit seq, so only one
+        // committer passes and writers see the sub-buffer as not yet
+        // fully committed until the final store below.
+        if st
+            .cs
+            .compare_exchange(c.wrapping_sub(s), c.wrapping_sub(s) + 1, AcqRel, Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        let phys = match C::MODE {
+            Mode::Overwrite => self.table.load(i).index(),
+            Mode::Discard => i,
+        };
+        let close = &st.close;
+        let end = SubbufEnd {
+            end_ts: close.end_ts.load(Relaxed),
+            data_size: close.data_size.load(Relaxed),
+            lost: LostCounts {
+                full: close.lost_full.load(Relaxed),
+                wrap: close.lost_wrap.load(Relaxed),
+                too_big: close.lost_big.load(Relaxed),
+            },
+        };
+        // SAFETY: the sub-buffer is complete and still held (overwrite mode)
+        // or not yet readable (discard: CS not published), so no writer and
+        // no reader touches its header now.
+        let header = unsafe { self.subbuf_mut(phys, self.header_size as usize) };
+        self.cfg.subbuf_end(header, &end);
+        if C::MODE == Mode::Overwrite {
+            // Let go: a plain store is enough, the reader cannot CAS a held entry.
+            self.table.store(i, Entry::new(phys, false, geo.lapno(p)));
+        }
+        self.produced.fetch_add(1, Relaxed);
+        st.cs.store(c, Release);
+    }
+
+    /// Forced switch (Algorithm 4): closes the current sub-buffer if it holds
+    /// anything, without reserving; the next reservation opens a new one.
+    /// Returns whether a sub-buffer was closed. Callable from any thread for
+    /// SMP buffers; for `Sync::Local` buffers only from the owning thread
+    /// (or once it has exited), see [`crate::sync`].
+    pub fn flush(&self) -> bool {
+        let geo = self.geo;
+        loop {
+            let w = self.wr.w.load(Acquire);
+            if geo.sb_offset(w) == 0 {
+                return false;
+            }
+            let ts = self.cfg.clock();
+            let lost = self.lost_counts();
+            let next = geo.sb_trunc(w).wrapping_add(geo.subbuf_size());
+            if self.wr.w.cas(C::SYNC, w, next).is_ok() {
+                self.wr.last_ts.store(ts, Relaxed);
+                self.close_subbuf(w, ts, lost);
+                return true;
+            }
+        }
+    }
+
+    /// Flushes and marks the buffer finalized: readers get a hang-up once
+    /// they have read everything.
+    pub fn finalize(&self) {
+        self.flush();
+        self.rd.finalized.store(true, Release);
+    }
+
+    /// Cumulative lost-record counts.
+    pub fn lost_counts(&self) -> LostCounts {
+        LostCounts {
+            full: self.wr.lost_full.load(Relaxed),
+            wrap: self.wr.lost_wrap.load(Relaxed),
+            too_big: self.wr.lost_big.load(Relaxed),
+        }
+    }
+
+    /// All counters of the buffer.
+    pub fn stats(&self) -> BufferStats {
+        BufferStats {
+            bytes_written: self.wr.w.load(Relaxed).wrapping_sub(self.w0),
+            records: self.wr.records.load(Relaxed),
+            lost: self.lost_counts(),
+            produced: self.produced.load(Relaxed),
+            consumed: self.rd.consumed.load(Relaxed),
+            overruns: self.rd.overruns.load(Relaxed),
+        }
+    }
+
+    /// The first `len` bytes of physical sub-buffer `phys`.
+    ///
+    /// # Safety
+    /// The caller must have exclusive access to those bytes (see callers).
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn subbuf_mut(&self, phys: usize, len: usize) -> &mut [u8] {
+        let s = self.geo.subbuf_size() as usize;
+        // SAFETY: `phys <= N`, `len <= S`: inside the store; exclusivity is
+        // the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.store.at(phys * s), len) }
+    }
+
+    /// The whole physical sub-buffer `phys`, read-only.
+    ///
+    /// # Safety
+    /// No writer may write those bytes while the slice lives.
+    pub(crate) unsafe fn subbuf(&self, phys: usize) -> &[u8] {
+        let s = self.geo.subbuf_size() as usize;
+        // SAFETY: `phys <= N`: inside the store; the caller guarantees no
+        // concurrent writes.
+        unsafe { std::slice::from_raw_parts(self.store.at(phys * s), s) }
+    }
+}

@@ -1,0 +1,96 @@
+//! # ringbuf — the lockless ring buffer of the LTTng papers, for processes
+//!
+//! This crate owns the ring buffer and nothing else: it knows nothing of
+//! tracing. A client (the tracer) describes its sub-buffer header and its
+//! clock through [`Config`] and writes its own record bytes. It must never
+//! allocate, lock, sleep or make a system call on the write path
+//! ([`Buffer::reserve`] … [`Slot::commit`]).
+//!
+//! ## The scheme
+//!
+//! A *channel* has one *buffer* per CPU (or per thread, or one global). A
+//! buffer is `N` *sub-buffers* of `S` bytes; both powers of two.
+//!
+//! ```text
+//!            write count W (bytes reserved, free-running u64)
+//!                               v
+//!   | sb 0: hdr rec rec pad | sb 1: hdr rec rec rec | sb 2: hdr rec ....  | sb 3 ...
+//!          ^ read count R (bytes consumed, multiple of S)
+//!   per sub-buffer i: commit count CC[i] (bytes committed), commit seq CS[i]
+//! ```
+//!
+//! * **reserve** (Algorithm 1): load `W`, read the clock, compute the slot;
+//!   if the record does not fit the current sub-buffer, the reservation also
+//!   *switches*: pads the old sub-buffer and opens the next one with a client
+//!   header. One CAS on `W` makes it all happen; everything else (pushing the
+//!   reader, padding, header) happens after, out of order, because the CAS
+//!   already gave this writer those bytes. The clock is read after `W`, so
+//!   records physically consecutive have non-decreasing timestamps. A record
+//!   never spans sub-buffers.
+//! * **commit** (Algorithm 3): add the record's length to `CC` of its
+//!   sub-buffer. The commit that brings it to a full `S` bytes for this lap
+//!   *delivers* the sub-buffer: the client finishes its header (end time,
+//!   content size, lost counts), the table entry is released and `CS` is set
+//!   to `CC`, which tells the reader (equation 2) and the writers of the next
+//!   lap (equation 3) that it is complete.
+//! * **discard mode**: a reservation that would enter a sub-buffer the reader
+//!   has not consumed (equation 1) is dropped and counted.
+//! * **overwrite (flight recorder) mode**: the reservation pushes `R` past the
+//!   oldest sub-buffer and overwrites it. If that sub-buffer is still not
+//!   fully committed from its previous lap (a writer stalled between reserve
+//!   and commit for a whole lap), the record is dropped and counted instead.
+//! * **reader**: owns a spare sub-buffer. In overwrite mode `get_subbuf`
+//!   exchanges it for the ready sub-buffer at `R` with one CAS on the
+//!   sub-buffer table, whose entries pack (physical index, held-by-a-writer
+//!   flag, lap tag): the CAS fails while a writer is inside or once writers
+//!   have lapped the reader, so the reader never sees a sub-buffer being
+//!   overwritten. `put_subbuf` advances `R` with a CAS.
+//! * **flush** (forced switch, Algorithm 4): closes a non-empty sub-buffer
+//!   without reserving; a switch timer calls it so live readers see data.
+//!
+//! Every counter is free-running and wraps; equations (1)–(4) are pure
+//! functions in [`counters`] that compare wrapping differences, and tests
+//! start the counters a few laps below 2^64.
+//!
+//! ## Synchronization
+//!
+//! Per-CPU and global buffers use SMP (lock-prefixed) atomics: threads
+//! migrate between reading the CPU number and the CAS. Per-thread buffers can
+//! use non-locked `cmpxchg`/`xadd` ([`Sync::Local`]), atomic against the
+//! thread's own signal handlers, which play the part of interrupts here.
+//! Orderings: record bytes are published by the AcqRel add to `CC` and the
+//! Release store of `CS`; readers load `CS` with Acquire; the reader's CAS on
+//! `R` is Release and writers load `R` with Acquire. The same code runs under
+//! loom (`--cfg loom`), which checks these orderings.
+
+#![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod backend;
+pub mod channel;
+pub mod config;
+pub mod counters;
+pub mod cpu;
+pub mod frontend;
+pub mod reader;
+mod sync;
+
+pub use backend::{BackendError, Store};
+pub use channel::Channel;
+pub use config::{
+    Alloc, Backing, ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufEnd, Sync, Wakeup,
+};
+pub use counters::Geometry;
+pub use frontend::{Buffer, BufferStats, Lost, Slot, SlotCtx};
+pub use reader::{BadRecord, Order, Poll, Pushed, Reader, Records, SnapshotStats, Subbuf};
+
+/// Creating a buffer or channel failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration was rejected.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Memory could not be set up.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}

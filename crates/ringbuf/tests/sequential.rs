@@ -1,0 +1,320 @@
+//! Single-thread reserve/commit/switch/read sequences checked against exact
+//! expectations, with every counter started a few laps below 2^64. These run
+//! under Miri too.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use proptest::prelude::*;
+use ringbuf::{Buffer, ChannelAttr, ConfigError, Error, Lost, Order, Poll};
+
+type Discard = Client<false, A_GLOBAL>;
+type Overwrite = Client<true, A_GLOBAL>;
+
+fn attr(subbuf: usize, n: usize, w0: u64) -> ChannelAttr {
+    ChannelAttr {
+        subbuf_size: subbuf,
+        num_subbuf: n,
+        initial_count: w0,
+        ..Default::default()
+    }
+}
+
+fn write<C: ringbuf::Config>(b: &Buffer<C>, len: usize, seq: u64) -> Result<(), Lost> {
+    let mut s = b.reserve(len)?;
+    let ts = s.ts();
+    fill_record(s.bytes(), 7, seq, ts);
+    s.commit();
+    Ok(())
+}
+
+/// Reads every ready sub-buffer, consuming them.
+fn drain<C: ringbuf::Config>(b: &Buffer<C>, tally: &mut Tally) -> Vec<Rec> {
+    let mut rd = b.reader().expect("one reader");
+    let mut all = Vec::new();
+    while let Some(sb) = rd.get_subbuf() {
+        let recs = check_subbuf(sb.content(), sb.data());
+        tally.add(&recs);
+        all.extend(recs);
+        sb.put().expect("not pushed");
+    }
+    all
+}
+
+#[test]
+fn rejects_bad_geometry() {
+    let cfg = Arc::new(Discard::default());
+    let e = Buffer::new(cfg.clone(), &attr(1000, 4, 0), "x").unwrap_err();
+    assert!(matches!(e, Error::Config(ConfigError::SubbufSize(1000))));
+    assert_eq!(e.to_string(), "sub-buffer size 1000 must be a power of two between 64 B and 1 GiB");
+    let e = Buffer::new(cfg.clone(), &attr(4096, 3, 0), "x").unwrap_err();
+    assert!(matches!(e, Error::Config(ConfigError::NumSubbuf(3))));
+    let e = Buffer::new(cfg.clone(), &attr(4096, 1, 0), "x").unwrap_err();
+    assert!(matches!(e, Error::Config(ConfigError::NumSubbuf(1))));
+    let e = Buffer::new(cfg.clone(), &attr(4096, 4, 12), "x").unwrap_err();
+    assert!(matches!(e, Error::Config(ConfigError::InitialCount(12))));
+    let e = Buffer::new(Arc::new(Client::<false, A_GLOBAL, true>::default()), &attr(4096, 4, 0), "x")
+        .unwrap_err();
+    assert!(matches!(e, Error::Config(ConfigError::LocalSyncShared)));
+}
+
+#[test]
+fn discard_fills_then_drops_exactly() {
+    // 256-byte sub-buffers: 40 header + 6 records of 32 = 232, 24 bytes padding.
+    let w0 = near_wrap(256, 4, 2);
+    let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 4, w0), "x").unwrap();
+    let mut ok = 0;
+    let mut lost = 0;
+    for seq in 0..40 {
+        match write(&b, 32, seq) {
+            Ok(()) => ok += 1,
+            Err(Lost::Full) => lost += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    // All 4 sub-buffers fill (24 records); the 25th would enter a 5th.
+    assert_eq!((ok, lost), (24, 16));
+    let st = b.stats();
+    assert_eq!(st.lost.full, 16);
+    assert_eq!(st.records, 24);
+    // Three are delivered; the fourth is still open (the writer is in it).
+    assert_eq!(b.poll(), Poll::Readable);
+    let mut t = Tally::default();
+    let got = drain(&b, &mut t);
+    assert_eq!(got.len(), 18);
+    assert!(b.flush());
+    let got = drain(&b, &mut t);
+    assert_eq!(got.len(), 6);
+    assert_eq!(t.records, 24);
+    assert_eq!(b.poll(), Poll::Nothing);
+    b.finalize();
+    assert_eq!(b.poll(), Poll::HangUp);
+    // The lost count travels in the headers: the 4th packet was closed by flush.
+    let st = b.stats();
+    assert_eq!((st.produced, st.consumed), (4, 4));
+}
+
+#[test]
+fn lost_counts_reach_the_next_header() {
+    let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
+    for seq in 0..20 {
+        let _ = write(&b, 32, seq);
+    }
+    assert_eq!(b.stats().lost.full, 8);
+    // Free the buffer, write one more packet: its header carries lost = 8.
+    let mut t = Tally::default();
+    drain(&b, &mut t);
+    b.flush();
+    drain(&b, &mut t);
+    write(&b, 32, 100).unwrap();
+    b.flush();
+    let mut rd = b.reader().unwrap();
+    let sb = rd.get_subbuf().unwrap();
+    assert_eq!(u64_at(sb.data(), 32), 8);
+    assert_eq!(sb.seq(), 2);
+    sb.put().unwrap();
+}
+
+#[test]
+fn too_big_is_rejected_and_counted() {
+    let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
+    assert_eq!(write(&b, 256 - HEADER + 1, 0), Err(Lost::TooBig));
+    assert_eq!(write(&b, 0, 0).unwrap_err(), Lost::TooBig);
+    // Exactly filling a sub-buffer is fine.
+    write(&b, 256 - HEADER, 1).unwrap();
+    assert_eq!(b.stats().lost.too_big, 2);
+    assert_eq!(b.stats().produced, 1, "an exact fill delivers at commit");
+}
+
+#[test]
+fn overwrite_keeps_the_newest() {
+    let w0 = near_wrap(256, 4, 3);
+    let b = Buffer::new(Arc::new(Overwrite::default()), &attr(256, 4, w0), "x").unwrap();
+    for seq in 0..100 {
+        write(&b, 32, seq).unwrap();
+    }
+    assert!(b.stats().overruns > 0);
+    let mut rd = b.reader().unwrap();
+    // Snapshot twice, both orders: same content, newest last.
+    let mut fwd = Vec::new();
+    let s1 = rd.snapshot(Order::OldestFirst, |sb| fwd.push(check_subbuf(sb.content(), sb.data())));
+    let mut rev = Vec::new();
+    let s2 = rd.snapshot(Order::NewestFirst, |sb| rev.push(check_subbuf(sb.content(), sb.data())));
+    assert_eq!(s1.read, 4);
+    assert_eq!(s2.read, 4);
+    rev.reverse();
+    assert_eq!(fwd, rev);
+    let seqs: Vec<u64> = fwd.iter().flatten().map(|r| r.seq).collect();
+    assert_eq!(*seqs.last().unwrap(), 99);
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "contiguous newest records: {seqs:?}");
+    // 100 records, 6 per packet: the last packet holds 4 (100 = 16·6 + 4).
+    assert_eq!(seqs.len(), 3 * 6 + 4);
+    // Consuming after the snapshot reads the same records.
+    let mut t = Tally::default();
+    let mut n = 0;
+    while let Some(sb) = rd.get_subbuf() {
+        let recs = check_subbuf(sb.content(), sb.data());
+        t.add(&recs);
+        n += recs.len();
+        sb.put().unwrap();
+    }
+    assert_eq!(n, seqs.len());
+}
+
+#[test]
+fn reader_holding_a_subbuf_in_overwrite_mode_is_pushed_not_corrupted() {
+    let b = Buffer::new(Arc::new(Overwrite::default()), &attr(256, 2, near_wrap(256, 2, 1)), "x").unwrap();
+    for seq in 0..8 {
+        write(&b, 32, seq).unwrap();
+    }
+    let mut rd = b.reader().unwrap();
+    let sb = rd.get_subbuf().unwrap();
+    let before: Vec<u8> = sb.data().to_vec();
+    // Writers lap the reader while it holds the sub-buffer.
+    for seq in 8..40 {
+        write(&b, 32, seq).unwrap();
+    }
+    assert_eq!(sb.data(), &before[..], "the reader's sub-buffer is private");
+    let recs = check_subbuf(sb.content(), sb.data());
+    assert_eq!(recs.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4, 5]);
+    assert_eq!(sb.put(), Err(ringbuf::Pushed));
+    // The next get returns newer data, in order.
+    let sb = rd.get_subbuf().unwrap();
+    let recs = check_subbuf(sb.content(), sb.data());
+    assert!(recs[0].seq > 5);
+    sb.put().unwrap();
+}
+
+#[test]
+fn only_one_reader() {
+    let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
+    let r1 = b.reader().unwrap();
+    assert!(b.reader().is_none());
+    drop(r1);
+    assert!(b.reader().is_some());
+}
+
+#[test]
+fn slot_size_sees_position_and_timestamps() {
+    let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
+    let mut seen = Vec::new();
+    let s = b
+        .reserve_with(|ctx| {
+            seen.push(ctx);
+            32
+        })
+        .unwrap();
+    let ts = s.ts();
+    assert_eq!(s.offset(), HEADER);
+    drop(s);
+    // First call at offset 0 (a switch), second at the header: last_ts = ts.
+    assert_eq!(seen.last().unwrap().offset, HEADER);
+    assert_eq!(seen.last().unwrap().last_ts, ts);
+    let s = b.reserve_with(|ctx| {
+        assert_eq!(ctx.offset, HEADER + 32);
+        assert_eq!(ctx.last_ts, ts);
+        32
+    });
+    drop(s);
+}
+
+/// One step of a random single-thread history.
+#[derive(Debug, Clone)]
+enum Step {
+    Write(usize),
+    Read,
+    Flush,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        6 => (RECORD_MIN..120usize).prop_map(Step::Write),
+        2 => Just(Step::Read),
+        1 => Just(Step::Flush),
+    ]
+}
+
+fn cases() -> u32 {
+    if cfg!(miri) {
+        4
+    } else {
+        256
+    }
+}
+
+/// Runs a history on a buffer whose counters start `laps` laps before 2^64,
+/// checking the exact number of records written, lost and read.
+fn run_history<C: ringbuf::Config + Default>(steps: &[Step], laps: u64, n: usize) {
+    let w0 = near_wrap(256, n, laps);
+    let b = Buffer::new(Arc::new(C::default()), &attr(256, n, w0), "x").unwrap();
+    let mut rd = b.reader().unwrap();
+    let mut written = 0u64;
+    let mut lost = 0u64;
+    let mut read = Vec::new();
+    let mut seq = 0;
+    let mut puts = 0;
+    for s in steps {
+        match s {
+            Step::Write(len) => {
+                seq += 1;
+                match b.reserve(*len) {
+                    Ok(mut slot) => {
+                        let ts = slot.ts();
+                        fill_record(slot.bytes(), 1, seq, ts);
+                        written += 1;
+                    }
+                    Err(Lost::Full) | Err(Lost::Wrap) => lost += 1,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            Step::Read => {
+                if let Some(sb) = rd.get_subbuf() {
+                    read.extend(check_subbuf(sb.content(), sb.data()));
+                    puts += u64::from(sb.put().is_ok());
+                }
+            }
+            Step::Flush => {
+                b.flush();
+            }
+        }
+    }
+    b.flush();
+    while let Some(sb) = rd.get_subbuf() {
+        read.extend(check_subbuf(sb.content(), sb.data()));
+        puts += u64::from(sb.put().is_ok());
+    }
+    let st = b.stats();
+    assert_eq!(st.records, written);
+    assert_eq!(st.lost.total(), lost);
+    assert!(read.windows(2).all(|w| w[1].seq > w[0].seq), "read out of order");
+    if C::MODE == ringbuf::Mode::Discard {
+        assert_eq!(read.len() as u64, written, "discard: every written record is read");
+        assert_eq!(written + lost, seq);
+    } else {
+        // Overwrite: what was read is a suffix-closed subset; the newest
+        // record is always there.
+        assert_eq!(lost, 0, "a single thread never stalls its own sub-buffer");
+        if written > 0 {
+            assert_eq!(read.last().map(|r| r.seq), Some(seq));
+        }
+        assert!(read.len() as u64 <= written);
+    }
+    assert_eq!(st.consumed, puts);
+    assert!(st.produced >= st.consumed);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn discard_histories(steps in proptest::collection::vec(step(), 1..300), laps in 1u64..4) {
+        run_history::<Discard>(&steps, laps, 4);
+    }
+
+    #[test]
+    fn overwrite_histories(steps in proptest::collection::vec(step(), 1..300), laps in 1u64..4) {
+        run_history::<Overwrite>(&steps, laps, 2);
+    }
+}
