@@ -315,6 +315,13 @@ impl<C: Config> Buffer<C> {
             if off == 0 || off + len > s {
                 switch_old = off != 0;
                 let x = geo.sb_trunc(w).wrapping_add(if switch_old { s } else { 0 });
+                // Discard mode tests "full" first: the reader not having
+                // consumed the sub-buffer is the cause to report, and a
+                // consumed sub-buffer is always fully committed.
+                if C::MODE == Mode::Discard && geo.buffer_full(x, self.rd.r.load(Acquire)) {
+                    self.wr.lost_full.add(C::SYNC, 1);
+                    return Err(Lost::Full);
+                }
                 let cs = self.sb[geo.sb_index(x)].cs.load(Acquire);
                 if !geo.fully_committed(cs, x) {
                     if self.wr.w.load(Acquire) != w {
@@ -322,10 +329,6 @@ impl<C: Config> Buffer<C> {
                     }
                     self.wr.lost_wrap.add(C::SYNC, 1);
                     return Err(Lost::Wrap);
-                }
-                if C::MODE == Mode::Discard && geo.buffer_full(x, self.rd.r.load(Acquire)) {
-                    self.wr.lost_full.add(C::SYNC, 1);
-                    return Err(Lost::Full);
                 }
                 switch_new = true;
                 begin = x.wrapping_add(self.header_size);

@@ -1,0 +1,167 @@
+//! Signal reentrancy: a signal is sent to the writer every few microseconds
+//! and its handler records into the same buffer, often while the interrupted
+//! thread is between reserve and commit. Every record must be valid and the
+//! counts exact. Run for a global SMP buffer and for a per-thread buffer with
+//! non-locked atomics (where the handler shares the thread's buffer).
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use ringbuf::{Channel, ChannelAttr, Config, Lost};
+
+/// Signal handlers reach the channel through this pointer (one test at a
+/// time uses it: the tests below serialize on LOCK).
+static CHANNEL: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+static IN_SLOT: AtomicBool = AtomicBool::new(false);
+static NESTED_IN_SLOT: AtomicU64 = AtomicU64::new(0);
+static H_WRITTEN: AtomicU64 = AtomicU64::new(0);
+static H_LOST: AtomicU64 = AtomicU64::new(0);
+static H_SEQ: AtomicU64 = AtomicU64::new(0);
+static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+extern "C" fn handler<C: Config>(_: libc::c_int) {
+    let p = CHANNEL.load(Ordering::Acquire) as *const Channel<C>;
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: the test stores a pointer to a channel that outlives every
+    // signal it sends (it joins the signaller before dropping the channel).
+    let ch = unsafe { &*p };
+    if IN_SLOT.load(Ordering::Relaxed) {
+        NESTED_IN_SLOT.fetch_add(1, Ordering::Relaxed);
+    }
+    let seq = H_SEQ.fetch_add(1, Ordering::Relaxed);
+    match ch.reserve(48) {
+        Ok(mut s) => {
+            let ts = s.ts();
+            fill_record(s.bytes(), 2, seq, ts);
+            s.commit();
+            H_WRITTEN.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(Lost::Full | Lost::Wrap) => {
+            H_LOST.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(_) => std::process::abort(),
+    }
+}
+
+fn run<C: Config + Default>() {
+    let _g = LOCK.lock().unwrap();
+    H_WRITTEN.store(0, Ordering::Relaxed);
+    H_LOST.store(0, Ordering::Relaxed);
+    H_SEQ.store(0, Ordering::Relaxed);
+    NESTED_IN_SLOT.store(0, Ordering::Relaxed);
+    let attr = ChannelAttr {
+        subbuf_size: 4096,
+        num_subbuf: 4,
+        initial_count: near_wrap(4096, 4, 3),
+        thread_pool: 1,
+        ..Default::default()
+    };
+    let ch = Arc::new(Channel::new(C::default(), &attr, "sig").unwrap());
+    CHANNEL.store(Arc::as_ptr(&ch) as *mut (), Ordering::Release);
+    // SAFETY: installs a handler that only uses async-signal-safe operations
+    // (atomics, the ring buffer's reserve/commit, a vDSO clock read).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler::<C> as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(AtomicU64::new(0));
+    let (tx, rx) = std::sync::mpsc::channel::<libc::pthread_t>();
+    let writer = {
+        let (ch, stop) = (ch.clone(), stop.clone());
+        std::thread::spawn(move || {
+            // SAFETY: pthread_self has no preconditions.
+            tx.send(unsafe { libc::pthread_self() }).unwrap();
+            let (mut written, mut lost, mut seq) = (0u64, 0u64, 0u64);
+            let mut rd_tally = Tally::default();
+            let mut read = 0u64;
+            let mut rd = None;
+            let deadline = Instant::now() + Duration::from_millis(700);
+            while Instant::now() < deadline {
+                // Write until the buffer is full, then drain it (same thread:
+                // the reader only needs to be safe against the handler).
+                match ch.reserve(200) {
+                    Ok(mut s) => {
+                        IN_SLOT.store(true, Ordering::Relaxed);
+                        let ts = s.ts();
+                        fill_record(s.bytes(), 1, seq, ts);
+                        IN_SLOT.store(false, Ordering::Relaxed);
+                        s.commit();
+                        written += 1;
+                    }
+                    Err(_) => lost += 1,
+                }
+                seq += 1;
+                if seq % 64 == 0 {
+                    let rdr = rd.get_or_insert_with(|| ch.current().unwrap().reader().unwrap());
+                    while let Some(sb) = rdr.get_subbuf() {
+                        let recs = check_subbuf(sb.content(), sb.data());
+                        read += recs.len() as u64;
+                        rd_tally.add(&recs);
+                        sb.put().unwrap();
+                    }
+                }
+            }
+            stop.store(true, Ordering::Release);
+            (written, lost, rd.is_some(), read, ch.current().unwrap() as *const _ as usize)
+        })
+    };
+    let tid = rx.recv().unwrap();
+    let signaller = {
+        let (stop, ready) = (stop.clone(), ready.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                // SAFETY: `tid` is the writer thread, alive until `stop` is set.
+                unsafe { libc::pthread_kill(tid, libc::SIGUSR1) };
+                ready.fetch_add(1, Ordering::Relaxed);
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_micros(3) {
+                    std::hint::spin_loop();
+                }
+            }
+        })
+    };
+    let (written, lost, _, read_live, buf_addr) = writer.join().unwrap();
+    signaller.join().unwrap();
+    CHANNEL.store(std::ptr::null_mut(), Ordering::Release);
+    let buf = ch.buffers().iter().find(|b| *b as *const _ as usize == buf_addr).unwrap();
+    // The writer thread has exited: any thread may flush now.
+    buf.flush();
+    let mut rd = buf.reader().unwrap();
+    let mut read = read_live;
+    while let Some(sb) = rd.get_subbuf() {
+        read += check_subbuf(sb.content(), sb.data()).len() as u64;
+        sb.put().unwrap();
+    }
+    let hw = H_WRITTEN.load(Ordering::Relaxed);
+    let hl = H_LOST.load(Ordering::Relaxed);
+    let nested = NESTED_IN_SLOT.load(Ordering::Relaxed);
+    eprintln!(
+        "signals {} handler written {hw} lost {hl} (in a slot: {nested}); thread written {written} lost {lost}; read {read}",
+        ready.load(Ordering::Relaxed)
+    );
+    assert!(nested > 100, "the handler must often interrupt reserve..commit ({nested})");
+    let st = buf.stats();
+    assert_eq!(st.records, written + hw);
+    assert_eq!(st.lost.total(), lost + hl);
+    assert_eq!(read, written + hw, "discard mode: every record written is read");
+}
+
+#[test]
+fn signal_handler_records_into_global_smp_buffer() {
+    run::<Client<false, A_GLOBAL>>();
+}
+
+#[test]
+fn signal_handler_records_into_per_thread_local_buffer() {
+    run::<Client<false, A_THREAD, true>>();
+}
