@@ -1,0 +1,262 @@
+//! loom models of the lock-free paths on tiny buffers (2 sub-buffers of
+//! 64 bytes, counters one lap below 2^64): reserve/commit against get/put in
+//! both modes, concurrent writers across a switch, a forced switch from
+//! another thread, and the snapshot swap. Run with
+//! `RUSTFLAGS="--cfg loom" cargo test -p ringbuf --test loom --release`.
+//!
+//! Every actor runs in a spawned loom thread and the model's main thread
+//! only spawns, joins and checks: loom 0.7 explored a single schedule when
+//! the main thread itself raced with a spawned one through Acquire loads.
+#![cfg(loom)]
+
+use std::sync::atomic::{AtomicU64 as StdU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+use loom::thread;
+use ringbuf::{Alloc, Buffer, ChannelAttr, Config, Lost, Mode, Order, SubbufEnd};
+
+const S: usize = 64;
+const HEADER: usize = 8;
+const REC: usize = 24; // two records per sub-buffer, the third switches
+
+static CLOCK: StdU64 = StdU64::new(1);
+
+#[derive(Default)]
+struct Tiny<const OVERWRITE: bool>;
+
+impl<const O: bool> Config for Tiny<O> {
+    const MODE: Mode = if O { Mode::Overwrite } else { Mode::Discard };
+    const ALLOC: Alloc = Alloc::Global;
+    fn clock(&self) -> u64 {
+        // Not modelled (a real clock is not a shared variable of the
+        // algorithm); monotonic across loom's threads.
+        CLOCK.fetch_add(1, Relaxed)
+    }
+    fn header_size(&self) -> usize {
+        HEADER
+    }
+    fn subbuf_begin(&self, h: &mut [u8], _ts: u64, seq: u64) {
+        h[0..4].copy_from_slice(&0u32.to_le_bytes());
+        h[4..8].copy_from_slice(&(seq as u32).to_le_bytes());
+    }
+    fn subbuf_end(&self, h: &mut [u8], end: &SubbufEnd) {
+        h[0..4].copy_from_slice(&(end.data_size as u32).to_le_bytes());
+    }
+    fn data_size(&self, sb: &[u8]) -> usize {
+        u32::from_le_bytes(sb[0..4].try_into().unwrap()) as usize
+    }
+}
+
+fn buffer<const O: bool>() -> Arc<Buffer<Tiny<O>>> {
+    let attr = ChannelAttr {
+        subbuf_size: S,
+        num_subbuf: 2,
+        initial_count: 0u64.wrapping_sub(2 * S as u64),
+        ..Default::default()
+    };
+    Arc::new(Buffer::new(Arc::new(Tiny::<O>), &attr, "loom").unwrap())
+}
+
+fn write<const O: bool>(b: &Buffer<Tiny<O>>, writer: u32, seq: u64) -> Result<(), Lost> {
+    let mut s = b.reserve(REC)?;
+    let r = s.bytes();
+    r[0..4].copy_from_slice(&writer.to_le_bytes());
+    r[4..12].copy_from_slice(&seq.to_le_bytes());
+    r[12..20].copy_from_slice(&(!seq).to_le_bytes());
+    r[20..24].copy_from_slice(&(!writer).to_le_bytes());
+    s.commit();
+    Ok(())
+}
+
+/// Checks a sub-buffer's records; returns (writer, seq) pairs.
+fn records(content: &[u8]) -> Vec<(u32, u64)> {
+    assert!(content.len() >= HEADER && (content.len() - HEADER) % REC == 0, "content {}", content.len());
+    content[HEADER..]
+        .chunks(REC)
+        .map(|r| {
+            let w = u32::from_le_bytes(r[0..4].try_into().unwrap());
+            let seq = u64::from_le_bytes(r[4..12].try_into().unwrap());
+            assert_eq!(u64::from_le_bytes(r[12..20].try_into().unwrap()), !seq, "torn record");
+            assert_eq!(u32::from_le_bytes(r[20..24].try_into().unwrap()), !w, "torn record");
+            (w, seq)
+        })
+        .collect()
+}
+
+fn drain<const O: bool>(b: &Buffer<Tiny<O>>, out: &mut Vec<(u32, u64)>) {
+    let mut rd = b.reader().unwrap();
+    while let Some(sb) = rd.get_subbuf() {
+        out.extend(records(sb.content()));
+        let _ = sb.put();
+    }
+}
+
+fn check_order(recs: &[(u32, u64)]) {
+    for w in [1u32, 2] {
+        let seqs: Vec<u64> = recs.iter().filter(|r| r.0 == w).map(|r| r.1).collect();
+        assert!(seqs.windows(2).all(|p| p[1] > p[0]), "writer {w} out of order: {seqs:?}");
+    }
+}
+
+fn model(name: &str, bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(bound);
+    b.check(move || {
+        r.fetch_add(1, Relaxed);
+        f()
+    });
+    eprintln!("loom {name}: {} interleavings (preemption bound {bound})", runs.load(Relaxed));
+}
+
+#[test]
+fn discard_reserve_commit_vs_get_put() {
+    model("discard writer vs reader", 3, || {
+        let b = buffer::<false>();
+        let w = {
+            let b = b.clone();
+            thread::spawn(move || (0..5).filter(|&s| write(&b, 1, s).is_ok()).count() as u64)
+        };
+        let r = {
+            let b = b.clone();
+            thread::spawn(move || {
+                let mut read = Vec::new();
+                let mut rd = b.reader().unwrap();
+                for _ in 0..2 {
+                    if let Some(sb) = rd.get_subbuf() {
+                        read.extend(records(sb.content()));
+                        sb.put().unwrap();
+                    }
+                }
+                read
+            })
+        };
+        let written = w.join().unwrap();
+        let mut read = r.join().unwrap();
+        b.flush();
+        drain(&b, &mut read);
+        let st = b.stats();
+        assert_eq!(written + st.lost.full, 5);
+        assert_eq!(read.len() as u64, written);
+        check_order(&read);
+    });
+}
+
+#[test]
+fn overwrite_reserve_commit_vs_get_put() {
+    model("overwrite writer vs reader", 3, || {
+        let b = buffer::<true>();
+        let w = {
+            let b = b.clone();
+            thread::spawn(move || {
+                for s in 0..5 {
+                    write(&b, 1, s).unwrap();
+                }
+            })
+        };
+        let r = {
+            let b = b.clone();
+            thread::spawn(move || {
+                let mut read = Vec::new();
+                let mut rd = b.reader().unwrap();
+                for _ in 0..2 {
+                    if let Some(sb) = rd.get_subbuf() {
+                        // Private after the swap: valid even if the writer laps us.
+                        read.extend(records(sb.content()));
+                        let _ = sb.put();
+                    }
+                }
+                read
+            })
+        };
+        w.join().unwrap();
+        let mut read = r.join().unwrap();
+        b.flush();
+        drain(&b, &mut read);
+        check_order(&read);
+        assert_eq!(read.last(), Some(&(1, 4)), "the newest record survives");
+        assert_eq!(b.stats().records, 5);
+    });
+}
+
+#[test]
+fn two_writers_across_a_switch() {
+    model("two writers", 3, || {
+        let b = buffer::<false>();
+        let hs: Vec<_> = [1u32, 2]
+            .into_iter()
+            .map(|id| {
+                let b = b.clone();
+                thread::spawn(move || (0..2).filter(|&s| write(&b, id, s).is_ok()).count() as u64)
+            })
+            .collect();
+        let written: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+        b.flush();
+        let mut read = Vec::new();
+        drain(&b, &mut read);
+        assert_eq!(written, 4, "4 records fit in two sub-buffers");
+        assert_eq!(read.len(), 4);
+        check_order(&read);
+    });
+}
+
+#[test]
+fn forced_switch_from_another_thread() {
+    model("flush vs writer", 3, || {
+        let b = buffer::<false>();
+        let f = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.flush();
+            })
+        };
+        let w = {
+            let b = b.clone();
+            thread::spawn(move || (0..3).filter(|&s| write(&b, 1, s).is_ok()).count() as u64)
+        };
+        f.join().unwrap();
+        let written = w.join().unwrap();
+        b.flush();
+        let mut read = Vec::new();
+        drain(&b, &mut read);
+        assert_eq!(read.len() as u64, written);
+        assert_eq!(written + b.stats().lost.full, 3);
+        check_order(&read);
+    });
+}
+
+#[test]
+fn snapshot_swap_vs_writer() {
+    model("snapshot vs writer", 2, || {
+        let b = buffer::<true>();
+        for s in 0..2 {
+            write(&b, 1, s).unwrap();
+        }
+        let w = {
+            let b = b.clone();
+            // The snapshot's forced switch may hold the next sub-buffer
+            // between its reservation and its padding commit: a counted drop.
+            thread::spawn(move || (2..5).filter(|&s| write(&b, 1, s).is_ok()).count() as u64)
+        };
+        let r = {
+            let b = b.clone();
+            thread::spawn(move || {
+                let mut seen = Vec::new();
+                let mut rd = b.reader().unwrap();
+                rd.snapshot(Order::NewestFirst, |sb| seen.extend(records(sb.content())));
+                seen
+            })
+        };
+        let written = w.join().unwrap();
+        let seen = r.join().unwrap();
+        assert_eq!(written + b.stats().lost.wrap, 3);
+        b.flush();
+        let mut read = Vec::new();
+        drain(&b, &mut read);
+        check_order(&read);
+        // The snapshot gave valid records of the writer only.
+        assert!(seen.iter().all(|r| r.0 == 1 && r.1 < 5));
+    });
+}
+
