@@ -1,1 +1,201 @@
-fn main(){}
+//! ns per record, reproducing the table of `002_…` on this machine, with the
+//! hardware floors measured in the same run:
+//!
+//! * `floor/rdtsc`, `floor/lock_cmpxchg`, `floor/cmpxchg_nolock`;
+//! * `floor/bare_event_locked`: `lfence;rdtsc` + `lock cmpxchg` on a write
+//!   count + a 16-byte store + `lock xadd` on a commit count — the least any
+//!   SMP-safe timestamped event can cost;
+//! * `floor/bare_event_local`: the same with plain `rdtsc` and non-locked
+//!   `cmpxchg`/`xadd` — the least a signal-safe per-thread event can cost;
+//! * `record/{percpu|perthread}/{discard|overwrite}/{8,16,64}B/{4K,128K,512K}/{reader|noreader}/{1,2}w`.
+//!
+//! `cargo bench -p ringbuf --bench record` (add a filter to run a subset);
+//! `python3 bench/ringbuf_table.py` turns the results into BENCHMARKS.md's table.
+
+#[path = "support.rs"]
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
+use ringbuf::{Channel, ChannelAttr, Config};
+use support::*;
+
+fn floors(c: &mut Criterion) {
+    let mut g = c.benchmark_group("floor");
+    g.bench_function("rdtsc", |b| b.iter(|| black_box(rdtsc())));
+    let a = AtomicU64::new(0);
+    g.bench_function("lock_cmpxchg", |b| {
+        b.iter(|| {
+            let v = a.load(Ordering::Relaxed);
+            black_box(a.compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Relaxed))
+        })
+    });
+    g.bench_function("cmpxchg_nolock", |b| {
+        b.iter(|| {
+            let v = a.load(Ordering::Relaxed);
+            black_box(cas_nolock(&a, v, v + 1))
+        })
+    });
+    let mut mem = vec![0u8; 1 << 16];
+    let w = AtomicU64::new(0);
+    let cc = AtomicU64::new(0);
+    g.bench_function("bare_event_locked", |b| {
+        b.iter(|| {
+            let cur = w.load(Ordering::Acquire);
+            let ts = rdtsc_ordered();
+            if w.compare_exchange(cur, cur + 16, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                let off = (cur as usize) & ((1 << 16) - 16);
+                mem[off..off + 8].copy_from_slice(&ts.to_le_bytes());
+                mem[off + 8..off + 16].copy_from_slice(&cur.to_le_bytes());
+                cc.fetch_add(16, Ordering::AcqRel);
+            }
+        })
+    });
+    g.bench_function("bare_event_local", |b| {
+        b.iter(|| {
+            let cur = w.load(Ordering::Acquire);
+            let ts = rdtsc();
+            if cas_nolock(&w, cur, cur + 16) == cur {
+                let off = (cur as usize) & ((1 << 16) - 16);
+                mem[off..off + 8].copy_from_slice(&ts.to_le_bytes());
+                mem[off + 8..off + 16].copy_from_slice(&cur.to_le_bytes());
+                xadd_nolock(&cc, 16);
+            }
+        })
+    });
+    g.finish();
+}
+
+#[inline(always)]
+fn cas_nolock(a: &AtomicU64, cur: u64, new: u64) -> u64 {
+    let prev: u64;
+    // SAFETY: a valid, aligned AtomicU64; only this thread touches it.
+    unsafe {
+        core::arch::asm!("cmpxchg qword ptr [{p}], {n}", p = in(reg) a.as_ptr(), n = in(reg) new,
+            inout("rax") cur => prev, options(nostack));
+    }
+    prev
+}
+
+#[inline(always)]
+fn xadd_nolock(a: &AtomicU64, v: u64) -> u64 {
+    let mut prev = v;
+    // SAFETY: a valid, aligned AtomicU64; only this thread touches it.
+    unsafe {
+        core::arch::asm!("xadd qword ptr [{p}], {v}", p = in(reg) a.as_ptr(), v = inout(reg) prev,
+            options(nostack));
+    }
+    prev
+}
+
+/// Runs `iters` records on each of `writers` threads (optionally with a
+/// reader thread draining), returning the mean time per record per writer.
+fn run<C: Config + Default>(
+    subbuf: usize,
+    payload: usize,
+    writers: usize,
+    reader: bool,
+    iters: u64,
+) -> Duration {
+    match payload {
+        8 => run_n::<C, 8>(subbuf, writers, reader, iters),
+        16 => run_n::<C, 16>(subbuf, writers, reader, iters),
+        64 => run_n::<C, 64>(subbuf, writers, reader, iters),
+        _ => unreachable!("payload sizes of the table"),
+    }
+}
+
+fn run_n<C: Config + Default, const P: usize>(
+    subbuf: usize,
+    writers: usize,
+    reader: bool,
+    iters: u64,
+) -> Duration {
+    let attr = ChannelAttr {
+        subbuf_size: subbuf,
+        num_subbuf: 4,
+        thread_pool: writers,
+        ..Default::default()
+    };
+    let ch = Arc::new(Channel::new(C::default(), &attr, "bench").unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let rd = reader.then(|| {
+        let (ch, stop) = (ch.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut readers: Vec<_> = ch.buffers().iter().map(|b| b.reader().unwrap()).collect();
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                n += drain(&mut readers, 8 + P);
+                std::hint::spin_loop();
+            }
+            n
+        })
+    });
+    let barrier = Arc::new(Barrier::new(writers));
+    let hs: Vec<_> = (0..writers)
+        .map(|_| {
+            let (ch, barrier) = (ch.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let data = [0x5au8; P];
+                record(&ch, &data); // first record of the thread (per-thread buffer lookup)
+                barrier.wait();
+                let t = Instant::now();
+                for _ in 0..iters {
+                    record(&ch, black_box(&data));
+                }
+                t.elapsed()
+            })
+        })
+        .collect();
+    let total: Duration = hs.into_iter().map(|h| h.join().unwrap()).sum();
+    stop.store(true, Ordering::Relaxed);
+    if let Some(r) = rd {
+        r.join().unwrap();
+    }
+    total / writers as u32
+}
+
+fn records(c: &mut Criterion) {
+    let mut g = c.benchmark_group("record");
+    g.warm_up_time(Duration::from_millis(300));
+    g.measurement_time(Duration::from_millis(1200));
+    g.sample_size(15);
+    macro_rules! case {
+        ($cfg:ty, $name:expr) => {
+            for payload in [8usize, 16, 64] {
+                for (subbuf, sname) in [(4096, "4K"), (128 << 10, "128K"), (512 << 10, "512K")] {
+                    for reader in [false, true] {
+                        for writers in [1usize, 2] {
+                            let id = format!(
+                                "{}/{}B/{}/{}/{}w",
+                                $name,
+                                payload,
+                                sname,
+                                if reader { "reader" } else { "noreader" },
+                                writers
+                            );
+                            g.bench_function(BenchmarkId::from_parameter(id), |b| {
+                                b.iter_custom(|iters| {
+                                    run::<$cfg>(subbuf, payload, writers, reader, iters)
+                                })
+                            });
+                        }
+                    }
+                }
+            }
+        };
+    }
+    case!(Bench<false, CPU>, "percpu/discard");
+    case!(Bench<true, CPU>, "percpu/overwrite");
+    case!(Bench<false, THREAD>, "perthread/discard");
+    case!(Bench<true, THREAD>, "perthread/overwrite");
+    g.finish();
+}
+
+criterion_group!(benches, floors, records);
+criterion_main!(benches);

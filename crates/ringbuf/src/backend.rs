@@ -54,8 +54,20 @@ pub struct Store {
 enum Mapping {
     #[cfg(not(miri))]
     Map(memmap2::MmapMut),
+    /// Miri cannot run mmap: a heap block, owned through a raw pointer so
+    /// that moving the owner does not retag (and invalidate) `base`.
     #[cfg(miri)]
-    Heap(Box<[u8]>),
+    Heap(*mut [u8]),
+}
+
+#[cfg(miri)]
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        let Mapping::Heap(p) = *self;
+        // SAFETY: `p` came from `Box::into_raw` in `Store::new` and is freed
+        // only here, once.
+        drop(unsafe { Box::from_raw(p) });
+    }
 }
 
 // SAFETY: the store is plain memory. Which thread may touch which bytes is
@@ -86,13 +98,13 @@ impl Store {
             };
             mapped.map_err(|source| BackendError::Map { len, source })?
         };
-        #[cfg(miri)]
-        let mut map = vec![0u8; len].into_boxed_slice();
-        let base = map.as_mut_ptr();
         #[cfg(not(miri))]
-        let map = Mapping::Map(map);
+        let (base, map) = (map.as_mut_ptr(), Mapping::Map(map));
         #[cfg(miri)]
-        let map = Mapping::Heap(map);
+        let (base, map) = {
+            let heap = Box::into_raw(vec![0u8; len].into_boxed_slice());
+            (heap as *mut u8, Mapping::Heap(heap))
+        };
         Ok(Store {
             base,
             len,
@@ -213,13 +225,21 @@ impl Table {
     }
 
     #[inline(always)]
+    fn entry(&self, i: usize) -> &AtomicU64 {
+        debug_assert!(i < self.entries.len());
+        // SAFETY: indices come from `Geometry::sb_index` (masked with N - 1)
+        // and the table has N entries.
+        unsafe { self.entries.get_unchecked(i) }
+    }
+
+    #[inline(always)]
     pub(crate) fn load(&self, i: usize) -> Entry {
-        Entry(self.entries[i].load(Ordering::Acquire))
+        Entry(self.entry(i).load(Ordering::Acquire))
     }
 
     #[inline(always)]
     pub(crate) fn cas(&self, i: usize, old: Entry, new: Entry) -> Result<Entry, Entry> {
-        self.entries[i]
+        self.entry(i)
             .compare_exchange(old.0, new.0, Ordering::AcqRel, Ordering::Acquire)
             .map(Entry)
             .map_err(Entry)
@@ -227,7 +247,7 @@ impl Table {
 
     #[inline(always)]
     pub(crate) fn store(&self, i: usize, e: Entry) {
-        self.entries[i].store(e.0, Ordering::Release)
+        self.entry(i).store(e.0, Ordering::Release)
     }
 
     /// Makes sure entry `i` is marked held by a writer and returns the

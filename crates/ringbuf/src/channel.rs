@@ -102,7 +102,13 @@ impl<C: Config> Channel<C> {
             Alloc::PerCpu => {
                 let cpu = cpu::current();
                 // A CPU beyond the possible set cannot exist; wrap defensively.
-                Some(&self.buffers[if cpu < self.buffers.len() { cpu } else { cpu % self.buffers.len() }])
+                Some(
+                    &self.buffers[if cpu < self.buffers.len() {
+                        cpu
+                    } else {
+                        cpu % self.buffers.len()
+                    }],
+                )
             }
             Alloc::Global => Some(&self.buffers[0]),
             Alloc::PerThread => self.thread_buffer(),
@@ -188,15 +194,18 @@ impl<C: Config> Channel<C> {
 
     fn thread_index(&self) -> Option<usize> {
         OWNED_BUFFERS
-            .try_with(|slots| slots.iter().find(|s| s.get().0 == self.id).map(|s| s.get().1))
+            .try_with(|slots| {
+                slots
+                    .iter()
+                    .find(|s| s.get().0 == self.id)
+                    .map(|s| s.get().1)
+            })
             .ok()
             .flatten()
     }
 
     fn may_flush(&self, i: usize, own: Option<usize>) -> bool {
-        C::SYNC == crate::Sync::Smp
-            || own == Some(i)
-            || self.states[i].load(Acquire) != OWNED
+        C::SYNC == crate::Sync::Smp || own == Some(i) || self.states[i].load(Acquire) != OWNED
     }
 
     /// Per-thread channels: buffers whose thread exited and that the reader
@@ -206,7 +215,11 @@ impl<C: Config> Channel<C> {
         for (i, b) in self.buffers.iter().enumerate() {
             if self.states[i].load(Acquire) == ORPHANED {
                 b.flush();
-                if b.is_drained() && self.states[i].compare_exchange(ORPHANED, FREE, AcqRel, Acquire).is_ok() {
+                if b.is_drained()
+                    && self.states[i]
+                        .compare_exchange(ORPHANED, FREE, AcqRel, Acquire)
+                        .is_ok()
+                {
                     n += 1;
                 }
             }

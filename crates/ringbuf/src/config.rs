@@ -174,7 +174,9 @@ pub enum ConfigError {
     #[error("initial count {0:#x} is not a multiple of the buffer size")]
     InitialCount(u64),
     /// Thread-local atomics with a buffer shared between threads.
-    #[error("Sync::Local requires Alloc::PerThread: other allocations share buffers between threads")]
+    #[error(
+        "Sync::Local requires Alloc::PerThread: other allocations share buffers between threads"
+    )]
     LocalSyncShared,
     /// A per-thread channel needs at least one pooled buffer.
     #[error("a per-thread channel needs a thread pool of at least 1 buffer")]

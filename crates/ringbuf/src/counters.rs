@@ -20,6 +20,10 @@ use crate::config::ConfigError;
 pub struct Geometry {
     subbuf_order: u32,
     num_order: u32,
+    /// `S - 1`, precomputed: the fast path uses it on every record.
+    subbuf_mask: u64,
+    /// `N - 1`.
+    index_mask: u64,
 }
 
 impl Geometry {
@@ -44,18 +48,20 @@ impl Geometry {
         Ok(Geometry {
             subbuf_order: subbuf_size.trailing_zeros(),
             num_order: num_subbuf.trailing_zeros(),
+            subbuf_mask: subbuf_size as u64 - 1,
+            index_mask: num_subbuf as u64 - 1,
         })
     }
 
     /// `S`, bytes per sub-buffer.
     #[inline(always)]
     pub fn subbuf_size(self) -> u64 {
-        1 << self.subbuf_order
+        self.subbuf_mask + 1
     }
     /// `N`, sub-buffers per buffer.
     #[inline(always)]
     pub fn num_subbuf(self) -> u64 {
-        1 << self.num_order
+        self.index_mask + 1
     }
     /// `B = N·S`, bytes per buffer.
     #[inline(always)]
@@ -65,12 +71,12 @@ impl Geometry {
     /// Offset of `x` inside its sub-buffer.
     #[inline(always)]
     pub fn sb_offset(self, x: u64) -> u64 {
-        x & (self.subbuf_size() - 1)
+        x & self.subbuf_mask
     }
     /// Start of the sub-buffer containing `x`.
     #[inline(always)]
     pub fn sb_trunc(self, x: u64) -> u64 {
-        x & !(self.subbuf_size() - 1)
+        x & !self.subbuf_mask
     }
     /// Start of the lap containing `x`.
     #[inline(always)]
@@ -80,7 +86,12 @@ impl Geometry {
     /// Index of the sub-buffer containing `x`.
     #[inline(always)]
     pub fn sb_index(self, x: u64) -> usize {
-        ((x >> self.subbuf_order) & (self.num_subbuf() - 1)) as usize
+        ((x >> self.subbuf_order) & self.index_mask) as usize
+    }
+    /// `log2(S)`.
+    #[inline(always)]
+    pub fn subbuf_order(self) -> u32 {
+        self.subbuf_order
     }
     /// Laps × S: what every complete lap adds to each commit count.
     #[inline(always)]

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::backend::{Entry, Store, Table};
-use crate::config::{ChannelAttr, Config, ConfigError, LostCounts, Mode, Sync, SubbufEnd};
+use crate::config::{ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufEnd, Sync};
 use crate::counters::Geometry;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CacheAligned, Counter, Ordering};
 use crate::Error;
@@ -242,6 +242,15 @@ impl<C: Config> Buffer<C> {
         })
     }
 
+    /// State of sub-buffer `i`, an index produced by `Geometry::sb_index`.
+    #[inline(always)]
+    pub(crate) fn subbuf_state(&self, i: usize) -> &SubbufState {
+        debug_assert!(i < self.sb.len());
+        // SAFETY: every index comes from `Geometry::sb_index`, which masks
+        // with `N - 1`, and `sb` has exactly `N` entries.
+        unsafe { self.sb.get_unchecked(i) }
+    }
+
     /// The buffer's geometry.
     pub fn geometry(&self) -> Geometry {
         self.geo
@@ -322,7 +331,7 @@ impl<C: Config> Buffer<C> {
                     self.wr.lost_full.add(C::SYNC, 1);
                     return Err(Lost::Full);
                 }
-                let cs = self.sb[geo.sb_index(x)].cs.load(Acquire);
+                let cs = self.subbuf_state(geo.sb_index(x)).cs.load(Acquire);
                 if !geo.fully_committed(cs, x) {
                     if self.wr.w.load(Acquire) != w {
                         continue; // a nested or concurrent writer moved on: retry
@@ -360,7 +369,7 @@ impl<C: Config> Buffer<C> {
         if switch_new {
             let x = begin.wrapping_sub(self.header_size);
             let phys = self.hold(geo.sb_index(x));
-            let seq = x.wrapping_sub(self.w0) >> s.trailing_zeros();
+            let seq = x.wrapping_sub(self.w0) >> geo.subbuf_order();
             // SAFETY: the header bytes of the sub-buffer we just entered are
             // ours: the CAS on W gave this reservation the range
             // [x, x + header), the entry is held, and the sub-buffer was fully
@@ -382,7 +391,7 @@ impl<C: Config> Buffer<C> {
     fn slot(&self, begin: u64, end: u64, ts: u64) -> Slot<'_, C> {
         let geo = self.geo;
         let phys = self.hold(geo.sb_index(begin));
-        let offset = phys * geo.subbuf_size() as usize + geo.sb_offset(begin) as usize;
+        let offset = (phys << geo.subbuf_order()) + geo.sb_offset(begin) as usize;
         Slot {
             buf: self,
             end,
@@ -411,11 +420,7 @@ impl<C: Config> Buffer<C> {
         let mut r = self.rd.r.load(Acquire);
         while geo.sb_trunc(p).wrapping_sub(geo.sb_trunc(r)) >= geo.buf_size() {
             let next = geo.sb_trunc(r).wrapping_add(geo.subbuf_size());
-            match self
-                .rd
-                .r
-                .compare_exchange(r, next, AcqRel, Acquire)
-            {
+            match self.rd.r.compare_exchange(r, next, AcqRel, Acquire) {
                 Ok(_) => {
                     self.rd.overruns.fetch_add(1, Relaxed);
                     r = next;
@@ -439,7 +444,7 @@ impl<C: Config> Buffer<C> {
     }
 
     fn write_close(&self, i: usize, ts: u64, data_size: u64, lost: LostCounts) {
-        let c = &self.sb[i].close;
+        let c = &self.subbuf_state(i).close;
         c.end_ts.store(ts, Relaxed);
         c.data_size.store(data_size, Relaxed);
         c.lost_full.store(lost.full, Relaxed);
@@ -454,8 +459,14 @@ impl<C: Config> Buffer<C> {
         let geo = self.geo;
         let i = geo.sb_index(p);
         // The AcqRel add publishes this writer's bytes to whoever delivers.
-        let c = self.sb[i].cc.add(C::SYNC, amount).wrapping_add(amount);
-        if geo.subbuf_complete(c, p) {
+        let c = self
+            .subbuf_state(i)
+            .cc
+            .add(C::SYNC, amount)
+            .wrapping_add(amount);
+        // Commit counts start at a multiple of S, so a complete sub-buffer
+        // has a count that is one: a cheap filter before equation (3).
+        if geo.sb_offset(c) == 0 && geo.subbuf_complete(c, p) {
             self.deliver(i, c, p);
         }
     }
@@ -467,7 +478,7 @@ impl<C: Config> Buffer<C> {
     fn deliver(&self, i: usize, c: u64, p: u64) {
         let geo = self.geo;
         let s = geo.subbuf_size();
-        let st = &self.sb[i];
+        let st = self.subbuf_state(i);
         // Claim delivery: `c - S + 1` is never a valid commit seq, so only one
         // committer passes and writers see the sub-buffer as not yet
         // fully committed until the final store below.

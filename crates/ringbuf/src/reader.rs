@@ -161,7 +161,11 @@ impl<'a, C: Config> Reader<'a, C> {
     /// Forces a switch, then hands every complete sub-buffer between the read
     /// count and the write count to `f`, in `order`, without consuming:
     /// repeatable. Sub-buffers overwritten during the walk are skipped.
-    pub fn snapshot<F: FnMut(&Subbuf<'_, 'a, C>)>(&mut self, order: Order, mut f: F) -> SnapshotStats {
+    pub fn snapshot<F: FnMut(&Subbuf<'_, 'a, C>)>(
+        &mut self,
+        order: Order,
+        mut f: F,
+    ) -> SnapshotStats {
         let buf = self.buf;
         let geo = buf.geo;
         buf.flush();
@@ -282,7 +286,11 @@ impl<C: Config> Drop for Subbuf<'_, '_, C> {
             let i = buf.geo.sb_index(self.pos);
             // Swap back if no writer touched the entry; otherwise writers have
             // moved on and the old sub-buffer becomes our spare.
-            if buf.table.cas(i, installed, installed.with_index(self.phys)).is_err() {
+            if buf
+                .table
+                .cas(i, installed, installed.with_index(self.phys))
+                .is_err()
+            {
                 self.reader.spare = self.phys;
             }
         }

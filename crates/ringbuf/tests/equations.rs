@@ -64,7 +64,10 @@ fn rejects_non_powers_of_two() {
     assert!(Geometry::new(4096, 6).is_err());
     assert!(Geometry::new(4096, 1).is_err());
     let g = Geometry::new(4096, 4).unwrap();
-    assert_eq!((g.subbuf_size(), g.num_subbuf(), g.buf_size()), (4096, 4, 16384));
+    assert_eq!(
+        (g.subbuf_size(), g.num_subbuf(), g.buf_size()),
+        (4096, 4, 16384)
+    );
 }
 
 #[test]

@@ -70,14 +70,26 @@ fn write<const O: bool>(b: &Buffer<Tiny<O>>, writer: u32, seq: u64) -> Result<()
 
 /// Checks a sub-buffer's records; returns (writer, seq) pairs.
 fn records(content: &[u8]) -> Vec<(u32, u64)> {
-    assert!(content.len() >= HEADER && (content.len() - HEADER) % REC == 0, "content {}", content.len());
+    assert!(
+        content.len() >= HEADER && (content.len() - HEADER) % REC == 0,
+        "content {}",
+        content.len()
+    );
     content[HEADER..]
         .chunks(REC)
         .map(|r| {
             let w = u32::from_le_bytes(r[0..4].try_into().unwrap());
             let seq = u64::from_le_bytes(r[4..12].try_into().unwrap());
-            assert_eq!(u64::from_le_bytes(r[12..20].try_into().unwrap()), !seq, "torn record");
-            assert_eq!(u32::from_le_bytes(r[20..24].try_into().unwrap()), !w, "torn record");
+            assert_eq!(
+                u64::from_le_bytes(r[12..20].try_into().unwrap()),
+                !seq,
+                "torn record"
+            );
+            assert_eq!(
+                u32::from_le_bytes(r[20..24].try_into().unwrap()),
+                !w,
+                "torn record"
+            );
             (w, seq)
         })
         .collect()
@@ -94,7 +106,10 @@ fn drain<const O: bool>(b: &Buffer<Tiny<O>>, out: &mut Vec<(u32, u64)>) {
 fn check_order(recs: &[(u32, u64)]) {
     for w in [1u32, 2] {
         let seqs: Vec<u64> = recs.iter().filter(|r| r.0 == w).map(|r| r.1).collect();
-        assert!(seqs.windows(2).all(|p| p[1] > p[0]), "writer {w} out of order: {seqs:?}");
+        assert!(
+            seqs.windows(2).all(|p| p[1] > p[0]),
+            "writer {w} out of order: {seqs:?}"
+        );
     }
 }
 
@@ -107,7 +122,10 @@ fn model(name: &str, bound: usize, f: impl Fn() + Sync + Send + 'static) {
         r.fetch_add(1, Relaxed);
         f()
     });
-    eprintln!("loom {name}: {} interleavings (preemption bound {bound})", runs.load(Relaxed));
+    eprintln!(
+        "loom {name}: {} interleavings (preemption bound {bound})",
+        runs.load(Relaxed)
+    );
 }
 
 #[test]
@@ -259,4 +277,3 @@ fn snapshot_swap_vs_writer() {
         assert!(seen.iter().all(|r| r.0 == 1 && r.1 < 5));
     });
 }
-

@@ -48,15 +48,22 @@ fn rejects_bad_geometry() {
     let cfg = Arc::new(Discard::default());
     let e = Buffer::new(cfg.clone(), &attr(1000, 4, 0), "x").unwrap_err();
     assert!(matches!(e, Error::Config(ConfigError::SubbufSize(1000))));
-    assert_eq!(e.to_string(), "sub-buffer size 1000 must be a power of two between 64 B and 1 GiB");
+    assert_eq!(
+        e.to_string(),
+        "sub-buffer size 1000 must be a power of two between 64 B and 1 GiB"
+    );
     let e = Buffer::new(cfg.clone(), &attr(4096, 3, 0), "x").unwrap_err();
     assert!(matches!(e, Error::Config(ConfigError::NumSubbuf(3))));
     let e = Buffer::new(cfg.clone(), &attr(4096, 1, 0), "x").unwrap_err();
     assert!(matches!(e, Error::Config(ConfigError::NumSubbuf(1))));
     let e = Buffer::new(cfg.clone(), &attr(4096, 4, 12), "x").unwrap_err();
     assert!(matches!(e, Error::Config(ConfigError::InitialCount(12))));
-    let e = Buffer::new(Arc::new(Client::<false, A_GLOBAL, true>::default()), &attr(4096, 4, 0), "x")
-        .unwrap_err();
+    let e = Buffer::new(
+        Arc::new(Client::<false, A_GLOBAL, true>::default()),
+        &attr(4096, 4, 0),
+        "x",
+    )
+    .unwrap_err();
     assert!(matches!(e, Error::Config(ConfigError::LocalSyncShared)));
 }
 
@@ -139,16 +146,23 @@ fn overwrite_keeps_the_newest() {
     let mut rd = b.reader().unwrap();
     // Snapshot twice, both orders: same content, newest last.
     let mut fwd = Vec::new();
-    let s1 = rd.snapshot(Order::OldestFirst, |sb| fwd.push(check_subbuf(sb.content(), sb.data())));
+    let s1 = rd.snapshot(Order::OldestFirst, |sb| {
+        fwd.push(check_subbuf(sb.content(), sb.data()))
+    });
     let mut rev = Vec::new();
-    let s2 = rd.snapshot(Order::NewestFirst, |sb| rev.push(check_subbuf(sb.content(), sb.data())));
+    let s2 = rd.snapshot(Order::NewestFirst, |sb| {
+        rev.push(check_subbuf(sb.content(), sb.data()))
+    });
     assert_eq!(s1.read, 4);
     assert_eq!(s2.read, 4);
     rev.reverse();
     assert_eq!(fwd, rev);
     let seqs: Vec<u64> = fwd.iter().flatten().map(|r| r.seq).collect();
     assert_eq!(*seqs.last().unwrap(), 99);
-    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "contiguous newest records: {seqs:?}");
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "contiguous newest records: {seqs:?}"
+    );
     // 100 records, 6 per packet: the last packet holds 4 (100 = 16·6 + 4).
     assert_eq!(seqs.len(), 3 * 6 + 4);
     // Consuming after the snapshot reads the same records.
@@ -165,7 +179,12 @@ fn overwrite_keeps_the_newest() {
 
 #[test]
 fn reader_holding_a_subbuf_in_overwrite_mode_is_pushed_not_corrupted() {
-    let b = Buffer::new(Arc::new(Overwrite::default()), &attr(256, 2, near_wrap(256, 2, 1)), "x").unwrap();
+    let b = Buffer::new(
+        Arc::new(Overwrite::default()),
+        &attr(256, 2, near_wrap(256, 2, 1)),
+        "x",
+    )
+    .unwrap();
     for seq in 0..8 {
         write(&b, 32, seq).unwrap();
     }
@@ -178,7 +197,10 @@ fn reader_holding_a_subbuf_in_overwrite_mode_is_pushed_not_corrupted() {
     }
     assert_eq!(sb.data(), &before[..], "the reader's sub-buffer is private");
     let recs = check_subbuf(sb.content(), sb.data());
-    assert_eq!(recs.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4, 5]);
+    assert_eq!(
+        recs.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3, 4, 5]
+    );
     assert_eq!(sb.put(), Err(ringbuf::Pushed));
     // The next get returns newer data, in order.
     let sb = rd.get_subbuf().unwrap();
@@ -236,6 +258,14 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
+fn max_steps() -> usize {
+    if cfg!(miri) {
+        80
+    } else {
+        300
+    }
+}
+
 fn cases() -> u32 {
     if cfg!(miri) {
         4
@@ -288,9 +318,16 @@ fn run_history<C: ringbuf::Config + Default>(steps: &[Step], laps: u64, n: usize
     let st = b.stats();
     assert_eq!(st.records, written);
     assert_eq!(st.lost.total(), lost);
-    assert!(read.windows(2).all(|w| w[1].seq > w[0].seq), "read out of order");
+    assert!(
+        read.windows(2).all(|w| w[1].seq > w[0].seq),
+        "read out of order"
+    );
     if C::MODE == ringbuf::Mode::Discard {
-        assert_eq!(read.len() as u64, written, "discard: every written record is read");
+        assert_eq!(
+            read.len() as u64,
+            written,
+            "discard: every written record is read"
+        );
         assert_eq!(written + lost, seq);
     } else {
         // Overwrite: what was read is a suffix-closed subset; the newest
@@ -309,12 +346,12 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
-    fn discard_histories(steps in proptest::collection::vec(step(), 1..300), laps in 1u64..4) {
+    fn discard_histories(steps in proptest::collection::vec(step(), 1..max_steps()), laps in 1u64..4) {
         run_history::<Discard>(&steps, laps, 4);
     }
 
     #[test]
-    fn overwrite_histories(steps in proptest::collection::vec(step(), 1..300), laps in 1u64..4) {
+    fn overwrite_histories(steps in proptest::collection::vec(step(), 1..max_steps()), laps in 1u64..4) {
         run_history::<Overwrite>(&steps, laps, 2);
     }
 }

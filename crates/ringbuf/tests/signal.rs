@@ -112,7 +112,13 @@ fn run<C: Config + Default>() {
                 }
             }
             stop.store(true, Ordering::Release);
-            (written, lost, rd.is_some(), read, ch.current().unwrap() as *const _ as usize)
+            (
+                written,
+                lost,
+                rd.is_some(),
+                read,
+                ch.current().unwrap() as *const _ as usize,
+            )
         })
     };
     let tid = rx.recv().unwrap();
@@ -133,7 +139,11 @@ fn run<C: Config + Default>() {
     let (written, lost, _, read_live, buf_addr) = writer.join().unwrap();
     signaller.join().unwrap();
     CHANNEL.store(std::ptr::null_mut(), Ordering::Release);
-    let buf = ch.buffers().iter().find(|b| *b as *const _ as usize == buf_addr).unwrap();
+    let buf = ch
+        .buffers()
+        .iter()
+        .find(|b| *b as *const _ as usize == buf_addr)
+        .unwrap();
     // The writer thread has exited: any thread may flush now.
     buf.flush();
     let mut rd = buf.reader().unwrap();
@@ -149,11 +159,18 @@ fn run<C: Config + Default>() {
         "signals {} handler written {hw} lost {hl} (in a slot: {nested}); thread written {written} lost {lost}; read {read}",
         ready.load(Ordering::Relaxed)
     );
-    assert!(nested > 100, "the handler must often interrupt reserve..commit ({nested})");
+    assert!(
+        nested > 100,
+        "the handler must often interrupt reserve..commit ({nested})"
+    );
     let st = buf.stats();
     assert_eq!(st.records, written + hw);
     assert_eq!(st.lost.total(), lost + hl);
-    assert_eq!(read, written + hw, "discard mode: every record written is read");
+    assert_eq!(
+        read,
+        written + hw,
+        "discard mode: every record written is read"
+    );
 }
 
 #[test]

@@ -59,9 +59,16 @@ fn reader_waits_for_the_stalled_commit_discard() {
             lost += 1;
         }
     }
-    assert_eq!(lost, 40 - 5 - 18, "three more sub-buffers of 6 records, the rest dropped");
+    assert_eq!(
+        lost,
+        40 - 5 - 18,
+        "three more sub-buffers of 6 records, the rest dropped"
+    );
     let mut rd = b.reader().unwrap();
-    assert!(rd.get_subbuf().is_none(), "sub-buffer 0 is not committed: nothing is readable");
+    assert!(
+        rd.get_subbuf().is_none(),
+        "sub-buffer 0 is not committed: nothing is readable"
+    );
     go.send(()).unwrap();
     h.join().unwrap();
     let sb = rd.get_subbuf().expect("readable once committed");
@@ -74,7 +81,11 @@ fn reader_waits_for_the_stalled_commit_discard() {
         n += check_subbuf(sb.content(), sb.data()).len();
         sb.put().unwrap();
     }
-    assert_eq!(n, 6 + 12, "two more delivered sub-buffers; the last is still open");
+    assert_eq!(
+        n,
+        6 + 12,
+        "two more delivered sub-buffers; the last is still open"
+    );
     assert_eq!(b.stats().lost.full, lost);
 }
 

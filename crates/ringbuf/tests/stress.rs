@@ -136,7 +136,10 @@ fn discard_per_thread_local_atomics() {
 fn overwrite_per_cpu() {
     for (s, n) in SIZES {
         let o = run::<Client<true, A_CPU>>(s, n, 4, records_for(s));
-        eprintln!("overwrite per-cpu {s}x{n}: read {} written {} lost {}", o.read, o.written, o.lost);
+        eprintln!(
+            "overwrite per-cpu {s}x{n}: read {} written {} lost {}",
+            o.read, o.written, o.lost
+        );
     }
 }
 
@@ -163,7 +166,8 @@ fn per_thread_buffers_are_recycled() {
         thread_pool: 1,
         ..Default::default()
     };
-    let ch = Arc::new(Channel::new(Client::<false, A_THREAD, true>::default(), &attr, "t").unwrap());
+    let ch =
+        Arc::new(Channel::new(Client::<false, A_THREAD, true>::default(), &attr, "t").unwrap());
     let write = |ch: Arc<Channel<Client<false, A_THREAD, true>>>, id: u32| {
         std::thread::spawn(move || {
             for seq in 0..10 {
@@ -179,7 +183,9 @@ fn per_thread_buffers_are_recycled() {
     assert!(ch.is_orphaned(0));
     // The pool is empty until the buffer is drained and recycled.
     let ch2 = ch.clone();
-    let r = std::thread::spawn(move || ch2.reserve(64).map(drop)).join().unwrap();
+    let r = std::thread::spawn(move || ch2.reserve(64).map(drop))
+        .join()
+        .unwrap();
     assert_eq!(r.unwrap_err(), Lost::NoBuffer);
     assert_eq!(ch.lost_no_buffer(), 1);
     assert_eq!(ch.recycle(), 0, "not drained yet");

@@ -21,7 +21,11 @@ pub const A_GLOBAL: u8 = 2;
 /// A clock shared by every test writer: monotonic nanoseconds.
 pub fn now() -> u64 {
     static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64 + 1
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
+        + 1
 }
 
 /// Test client, generic over the mode, the allocation and the atomics.
@@ -73,8 +77,9 @@ pub fn u64_at(b: &[u8], o: usize) -> u64 {
 
 fn checksum(b: &[u8]) -> u64 {
     // FNV-1a
-    b.iter()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, &x| (h ^ x as u64).wrapping_mul(0x100_0000_01b3))
+    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
+        (h ^ x as u64).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 /// Fills a reserved record.
@@ -112,10 +117,23 @@ pub fn check_record(b: &[u8]) -> Rec {
     let seq = u64_at(b, 8);
     let ts = u64_at(b, 16);
     for (k, &x) in b[24..len - 8].iter().enumerate() {
-        assert_eq!(x, (writer as u64 ^ seq ^ k as u64) as u8, "torn payload byte {k} of writer {writer} seq {seq}");
+        assert_eq!(
+            x,
+            (writer as u64 ^ seq ^ k as u64) as u8,
+            "torn payload byte {k} of writer {writer} seq {seq}"
+        );
     }
-    assert_eq!(u64_at(b, len - 8), checksum(&b[..len - 8]), "bad checksum writer {writer} seq {seq}");
-    Rec { writer, seq, ts, len }
+    assert_eq!(
+        u64_at(b, len - 8),
+        checksum(&b[..len - 8]),
+        "bad checksum writer {writer} seq {seq}"
+    );
+    Rec {
+        writer,
+        seq,
+        ts,
+        len,
+    }
 }
 
 /// Checks one delivered sub-buffer: header, records, non-decreasing
@@ -130,7 +148,10 @@ pub fn check_subbuf(content: &[u8], data: &[u8]) -> Vec<Rec> {
     let mut out = Vec::new();
     while off < content.len() {
         let len = record_len(&content[off..]).expect("record length");
-        assert!(len >= RECORD_MIN && off + len <= content.len(), "record length {len} at {off}");
+        assert!(
+            len >= RECORD_MIN && off + len <= content.len(),
+            "record length {len} at {off}"
+        );
         let r = check_record(&content[off..off + len]);
         assert!(r.ts >= last, "timestamps decrease: {} then {}", last, r.ts);
         assert!(r.ts <= end, "record ts {} after packet end {end}", r.ts);
@@ -154,7 +175,13 @@ impl Tally {
         self.subbufs += 1;
         for r in recs {
             if let Some(&prev) = self.last_seq.get(&r.writer) {
-                assert!(r.seq > prev, "writer {} seq {} after {}", r.writer, r.seq, prev);
+                assert!(
+                    r.seq > prev,
+                    "writer {} seq {} after {}",
+                    r.writer,
+                    r.seq,
+                    prev
+                );
             }
             self.last_seq.insert(r.writer, r.seq);
             self.records += 1;

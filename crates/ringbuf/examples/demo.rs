@@ -1,0 +1,201 @@
+//! The ring buffer demo: writer threads record timestamped records into a
+//! per-CPU (or per-thread) channel while a reader drains it, for a given
+//! time; then an aligned table of what was written, lost and read per
+//! buffer, and the first records. With `--seconds 10 --mode discard` it is
+//! the paper's 10-second discard run.
+//!
+//! `cargo run --release -p ringbuf --example demo -- --help`
+
+#[path = "../benches/support.rs"]
+mod support;
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use ringbuf::{Channel, ChannelAttr, Config};
+use support::*;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ModeArg {
+    Discard,
+    Overwrite,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum AllocArg {
+    PerCpu,
+    PerThread,
+}
+
+/// Record into a lockless ring buffer and read it back concurrently.
+#[derive(Parser, Debug)]
+struct Args {
+    /// How long the writers run, in seconds.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Discard (drop when full) or overwrite (flight recorder).
+    #[arg(long, value_enum, default_value_t = ModeArg::Discard)]
+    mode: ModeArg,
+    /// One buffer per CPU (SMP atomics) or per thread (non-locked atomics).
+    #[arg(long, value_enum, default_value_t = AllocArg::PerCpu)]
+    alloc: AllocArg,
+    /// Sub-buffer size in bytes (a power of two).
+    #[arg(long, default_value_t = 128 * 1024)]
+    subbuf_size: usize,
+    /// Sub-buffers per buffer (a power of two).
+    #[arg(long, default_value_t = 4)]
+    num_subbuf: usize,
+    /// Writer threads.
+    #[arg(long, default_value_t = 2)]
+    writers: usize,
+    /// No concurrent reader (the buffers are read once, at the end).
+    #[arg(long)]
+    no_reader: bool,
+}
+
+fn main() {
+    let args = Args::parse();
+    let r = match (args.mode, args.alloc) {
+        (ModeArg::Discard, AllocArg::PerCpu) => run::<Bench<false, CPU, true>>(&args),
+        (ModeArg::Overwrite, AllocArg::PerCpu) => run::<Bench<true, CPU, true>>(&args),
+        (ModeArg::Discard, AllocArg::PerThread) => run::<Bench<false, THREAD, true>>(&args),
+        (ModeArg::Overwrite, AllocArg::PerThread) => run::<Bench<true, THREAD, true>>(&args),
+    };
+    if let Err(e) = r {
+        eprintln!("demo: {e}");
+        std::process::exit(2);
+    }
+}
+
+const PAYLOAD: usize = 8;
+const REC: usize = 8 + PAYLOAD;
+
+fn run<C: Config + Default>(args: &Args) -> Result<(), ringbuf::Error> {
+    let attr = ChannelAttr {
+        subbuf_size: args.subbuf_size,
+        num_subbuf: args.num_subbuf,
+        thread_pool: args.writers,
+        ..Default::default()
+    };
+    let ch = Arc::new(Channel::new(C::default(), &attr, "demo")?);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers_done = Arc::new(AtomicBool::new(false));
+    let reader = (!args.no_reader).then(|| {
+        let (ch, done) = (ch.clone(), writers_done.clone());
+        std::thread::spawn(move || {
+            let mut readers: Vec<_> = ch.buffers().iter().map(|b| b.reader().unwrap()).collect();
+            let mut read = vec![0u64; readers.len()];
+            loop {
+                let finished = done.load(Ordering::Acquire);
+                let mut got = 0;
+                for (k, rd) in readers.iter_mut().enumerate() {
+                    let n = drain(std::slice::from_mut(rd), REC);
+                    read[k] += n;
+                    got += n;
+                }
+                if finished && got == 0 {
+                    return read;
+                }
+                if got == 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        })
+    });
+    let start = Instant::now();
+    let deadline = Duration::from_secs_f64(args.seconds);
+    let hs: Vec<_> = (0..args.writers)
+        .map(|w| {
+            let (ch, stop) = (ch.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (mut ok, mut lost, mut seq) = (0u64, 0u64, 0u64);
+                let t = Instant::now();
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..1024 {
+                        let mut p = [0u8; PAYLOAD];
+                        p[..4].copy_from_slice(&(w as u32).to_le_bytes());
+                        p[4..].copy_from_slice(&(seq as u32).to_le_bytes());
+                        seq += 1;
+                        if record(&ch, &p) {
+                            ok += 1;
+                        } else {
+                            lost += 1;
+                        }
+                    }
+                }
+                ch.flush(); // own per-thread buffer
+                (ok, lost, t.elapsed())
+            })
+        })
+        .collect();
+    let mut last = 0;
+    while start.elapsed() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        let pct = (start.elapsed().as_secs_f64() / args.seconds * 100.0).min(100.0) as u32;
+        if pct / 10 != last / 10 {
+            eprint!("\rrecording… {pct:3}%");
+            let _ = std::io::stderr().flush();
+            last = pct;
+        }
+    }
+    eprintln!("\rrecording… done ");
+    stop.store(true, Ordering::Relaxed);
+    let results: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+    ch.flush();
+    writers_done.store(true, Ordering::Release);
+    let read_live = reader.map(|r| r.join().unwrap());
+    // Without a live reader: read what the buffers hold now.
+    let read: Vec<u64> = match read_live {
+        Some(r) => r,
+        None => ch
+            .buffers()
+            .iter()
+            .map(|b| drain(std::slice::from_mut(&mut b.reader().unwrap()), REC))
+            .collect(),
+    };
+
+    let attempted: u64 = results.iter().map(|r| r.0 + r.1).sum();
+    let written: u64 = results.iter().map(|r| r.0).sum();
+    let lost: u64 = results.iter().map(|r| r.1).sum();
+    let busy: f64 = results.iter().map(|r| r.2.as_secs_f64()).sum();
+    println!(
+        "{} writer(s), {:?} mode, {} × {} B sub-buffers, {:.1} s",
+        args.writers, args.mode, args.num_subbuf, args.subbuf_size, args.seconds
+    );
+    println!();
+    println!(
+        "{:>6}  {:>14}  {:>14}  {:>14}  {:>10}  {:>10}  {:>10}",
+        "buffer", "written", "lost", "read", "produced", "consumed", "overruns"
+    );
+    for (k, b) in ch.buffers().iter().enumerate() {
+        let st = b.stats();
+        if st.bytes_written == 0 {
+            continue;
+        }
+        println!(
+            "{:>6}  {:>14}  {:>14}  {:>14}  {:>10}  {:>10}  {:>10}",
+            k,
+            st.records,
+            st.lost.total(),
+            read[k],
+            st.produced,
+            st.consumed,
+            st.overruns
+        );
+    }
+    let total_read: u64 = read.iter().sum();
+    println!(
+        "{:>6}  {:>14}  {:>14}  {:>14}",
+        "total", written, lost, total_read
+    );
+    println!();
+    println!("attempted {attempted} = written {written} + lost {lost}");
+    println!(
+        "ns per attempted record (CPU time per writer): {:.1}",
+        busy * 1e9 / attempted.max(1) as f64
+    );
+    Ok(())
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The project's tests, as CI runs them: formatting, lints, the test suites,
+# the loom models and the single-thread tests under Miri.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test (workspace)"
+cargo test --workspace
+
+step "loom models (--cfg loom)"
+# The models print how many interleavings each explored.
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+  cargo test -p ringbuf --test loom --release -- --nocapture
+
+step "Miri (single-thread tests)"
+MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p ringbuf --lib --test sequential --test equations
+
+step "benchmarks and examples build"
+cargo bench --workspace --no-run -q
+cargo build --workspace --examples -q
