@@ -57,10 +57,13 @@ struct CloseRecord {
     lost_big: AtomicU64,
 }
 
+/// Counters of one sub-buffer. The commit count, written on every commit,
+/// has a cache line of its own: the reader polls the commit seq, and must not
+/// pull the writers' line away on each poll.
 #[derive(Debug)]
 pub(crate) struct SubbufState {
     /// Commit count `CC[i]`.
-    pub(crate) cc: Counter,
+    pub(crate) cc: CacheAligned<Counter>,
     /// Commit seq `CS[i]`.
     pub(crate) cs: AtomicU64,
     close: CloseRecord,
@@ -208,7 +211,7 @@ impl<C: Config> Buffer<C> {
         let sb = (0..n)
             .map(|_| {
                 CacheAligned(SubbufState {
-                    cc: Counter::new(c0),
+                    cc: CacheAligned(Counter::new(c0)),
                     cs: AtomicU64::new(c0),
                     close: CloseRecord::default(),
                 })

@@ -138,8 +138,9 @@ impl<'a, C: Config> Reader<'a, C> {
         let geo = buf.geo;
         let i = geo.sb_index(pos);
         let cs = buf.sb[i].cs.load(Acquire);
-        let w = buf.wr.w.load(Acquire);
-        if !geo.subbuf_ready(cs, pos) || geo.writer_in_reader_subbuf(w, pos) {
+        // Only touch W (the writers' hot cache line) once CS says ready: a
+        // polling reader must not steal that line on every poll.
+        if !geo.subbuf_ready(cs, pos) || geo.writer_in_reader_subbuf(buf.wr.w.load(Acquire), pos) {
             return Got::NotReady;
         }
         match C::MODE {

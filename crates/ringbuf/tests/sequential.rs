@@ -210,6 +210,62 @@ fn reader_holding_a_subbuf_in_overwrite_mode_is_pushed_not_corrupted() {
 }
 
 #[test]
+fn records_are_iterated_with_the_client_length_function() {
+    let b = Buffer::new(Arc::new(Discard::default()), &attr(4096, 2, 0), "x").unwrap();
+    for seq in 0..10 {
+        write(&b, 32 + seq as usize * 8, seq).unwrap();
+    }
+    b.flush();
+    let mut rd = b.reader().unwrap();
+    let sb = rd.get_subbuf().unwrap();
+    let recs: Vec<Rec> = sb
+        .records(record_len)
+        .map(|r| check_record(r.unwrap()))
+        .collect();
+    assert_eq!(recs, check_subbuf(sb.content(), sb.data()));
+    assert_eq!(recs.len(), 10);
+    // A length function that stops parsing yields the offset, then ends.
+    let mut it = sb.records(|_| Some(0));
+    assert_eq!(it.next(), Some(Err(ringbuf::BadRecord { offset: HEADER })));
+    assert_eq!(it.next(), None);
+    let mut it = sb.records(|_| Some(1 << 20));
+    assert!(matches!(it.next(), Some(Err(_))));
+    sb.put().unwrap();
+}
+
+#[test]
+fn poll_reports_full_readable_nothing_and_hangup() {
+    let b = Buffer::new(
+        Arc::new(Discard::default()),
+        &attr(256, 2, near_wrap(256, 2, 1)),
+        "x",
+    )
+    .unwrap();
+    assert_eq!(b.poll(), Poll::Nothing);
+    for seq in 0..6 {
+        write(&b, 32, seq).unwrap();
+    }
+    assert_eq!(
+        b.poll(),
+        Poll::Nothing,
+        "the writer is still in the first sub-buffer"
+    );
+    write(&b, 32, 6).unwrap();
+    assert_eq!(b.poll(), Poll::Readable);
+    for seq in 7..20 {
+        let _ = write(&b, 32, seq);
+    }
+    b.flush();
+    assert_eq!(b.poll(), Poll::HighPriority, "full and readable");
+    b.finalize();
+    assert_eq!(b.poll(), Poll::HighPriority, "finalized but data left");
+    let mut t = Tally::default();
+    drain(&b, &mut t);
+    assert_eq!(t.records, 12);
+    assert_eq!(b.poll(), Poll::HangUp);
+}
+
+#[test]
 fn only_one_reader() {
     let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
     let r1 = b.reader().unwrap();
