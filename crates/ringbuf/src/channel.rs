@@ -141,7 +141,13 @@ impl<C: Config> Channel<C> {
             .ok()
             .flatten();
         match found {
-            Some(i) => Some(&self.buffers[i]),
+            Some(i) => {
+                debug_assert!(i < self.buffers.len());
+                // SAFETY: the index was stored by `acquire_thread_buffer` for
+                // this channel (ids are never reused), from a position in
+                // `states`, which has as many entries as `buffers`.
+                Some(unsafe { self.buffers.get_unchecked(i) })
+            }
             None => self.acquire_thread_buffer(),
         }
     }
