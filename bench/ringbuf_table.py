@@ -54,6 +54,17 @@ if pc and fl:
     print(f"| per-CPU, SMP atomics | {pc:.1f} | bare event, lock-prefixed | {fl:.1f} | {ratio(pc, fl)} | ≤ 1.20× |")
 if pt and fn:
     print(f"| per-thread, non-locked atomics | {pt:.1f} | bare event, non-locked | {fn:.1f} | {ratio(pt, fn)} | ≤ 1.20× |")
+tg = {k[1]: v for k, v in res.items() if k[0] == "target"}
+if tg:
+    print("\nTargets, interleaved (each configuration measured right after its floor, three rounds):\n")
+    print("| round | per-CPU ns | lock-prefixed floor ns | ratio | per-thread ns | non-locked floor ns | ratio |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for r in range(3):
+        a, fa = tg.get(f"percpu/{r}"), tg.get(f"bare_event_locked/{r}")
+        b, fb = tg.get(f"perthread/{r}"), tg.get(f"bare_event_local/{r}")
+        if a and fa and b and fb:
+            print(f"| {r} | {a:.1f} | {fa:.1f} | {ratio(a, fa)} | {b:.1f} | {fb:.1f} | {ratio(b, fb)} |")
+
 print("\nScalability (2 writers vs 1, per writer, overwrite, 8 B, no reader):\n")
 print("| buffers | sub-buffer | 1 writer | 2 writers | ratio |")
 print("|---|---:|---:|---:|---:|")

@@ -197,5 +197,53 @@ fn records(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, floors, records);
+/// The speed targets, each configuration measured right after its floor and
+/// the pair repeated, so that drift of this (virtual) machine's speed during
+/// the run does not bias the ratio.
+fn targets(c: &mut Criterion) {
+    let mut g = c.benchmark_group("target");
+    g.warm_up_time(Duration::from_millis(300));
+    g.measurement_time(Duration::from_millis(1500));
+    g.sample_size(20);
+    let mut mem = vec![0u8; 1 << 16];
+    let w = AtomicU64::new(0);
+    let cc = AtomicU64::new(0);
+    for round in 0..3 {
+        g.bench_function(format!("bare_event_locked/{round}"), |b| {
+            b.iter(|| {
+                let cur = w.load(Ordering::Acquire);
+                let ts = rdtsc_ordered();
+                if w.compare_exchange(cur, cur + 16, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    let off = (cur as usize) & ((1 << 16) - 16);
+                    mem[off..off + 8].copy_from_slice(&ts.to_le_bytes());
+                    mem[off + 8..off + 16].copy_from_slice(&cur.to_le_bytes());
+                    cc.fetch_add(16, Ordering::AcqRel);
+                }
+            })
+        });
+        g.bench_function(format!("percpu/{round}"), |b| {
+            b.iter_custom(|iters| run::<Bench<true, CPU>>(4096, 8, 1, false, iters))
+        });
+        g.bench_function(format!("bare_event_local/{round}"), |b| {
+            b.iter(|| {
+                let cur = w.load(Ordering::Acquire);
+                let ts = rdtsc();
+                if cas_nolock(&w, cur, cur + 16) == cur {
+                    let off = (cur as usize) & ((1 << 16) - 16);
+                    mem[off..off + 8].copy_from_slice(&ts.to_le_bytes());
+                    mem[off + 8..off + 16].copy_from_slice(&cur.to_le_bytes());
+                    xadd_nolock(&cc, 16);
+                }
+            })
+        });
+        g.bench_function(format!("perthread/{round}"), |b| {
+            b.iter_custom(|iters| run::<Bench<true, THREAD>>(4096, 8, 1, false, iters))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, floors, targets, records);
 criterion_main!(benches);

@@ -1,0 +1,250 @@
+//! The bytes of a packet as the producer writes them in place: packet
+//! header, packet context and event headers. The ring buffer client calls
+//! these from its `subbuf_begin`/`subbuf_end` callbacks and its reserve path.
+//!
+//! ```text
+//! offset  size  packet header                 offset  size  packet context
+//!      0     4  magic 0xC1FC1FC1                  32     8  timestamp_begin
+//!      4    16  trace uuid                        40     8  timestamp_end
+//!     20     4  stream_id (class)                 48     8  content_size (bits)
+//!     24     8  stream_instance_id                56     8  packet_size (bits)
+//!                                                 64     8  packet_seq_num
+//!                                                 72     8  events_discarded (running total)
+//!                                                 80     4  cpu_id
+//! ```
+//! All little-endian; events follow at byte 84.
+
+use crate::types::HeaderKind;
+
+/// CTF packet magic.
+pub const MAGIC: u32 = 0xC1FC_1FC1;
+/// Bytes of packet header + packet context: where the first event starts.
+pub const PACKET_HEADER_SIZE: usize = 84;
+
+const TS_BEGIN: usize = 32;
+const TS_END: usize = 40;
+const CONTENT_SIZE: usize = 48;
+const PACKET_SIZE: usize = 56;
+const SEQ_NUM: usize = 64;
+const DISCARDED: usize = 72;
+const CPU_ID: usize = 80;
+
+#[inline(always)]
+fn put_u32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+#[inline(always)]
+fn put_u64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// What a packet's context says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PacketContext {
+    /// Stream class id.
+    pub stream_id: u32,
+    /// Stream instance (which buffer).
+    pub stream_instance_id: u64,
+    /// Time of the packet's first record (or of its opening).
+    pub timestamp_begin: u64,
+    /// Time of the packet's closing.
+    pub timestamp_end: u64,
+    /// Bits of header and events.
+    pub content_size: u64,
+    /// Bits of the whole packet, padding included.
+    pub packet_size: u64,
+    /// Sequence number of the packet in its stream.
+    pub packet_seq_num: u64,
+    /// Events discarded in this stream since it began (running total).
+    pub events_discarded: u64,
+    /// CPU of the buffer.
+    pub cpu_id: u32,
+}
+
+/// Writes the packet header and the part of the context known when the
+/// packet opens (`subbuf_begin`). `packet_bytes` is the sub-buffer size.
+#[allow(clippy::too_many_arguments)]
+pub fn write_packet_begin(
+    b: &mut [u8],
+    uuid: &[u8; 16],
+    stream_id: u32,
+    stream_instance_id: u64,
+    timestamp_begin: u64,
+    packet_bytes: u64,
+    seq: u64,
+    cpu_id: u32,
+) {
+    put_u32(b, 0, MAGIC);
+    b[4..20].copy_from_slice(uuid);
+    put_u32(b, 20, stream_id);
+    put_u64(b, 24, stream_instance_id);
+    put_u64(b, TS_BEGIN, timestamp_begin);
+    put_u64(b, TS_END, timestamp_begin);
+    put_u64(b, CONTENT_SIZE, PACKET_HEADER_SIZE as u64 * 8);
+    put_u64(b, PACKET_SIZE, packet_bytes * 8);
+    put_u64(b, SEQ_NUM, seq);
+    put_u64(b, DISCARDED, 0);
+    put_u32(b, CPU_ID, cpu_id);
+}
+
+/// Completes the context when the packet is delivered (`subbuf_end`).
+pub fn write_packet_end(
+    b: &mut [u8],
+    timestamp_end: u64,
+    content_bytes: u64,
+    events_discarded: u64,
+) {
+    put_u64(b, TS_END, timestamp_end);
+    put_u64(b, CONTENT_SIZE, content_bytes * 8);
+    put_u64(b, DISCARDED, events_discarded);
+}
+
+/// Reads a packet header and context (no validation beyond the length).
+pub fn read_packet_context(b: &[u8]) -> Option<(u32, [u8; 16], PacketContext)> {
+    if b.len() < PACKET_HEADER_SIZE {
+        return None;
+    }
+    let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    let mut uuid = [0u8; 16];
+    uuid.copy_from_slice(&b[4..20]);
+    Some((
+        u32_at(0),
+        uuid,
+        PacketContext {
+            stream_id: u32_at(20),
+            stream_instance_id: u64_at(24),
+            timestamp_begin: u64_at(TS_BEGIN),
+            timestamp_end: u64_at(TS_END),
+            content_size: u64_at(CONTENT_SIZE),
+            packet_size: u64_at(PACKET_SIZE),
+            packet_seq_num: u64_at(SEQ_NUM),
+            events_discarded: u64_at(DISCARDED),
+            cpu_id: u32_at(CPU_ID),
+        },
+    ))
+}
+
+/// Bits of timestamp a compact header carries.
+pub const COMPACT_TS_BITS: u32 = 27;
+/// Largest id of a compact-header event written in the compact form.
+pub const COMPACT_MAX_ID: u32 = 30;
+/// Largest id of a large-header event written in the compact form.
+pub const LARGE_MAX_ID: u32 = 65534;
+
+/// Size of the event header for `id` at time `ts`, the previous record of
+/// the buffer having been at `last_ts` (a stale, smaller `last_ts` only ever
+/// selects the extended form).
+#[inline(always)]
+pub fn event_header_len(kind: HeaderKind, id: u32, ts: u64, last_ts: u64) -> usize {
+    let delta = ts.wrapping_sub(last_ts);
+    match kind {
+        HeaderKind::Compact if id <= COMPACT_MAX_ID && delta >> COMPACT_TS_BITS == 0 => 4,
+        HeaderKind::Compact => 13,
+        HeaderKind::Large if id <= LARGE_MAX_ID && delta >> 32 == 0 => 6,
+        HeaderKind::Large => 14,
+    }
+}
+
+/// Writes the event header in the form `len` (from [`event_header_len`])
+/// selected; returns `len`.
+#[inline(always)]
+pub fn write_event_header(b: &mut [u8], kind: HeaderKind, len: usize, id: u32, ts: u64) -> usize {
+    match (kind, len) {
+        (HeaderKind::Compact, 4) => {
+            let v = id | (((ts & ((1 << COMPACT_TS_BITS) - 1)) as u32) << 5);
+            put_u32(b, 0, v);
+        }
+        (HeaderKind::Compact, _) => {
+            b[0] = 31;
+            put_u32(b, 1, id);
+            put_u64(b, 5, ts);
+        }
+        (HeaderKind::Large, 6) => {
+            b[0..2].copy_from_slice(&(id as u16).to_le_bytes());
+            put_u32(b, 2, ts as u32);
+        }
+        (HeaderKind::Large, _) => {
+            b[0..2].copy_from_slice(&0xffffu16.to_le_bytes());
+            put_u32(b, 2, id);
+            put_u64(b, 6, ts);
+        }
+    }
+    len
+}
+
+/// A decoded event header: id, and the timestamp bits it carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventHeader {
+    /// Event class id.
+    pub id: u32,
+    /// The timestamp or its low bits.
+    pub ts: u64,
+    /// How many low bits `ts` holds (27, 32 or 64).
+    pub ts_bits: u32,
+    /// Header length in bytes.
+    pub len: usize,
+}
+
+/// Decodes an event header; `None` if `b` is too short.
+#[inline]
+pub fn read_event_header(b: &[u8], kind: HeaderKind) -> Option<EventHeader> {
+    match kind {
+        HeaderKind::Compact => {
+            let v = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?);
+            let id = v & 31;
+            if id != 31 {
+                return Some(EventHeader {
+                    id,
+                    ts: (v >> 5) as u64,
+                    ts_bits: 27,
+                    len: 4,
+                });
+            }
+            let id = u32::from_le_bytes(b.get(1..5)?.try_into().ok()?);
+            let ts = u64::from_le_bytes(b.get(5..13)?.try_into().ok()?);
+            Some(EventHeader {
+                id,
+                ts,
+                ts_bits: 64,
+                len: 13,
+            })
+        }
+        HeaderKind::Large => {
+            let id = u16::from_le_bytes(b.get(0..2)?.try_into().ok()?) as u32;
+            if id != 0xffff {
+                let ts = u32::from_le_bytes(b.get(2..6)?.try_into().ok()?) as u64;
+                return Some(EventHeader {
+                    id,
+                    ts,
+                    ts_bits: 32,
+                    len: 6,
+                });
+            }
+            let id = u32::from_le_bytes(b.get(2..6)?.try_into().ok()?);
+            let ts = u64::from_le_bytes(b.get(6..14)?.try_into().ok()?);
+            Some(EventHeader {
+                id,
+                ts,
+                ts_bits: 64,
+                len: 14,
+            })
+        }
+    }
+}
+
+/// Rebuilds a full timestamp from the `bits` low bits `low`, given the
+/// previous full timestamp of the stream (the packet's begin for the first
+/// event): the smallest value ≥ `prev` with those low bits.
+#[inline(always)]
+pub fn extend_timestamp(prev: u64, low: u64, bits: u32) -> u64 {
+    if bits >= 64 {
+        return low;
+    }
+    let mask = (1u64 << bits) - 1;
+    let mut ts = (prev & !mask) | (low & mask);
+    if ts < prev {
+        ts = ts.wrapping_add(1 << bits);
+    }
+    ts
+}

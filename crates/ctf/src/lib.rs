@@ -1,0 +1,28 @@
+//! # ctf — the Common Trace Format 1.8 as ringtrace writes and reads it
+//!
+//! This crate owns the bytes of a trace: the TSDL metadata text
+//! ([`tsdl`]), the packet and event-header layout that the producer writes
+//! in place ([`layout`]), field encoding ([`value`]), and a reader that
+//! parses the metadata ([`parse`]), decodes stream files packet by packet
+//! ([`read`]) and merges all streams by time ([`merge`]). It never panics on
+//! input and names the file and byte offset of anything it cannot read. It
+//! knows nothing of ring buffers or sessions.
+
+#![warn(missing_docs)]
+
+pub mod layout;
+pub mod lex;
+pub mod parse;
+pub mod tsdl;
+pub mod types;
+pub mod value;
+
+pub use layout::{PacketContext, MAGIC, PACKET_HEADER_SIZE};
+pub use parse::{parse_metadata, MetadataError};
+pub use types::*;
+pub use value::{DecodeError, Value};
+pub mod merge;
+pub mod read;
+
+pub use merge::Merger;
+pub use read::{Event, Item, ReadError, StreamReader, Trace};

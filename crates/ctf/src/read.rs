@@ -1,0 +1,426 @@
+//! Reading a trace directory: the metadata, then each stream file packet by
+//! packet, in constant memory per stream (one packet buffer). Every error
+//! names the file and the byte offset; events before the damage are
+//! delivered first.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::layout::{
+    extend_timestamp, read_event_header, read_packet_context, PacketContext, MAGIC,
+    PACKET_HEADER_SIZE,
+};
+use crate::parse::{parse_metadata, MetadataError};
+use crate::types::{HeaderKind, TraceDesc};
+use crate::value::{decode, DecodeError, Value};
+
+/// Largest packet accepted (a corrupt size must not allocate gigabytes).
+pub const MAX_PACKET: u64 = 1 << 30;
+
+/// A trace could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// A file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The metadata is not what this reader supports.
+    #[error("{path}: {source}")]
+    Metadata {
+        /// The metadata file.
+        path: PathBuf,
+        /// Where and why.
+        source: MetadataError,
+    },
+    /// A stream file is damaged.
+    #[error("{path}: byte {offset}: {msg}")]
+    Stream {
+        /// The stream file.
+        path: PathBuf,
+        /// Offset in the file.
+        offset: u64,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+/// An event, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Full timestamp, in clock ticks.
+    pub ts: u64,
+    /// Index of the event class in [`TraceDesc::events`].
+    pub class: usize,
+    /// Field values, in class order.
+    pub values: Vec<Value>,
+    /// CPU of the packet it came from.
+    pub cpu: u32,
+}
+
+/// What a stream yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// An event.
+    Event(Event),
+    /// Records were lost before this packet: `events` discarded by the
+    /// producer (its running count went up) and `packets` missing from the
+    /// sequence (overwritten in flight-recorder mode).
+    Discarded {
+        /// Discarded events.
+        events: u64,
+        /// Missing packets.
+        packets: u64,
+        /// Begin time of the packet after the gap.
+        ts: u64,
+        /// CPU.
+        cpu: u32,
+    },
+}
+
+impl Item {
+    /// Time of the item (for a gap: the begin of the packet after it).
+    pub fn ts(&self) -> u64 {
+        match self {
+            Item::Event(e) => e.ts,
+            Item::Discarded { ts, .. } => *ts,
+        }
+    }
+}
+
+/// An open trace: its description and its stream files.
+#[derive(Debug)]
+pub struct Trace {
+    /// The trace's description, from its metadata.
+    pub desc: Arc<TraceDesc>,
+    /// The stream files, sorted by name.
+    pub streams: Vec<PathBuf>,
+}
+
+impl Trace {
+    /// Opens `dir`: parses `dir/metadata` and lists the stream files (every
+    /// regular file except `metadata` and dot-files).
+    pub fn open(dir: &Path) -> Result<Trace, ReadError> {
+        let mpath = dir.join("metadata");
+        let text = std::fs::read(&mpath).map_err(|source| ReadError::Io {
+            path: mpath.clone(),
+            source,
+        })?;
+        let text = String::from_utf8(text).map_err(|e| ReadError::Stream {
+            path: mpath.clone(),
+            offset: e.utf8_error().valid_up_to() as u64,
+            msg: "metadata is not UTF-8 text (packetized metadata is not supported)".into(),
+        })?;
+        let desc = parse_metadata(&text).map_err(|source| ReadError::Metadata {
+            path: mpath.clone(),
+            source,
+        })?;
+        let mut streams = Vec::new();
+        let rd = std::fs::read_dir(dir).map_err(|source| ReadError::Io {
+            path: dir.to_owned(),
+            source,
+        })?;
+        for ent in rd {
+            let ent = ent.map_err(|source| ReadError::Io {
+                path: dir.to_owned(),
+                source,
+            })?;
+            let name = ent.file_name();
+            let name = name.to_string_lossy();
+            if name == "metadata" || name.starts_with('.') {
+                continue;
+            }
+            if ent.file_type().map(|t| t.is_file()).unwrap_or(false) {
+                streams.push(ent.path());
+            }
+        }
+        streams.sort();
+        Ok(Trace {
+            desc: Arc::new(desc),
+            streams,
+        })
+    }
+
+    /// A reader for stream file `k`.
+    pub fn stream(&self, k: usize) -> Result<StreamReader, ReadError> {
+        StreamReader::open(self.desc.clone(), &self.streams[k])
+    }
+}
+
+/// Reads one stream file, packet by packet.
+#[derive(Debug)]
+pub struct StreamReader {
+    desc: Arc<TraceDesc>,
+    /// `classes[stream class index][id]` → index in `desc.events`.
+    classes: Vec<(u32, HeaderKind, Vec<Option<usize>>)>,
+    path: PathBuf,
+    file: File,
+    /// File offset of the current packet.
+    offset: u64,
+    packet: Vec<u8>,
+    content_end: usize,
+    pos: usize,
+    kind: HeaderKind,
+    class_idx: usize,
+    prev_ts: u64,
+    ctx: PacketContext,
+    last_discarded: u64,
+    last_seq: Option<u64>,
+    /// Set when the current packet was cut short: reported after its events.
+    truncated: Option<String>,
+    done: bool,
+}
+
+impl StreamReader {
+    /// Opens a stream file of a trace.
+    pub fn open(desc: Arc<TraceDesc>, path: &Path) -> Result<Self, ReadError> {
+        let file = File::open(path).map_err(|source| ReadError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let classes = desc
+            .streams
+            .iter()
+            .map(|s| {
+                let mut ids: Vec<Option<usize>> = Vec::new();
+                for (k, e) in desc
+                    .events
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| e.stream_id == s.id)
+                {
+                    let id = e.id as usize;
+                    if id < 1 << 20 {
+                        if ids.len() <= id {
+                            ids.resize(id + 1, None);
+                        }
+                        ids[id] = Some(k);
+                    }
+                }
+                (s.id, s.header, ids)
+            })
+            .collect();
+        Ok(StreamReader {
+            desc,
+            classes,
+            path: path.to_owned(),
+            file,
+            offset: 0,
+            packet: Vec::new(),
+            content_end: 0,
+            pos: 0,
+            kind: HeaderKind::Compact,
+            class_idx: 0,
+            prev_ts: 0,
+            ctx: PacketContext::default(),
+            last_discarded: 0,
+            last_seq: None,
+            truncated: None,
+            done: false,
+        })
+    }
+
+    /// The file read.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The context of the packet being read.
+    pub fn packet_context(&self) -> &PacketContext {
+        &self.ctx
+    }
+
+    fn err(&mut self, at: u64, msg: impl Into<String>) -> ReadError {
+        self.done = true;
+        ReadError::Stream {
+            path: self.path.clone(),
+            offset: at,
+            msg: msg.into(),
+        }
+    }
+
+    /// Reads up to `buf.len()` bytes; returns how many (short only at EOF).
+    fn fill(&mut self, buf_start: usize, len: usize) -> Result<usize, ReadError> {
+        let mut got = 0;
+        while got < len {
+            match self
+                .file
+                .read(&mut self.packet[buf_start + got..buf_start + len])
+            {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    self.done = true;
+                    return Err(ReadError::Io {
+                        path: self.path.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(got)
+    }
+
+    /// Loads the next packet; `Ok(false)` at the end of the file.
+    fn next_packet(&mut self) -> Result<bool, ReadError> {
+        self.offset += self.packet.len() as u64;
+        self.packet.resize(PACKET_HEADER_SIZE, 0);
+        let got = self.fill(0, PACKET_HEADER_SIZE)?;
+        if got == 0 {
+            self.packet.clear();
+            return Ok(false);
+        }
+        let at = self.offset;
+        if got < PACKET_HEADER_SIZE {
+            return Err(self.err(
+                at,
+                format!("truncated packet header ({got} of {PACKET_HEADER_SIZE} bytes)"),
+            ));
+        }
+        let (magic, uuid, ctx) = read_packet_context(&self.packet).expect("header length checked");
+        if magic != MAGIC {
+            return Err(self.err(at, format!("bad packet magic {magic:#010x}")));
+        }
+        if uuid != self.desc.uuid {
+            return Err(self.err(at + 4, "packet uuid differs from the trace uuid"));
+        }
+        let Some(ci) = self.classes.iter().position(|c| c.0 == ctx.stream_id) else {
+            return Err(self.err(at + 20, format!("unknown stream class {}", ctx.stream_id)));
+        };
+        let hdr_bits = PACKET_HEADER_SIZE as u64 * 8;
+        if ctx.packet_size % 8 != 0
+            || ctx.packet_size < hdr_bits
+            || ctx.packet_size / 8 > MAX_PACKET
+        {
+            return Err(self.err(at + 56, format!("bad packet size {} bits", ctx.packet_size)));
+        }
+        if ctx.content_size % 8 != 0
+            || ctx.content_size < hdr_bits
+            || ctx.content_size > ctx.packet_size
+        {
+            return Err(self.err(
+                at + 48,
+                format!(
+                    "bad content size {} bits (packet {} bits)",
+                    ctx.content_size, ctx.packet_size
+                ),
+            ));
+        }
+        let size = (ctx.packet_size / 8) as usize;
+        let content = (ctx.content_size / 8) as usize;
+        self.packet.resize(size, 0);
+        let got = PACKET_HEADER_SIZE + self.fill(PACKET_HEADER_SIZE, size - PACKET_HEADER_SIZE)?;
+        self.content_end = content.min(got);
+        if got < size {
+            self.packet.truncate(got);
+            self.truncated = Some(format!("packet truncated: {got} of {size} bytes present"));
+        }
+        self.class_idx = ci;
+        self.kind = self.classes[ci].1;
+        self.pos = PACKET_HEADER_SIZE;
+        self.prev_ts = ctx.timestamp_begin;
+        self.ctx = ctx;
+        Ok(true)
+    }
+
+    /// The next item, `Ok(None)` at the end of the stream. After an error
+    /// the stream ends.
+    pub fn next_item(&mut self) -> Result<Option<Item>, ReadError> {
+        loop {
+            if self.done {
+                return Ok(None);
+            }
+            if self.pos < self.content_end {
+                return self.decode_event().map(|e| Some(Item::Event(e)));
+            }
+            if let Some(msg) = self.truncated.take() {
+                let at = self.offset + self.packet.len() as u64;
+                return Err(self.err(at, msg));
+            }
+            if !self.next_packet()? {
+                self.done = true;
+                return Ok(None);
+            }
+            let ctx = self.ctx;
+            let events = ctx.events_discarded.saturating_sub(self.last_discarded);
+            self.last_discarded = self.last_discarded.max(ctx.events_discarded);
+            let packets = match self.last_seq {
+                Some(s) if ctx.packet_seq_num > s + 1 => ctx.packet_seq_num - s - 1,
+                _ => 0,
+            };
+            self.last_seq = Some(ctx.packet_seq_num);
+            if events > 0 || packets > 0 {
+                return Ok(Some(Item::Discarded {
+                    events,
+                    packets,
+                    ts: ctx.timestamp_begin,
+                    cpu: ctx.cpu_id,
+                }));
+            }
+        }
+    }
+
+    fn decode_event(&mut self) -> Result<Event, ReadError> {
+        let at = self.offset + self.pos as u64;
+        let content = &self.packet[..self.content_end];
+        let Some(h) = read_event_header(&content[self.pos..], self.kind) else {
+            return Err(self.cut(at, "event header"));
+        };
+        let ts = extend_timestamp(self.prev_ts, h.ts, h.ts_bits);
+        let class = self.classes[self.class_idx]
+            .2
+            .get(h.id as usize)
+            .copied()
+            .flatten();
+        let Some(class) = class else {
+            let sid = self.ctx.stream_id;
+            return Err(self.err(
+                at,
+                format!("unknown event id {} in stream class {sid}", h.id),
+            ));
+        };
+        let mut pos = self.pos + h.len;
+        let mut values = Vec::with_capacity(self.desc.events[class].fields.len());
+        for f in &self.desc.events[class].fields {
+            match decode(&f.ty, content, &mut pos) {
+                Ok(v) => values.push(v),
+                Err(DecodeError::Truncated) => return Err(self.cut(at, "event payload")),
+                Err(e) => {
+                    let name = f.name.clone();
+                    return Err(self.err(at, format!("field `{name}`: {e}")));
+                }
+            }
+        }
+        self.prev_ts = ts;
+        self.pos = pos;
+        Ok(Event {
+            ts,
+            class,
+            values,
+            cpu: self.ctx.cpu_id,
+        })
+    }
+
+    /// An event runs past the available content: the packet was truncated,
+    /// or its content size is wrong.
+    fn cut(&mut self, at: u64, what: &str) -> ReadError {
+        let msg = self
+            .truncated
+            .take()
+            .unwrap_or_else(|| format!("{what} runs past the packet's content size"));
+        self.err(at, msg)
+    }
+}
+
+impl Iterator for StreamReader {
+    type Item = Result<Item, ReadError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_item().transpose()
+    }
+}

@@ -1,0 +1,164 @@
+//! Field values: encoding into the payload bytes the metadata describes, and
+//! decoding back. Integers are little-endian and byte-aligned, strings
+//! NUL-terminated, sequences preceded by a 32-bit length.
+
+use crate::types::{FieldType, IntType};
+
+/// A decoded field value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Unsigned integer.
+    Uint(u64),
+    /// Signed integer.
+    Int(i64),
+    /// binary32.
+    F32(f32),
+    /// binary64.
+    F64(f64),
+    /// Boolean.
+    Bool(bool),
+    /// Enumeration: the integer value (labels are in the class).
+    Enum(i64),
+    /// String.
+    Str(String),
+    /// Array or sequence of unsigned integers.
+    UintArray(Vec<u64>),
+    /// Array or sequence of signed integers.
+    IntArray(Vec<i64>),
+}
+
+/// Why a payload could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The payload ends before the field does.
+    #[error("field ends past the end of the packet content")]
+    Truncated,
+    /// A string is not UTF-8.
+    #[error("string is not valid UTF-8")]
+    Utf8,
+    /// A sequence is longer than the rest of the packet could hold.
+    #[error("sequence length {0} exceeds the packet content")]
+    SequenceLength(u64),
+}
+
+fn read_int(t: &IntType, b: &[u8], off: &mut usize) -> Result<u64, DecodeError> {
+    let n = t.bytes();
+    let s = b.get(*off..*off + n).ok_or(DecodeError::Truncated)?;
+    let mut v = 0u64;
+    for (i, x) in s.iter().enumerate() {
+        v |= (*x as u64) << (8 * i);
+    }
+    *off += n;
+    if t.bits < 64 {
+        v &= (1u64 << t.bits) - 1;
+    }
+    Ok(v)
+}
+
+fn sign_extend(v: u64, bits: u8) -> i64 {
+    if bits >= 64 {
+        v as i64
+    } else {
+        let sh = 64 - bits as u32;
+        ((v << sh) as i64) >> sh
+    }
+}
+
+fn int_value(t: &IntType, v: u64) -> Value {
+    if t.signed {
+        Value::Int(sign_extend(v, t.bits))
+    } else {
+        Value::Uint(v)
+    }
+}
+
+/// Decodes one field at `*off`, advancing it.
+pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, DecodeError> {
+    Ok(match ty {
+        FieldType::Int(t) => int_value(t, read_int(t, b, off)?),
+        FieldType::F32 => Value::F32(f32::from_bits(
+            read_int(&IntType::unsigned(32), b, off)? as u32
+        )),
+        FieldType::F64 => Value::F64(f64::from_bits(read_int(&IntType::unsigned(64), b, off)?)),
+        FieldType::Bool => Value::Bool(read_int(&IntType::unsigned(8), b, off)? != 0),
+        FieldType::Enum(t, _) => Value::Enum(if t.signed {
+            sign_extend(read_int(t, b, off)?, t.bits)
+        } else {
+            read_int(t, b, off)? as i64
+        }),
+        FieldType::String => {
+            let rest = b.get(*off..).ok_or(DecodeError::Truncated)?;
+            let n = rest
+                .iter()
+                .position(|&c| c == 0)
+                .ok_or(DecodeError::Truncated)?;
+            let s = std::str::from_utf8(&rest[..n]).map_err(|_| DecodeError::Utf8)?;
+            *off += n + 1;
+            Value::Str(s.to_owned())
+        }
+        FieldType::Array(t, n) => int_array(t, *n as u64, b, off)?,
+        FieldType::Sequence(t) => {
+            let n = read_int(&IntType::unsigned(32), b, off)?;
+            int_array(t, n, b, off)?
+        }
+    })
+}
+
+fn int_array(t: &IntType, n: u64, b: &[u8], off: &mut usize) -> Result<Value, DecodeError> {
+    let left = b.len().saturating_sub(*off) as u64;
+    if n.saturating_mul(t.bytes() as u64) > left {
+        return Err(DecodeError::SequenceLength(n));
+    }
+    let raw: Result<Vec<u64>, _> = (0..n).map(|_| read_int(t, b, off)).collect();
+    let raw = raw?;
+    Ok(if t.signed {
+        Value::IntArray(raw.into_iter().map(|v| sign_extend(v, t.bits)).collect())
+    } else {
+        Value::UintArray(raw)
+    })
+}
+
+/// Why a value cannot be encoded as a field type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("value does not match field type {0}")]
+pub struct TypeMismatch(pub String);
+
+fn put_int(t: &IntType, v: u64, out: &mut Vec<u8>) {
+    out.extend_from_slice(&v.to_le_bytes()[..t.bytes()]);
+}
+
+/// Appends the encoding of `v` as `ty`.
+pub fn encode(ty: &FieldType, v: &Value, out: &mut Vec<u8>) -> Result<(), TypeMismatch> {
+    let mismatch = || TypeMismatch(format!("{ty:?}"));
+    match (ty, v) {
+        (FieldType::Int(t), Value::Uint(x)) if !t.signed => put_int(t, *x, out),
+        (FieldType::Int(t), Value::Int(x)) if t.signed => put_int(t, *x as u64, out),
+        (FieldType::F32, Value::F32(x)) => out.extend_from_slice(&x.to_bits().to_le_bytes()),
+        (FieldType::F64, Value::F64(x)) => out.extend_from_slice(&x.to_bits().to_le_bytes()),
+        (FieldType::Bool, Value::Bool(x)) => out.push(u8::from(*x)),
+        (FieldType::Enum(t, _), Value::Enum(x)) => put_int(t, *x as u64, out),
+        (FieldType::String, Value::Str(s)) => {
+            if s.as_bytes().contains(&0) {
+                return Err(mismatch());
+            }
+            out.extend_from_slice(s.as_bytes());
+            out.push(0);
+        }
+        (FieldType::Array(t, n), Value::UintArray(xs)) if !t.signed && xs.len() == *n as usize => {
+            xs.iter().for_each(|x| put_int(t, *x, out))
+        }
+        (FieldType::Array(t, n), Value::IntArray(xs)) if t.signed && xs.len() == *n as usize => {
+            xs.iter().for_each(|x| put_int(t, *x as u64, out))
+        }
+        (FieldType::Sequence(t), Value::UintArray(xs)) if !t.signed => {
+            out.extend_from_slice(&(xs.len() as u32).to_le_bytes());
+            xs.iter().for_each(|x| put_int(t, *x, out))
+        }
+        (FieldType::Sequence(t), Value::IntArray(xs)) if t.signed => {
+            out.extend_from_slice(&(xs.len() as u32).to_le_bytes());
+            xs.iter().for_each(|x| put_int(t, *x as u64, out))
+        }
+        _ => return Err(mismatch()),
+    }
+    Ok(())
+}
