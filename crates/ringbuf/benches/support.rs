@@ -2,7 +2,7 @@
 //! are an 8-byte timestamp followed by the payload, and the TSC clock.
 #![allow(dead_code)]
 
-use ringbuf::{Alloc, Config, Mode, SubbufEnd, Sync};
+use ringbuf::{Alloc, Config, Mode, SubbufBegin, SubbufEnd, Sync};
 
 pub const HEADER: usize = 32;
 
@@ -54,9 +54,9 @@ impl<const O: bool, const A: u8, const COUNT: bool> Config for Bench<O, A, COUNT
     fn header_size(&self) -> usize {
         HEADER
     }
-    fn subbuf_begin(&self, h: &mut [u8], ts: u64, seq: u64) {
-        h[0..8].copy_from_slice(&ts.to_le_bytes());
-        h[8..16].copy_from_slice(&seq.to_le_bytes());
+    fn subbuf_begin(&self, h: &mut [u8], b: &SubbufBegin) {
+        h[0..8].copy_from_slice(&b.ts.to_le_bytes());
+        h[8..16].copy_from_slice(&b.seq.to_le_bytes());
     }
     fn subbuf_end(&self, h: &mut [u8], end: &SubbufEnd) {
         h[16..24].copy_from_slice(&end.data_size.to_le_bytes());

@@ -67,7 +67,7 @@ impl<C: Config> Channel<C> {
             Alloc::Global => 1,
         };
         let buffers = (0..n)
-            .map(|i| Buffer::new(cfg.clone(), attr, &format!("{name}_{i}")))
+            .map(|i| Buffer::with_id(cfg.clone(), attr, &format!("{name}_{i}"), i as u32))
             .collect::<Result<Vec<_>, _>>()?
             .into_boxed_slice();
         let states = (0..n).map(|_| AtomicU64::new(FREE)).collect();

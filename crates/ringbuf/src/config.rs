@@ -43,6 +43,20 @@ pub enum Wakeup {
     TimerPoll,
 }
 
+/// What the frontend knows when a sub-buffer is opened, handed to
+/// [`Config::subbuf_begin`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubbufBegin {
+    /// Timestamp of the reservation that opened it.
+    pub ts: u64,
+    /// Sub-buffers of this buffer since its creation (a packet sequence
+    /// number; gaps mean overwritten sub-buffers).
+    pub seq: u64,
+    /// Which buffer of its channel (the CPU number for per-CPU channels, the
+    /// pool slot for per-thread ones).
+    pub buffer: u32,
+}
+
 /// Everything the frontend learns when a sub-buffer is delivered, handed to
 /// [`Config::subbuf_end`] so the client can finish its header in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,9 +112,8 @@ pub trait Config: Send + std::marker::Sync + 'static {
     /// Bytes of the sub-buffer header (for CTF: packet header + context).
     fn header_size(&self) -> usize;
 
-    /// Writes the header of a sub-buffer being opened. `seq` counts the
-    /// sub-buffers of the buffer since its creation (a packet sequence number).
-    fn subbuf_begin(&self, header: &mut [u8], begin_ts: u64, seq: u64);
+    /// Writes the header of a sub-buffer being opened.
+    fn subbuf_begin(&self, header: &mut [u8], begin: &SubbufBegin);
 
     /// Completes the header of a delivered sub-buffer.
     fn subbuf_end(&self, header: &mut [u8], end: &SubbufEnd);

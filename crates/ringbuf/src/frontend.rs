@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use crate::backend::{Entry, Store, Table};
-use crate::config::{ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufEnd, Sync};
+use crate::config::{
+    ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufBegin, SubbufEnd, Sync,
+};
 use crate::counters::Geometry;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CacheAligned, Counter, Ordering};
 use crate::Error;
@@ -105,6 +107,8 @@ pub struct Buffer<C: Config> {
     pub(crate) geo: Geometry,
     pub(crate) header_size: u64,
     pub(crate) w0: u64,
+    /// Index of the buffer in its channel.
+    id: u32,
     produced: AtomicU64,
     pub(crate) cfg: Arc<C>,
 }
@@ -188,6 +192,12 @@ impl<C: Config> Drop for Slot<'_, C> {
 impl<C: Config> Buffer<C> {
     /// Creates a buffer. `name` names its backing file, if any.
     pub fn new(cfg: Arc<C>, attr: &ChannelAttr, name: &str) -> Result<Self, Error> {
+        Self::with_id(cfg, attr, name, 0)
+    }
+
+    /// Creates buffer number `id` of a channel (passed to the client in
+    /// [`SubbufBegin::buffer`]).
+    pub fn with_id(cfg: Arc<C>, attr: &ChannelAttr, name: &str, id: u32) -> Result<Self, Error> {
         let geo = Geometry::new(attr.subbuf_size, attr.num_subbuf)?;
         let header_size = cfg.header_size() as u64;
         if header_size + 1 > geo.subbuf_size() {
@@ -240,6 +250,7 @@ impl<C: Config> Buffer<C> {
             geo,
             header_size,
             w0,
+            id,
             produced: AtomicU64::new(0),
             cfg,
         })
@@ -252,6 +263,11 @@ impl<C: Config> Buffer<C> {
         // SAFETY: every index comes from `Geometry::sb_index`, which masks
         // with `N - 1`, and `sb` has exactly `N` entries.
         unsafe { self.sb.get_unchecked(i) }
+    }
+
+    /// Index of the buffer in its channel.
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
     /// The buffer's geometry.
@@ -378,7 +394,14 @@ impl<C: Config> Buffer<C> {
             // [x, x + header), the entry is held, and the sub-buffer was fully
             // committed in its previous lap, so no stale writer is inside.
             let header = unsafe { self.subbuf_mut(phys, self.header_size as usize) };
-            self.cfg.subbuf_begin(header, ts, seq);
+            self.cfg.subbuf_begin(
+                header,
+                &SubbufBegin {
+                    ts,
+                    seq,
+                    buffer: self.id,
+                },
+            );
             self.commit_at(x, self.header_size);
         }
         if geo.sb_offset(end) == 0 {

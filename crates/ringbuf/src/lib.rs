@@ -78,7 +78,8 @@ mod sync;
 pub use backend::{BackendError, Store};
 pub use channel::Channel;
 pub use config::{
-    Alloc, Backing, ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufEnd, Sync, Wakeup,
+    Alloc, Backing, ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufBegin, SubbufEnd,
+    Sync, Wakeup,
 };
 pub use counters::Geometry;
 pub use frontend::{Buffer, BufferStats, Lost, Slot, SlotCtx};

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64 as StdU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 use loom::thread;
-use ringbuf::{Alloc, Buffer, ChannelAttr, Config, Lost, Mode, Order, SubbufEnd};
+use ringbuf::{Alloc, Buffer, ChannelAttr, Config, Lost, Mode, Order, SubbufBegin, SubbufEnd};
 
 const S: usize = 64;
 const HEADER: usize = 8;
@@ -35,9 +35,9 @@ impl<const O: bool> Config for Tiny<O> {
     fn header_size(&self) -> usize {
         HEADER
     }
-    fn subbuf_begin(&self, h: &mut [u8], _ts: u64, seq: u64) {
+    fn subbuf_begin(&self, h: &mut [u8], b: &SubbufBegin) {
         h[0..4].copy_from_slice(&0u32.to_le_bytes());
-        h[4..8].copy_from_slice(&(seq as u32).to_le_bytes());
+        h[4..8].copy_from_slice(&(b.seq as u32).to_le_bytes());
     }
     fn subbuf_end(&self, h: &mut [u8], end: &SubbufEnd) {
         h[0..4].copy_from_slice(&(end.data_size as u32).to_le_bytes());

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ringbuf::{Alloc, Config, Mode, SubbufEnd, Sync};
+use ringbuf::{Alloc, Config, Mode, SubbufBegin, SubbufEnd, Sync};
 
 /// Header: magic u32, data_size u32, seq u64, begin_ts u64, end_ts u64,
 /// lost total u64.
@@ -50,11 +50,11 @@ impl<const O: bool, const A: u8, const L: bool> Config for Client<O, A, L> {
     fn header_size(&self) -> usize {
         HEADER
     }
-    fn subbuf_begin(&self, h: &mut [u8], begin_ts: u64, seq: u64) {
+    fn subbuf_begin(&self, h: &mut [u8], b: &SubbufBegin) {
         h[0..4].copy_from_slice(&MAGIC.to_le_bytes());
         h[4..8].copy_from_slice(&0u32.to_le_bytes());
-        h[8..16].copy_from_slice(&seq.to_le_bytes());
-        h[16..24].copy_from_slice(&begin_ts.to_le_bytes());
+        h[8..16].copy_from_slice(&b.seq.to_le_bytes());
+        h[16..24].copy_from_slice(&b.ts.to_le_bytes());
         h[24..40].fill(0);
     }
     fn subbuf_end(&self, h: &mut [u8], end: &SubbufEnd) {
