@@ -1,0 +1,234 @@
+//! Bad input: every error names the file and the byte offset (or the line
+//! and column of the metadata), events before the damage are still
+//! delivered, and nothing panics.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use ctf::types::*;
+use ctf::value::Value;
+use ctf::{Item, Merger, ReadError, Trace};
+use proptest::prelude::*;
+
+fn ev() -> EventClass {
+    EventClass {
+        id: 3,
+        name: "err:ev".into(),
+        loglevel: 13,
+        stream_id: 0,
+        fields: vec![
+            Field::new("v", FieldType::Int(IntType::unsigned(64))),
+            Field::new("s", FieldType::String),
+        ],
+    }
+}
+
+/// A trace of `n` events in 512-byte packets.
+fn write_trace(dir: &Path, n: u64) {
+    let uuid = [9; 16];
+    let desc = TraceDesc {
+        uuid,
+        clock: clock_ns(),
+        env: vec![],
+        streams: vec![StreamClass {
+            id: 0,
+            header: HeaderKind::Compact,
+        }],
+        events: vec![ev()],
+    };
+    std::fs::write(dir.join("metadata"), ctf::tsdl::metadata(&desc)).unwrap();
+    let mut w = StreamWriter::<false>::new(dir, "chan_0", uuid, 0, 0, HeaderKind::Compact, 512, 4);
+    for k in 0..n {
+        let p = encode_all(
+            &ev().fields,
+            &[Value::Uint(k), Value::Str(format!("event number {k}"))],
+        );
+        w.emit(3, 100 + k, &p).unwrap();
+        w.drain();
+    }
+    w.finish(100 + n);
+}
+
+fn read_all(dir: &Path) -> (Vec<u64>, Vec<ReadError>) {
+    let trace = Trace::open(dir).unwrap();
+    let mut vals = Vec::new();
+    let mut errs = Vec::new();
+    for item in Merger::new(&trace) {
+        match item {
+            Ok((_, Item::Event(e))) => match e.values[0] {
+                Value::Uint(v) => vals.push(v),
+                _ => unreachable!(),
+            },
+            Ok(_) => {}
+            Err(e) => errs.push(e),
+        }
+    }
+    (vals, errs)
+}
+
+#[test]
+fn missing_metadata_names_the_file() {
+    let dir = tmpdir("nometa");
+    let e = Trace::open(&dir).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}: ", dir.join("metadata").display())),
+        "{e}"
+    );
+}
+
+#[test]
+fn truncated_stream_keeps_what_came_before() {
+    let dir = tmpdir("trunc");
+    write_trace(&dir, 100);
+    let (all, errs) = read_all(&dir);
+    assert!(errs.is_empty());
+    assert_eq!(all, (0..100).collect::<Vec<_>>());
+    let path = dir.join("chan_0");
+    let len = std::fs::metadata(&path).unwrap().len();
+    // Cut inside the fourth packet's events.
+    let cut = 3 * 512 + 200;
+    assert!(len > cut);
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(cut).unwrap();
+    let (vals, errs) = read_all(&dir);
+    assert_eq!(errs.len(), 1);
+    let msg = errs[0].to_string();
+    assert!(
+        msg.starts_with(&format!("{}: byte ", path.display())),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("packet truncated: 200 of 512 bytes present"),
+        "{msg}"
+    );
+    // Every event of the three whole packets, and those complete in the
+    // fourth, came out before the error.
+    assert!(
+        vals.len() > 3 * ((512 - 84) / 30),
+        "{} events before the cut",
+        vals.len()
+    );
+    assert_eq!(vals, (0..vals.len() as u64).collect::<Vec<_>>());
+    // Cutting inside a packet header.
+    f.set_len(3 * 512 + 40).unwrap();
+    let (_, errs) = read_all(&dir);
+    assert_eq!(
+        errs[0].to_string(),
+        format!(
+            "{}: byte 1536: truncated packet header (40 of 84 bytes)",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn bad_magic_and_sizes_are_located() {
+    let dir = tmpdir("magic");
+    write_trace(&dir, 60);
+    let path = dir.join("chan_0");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[512] ^= 0xff; // second packet's magic
+    std::fs::write(&path, &bytes).unwrap();
+    let (vals, errs) = read_all(&dir);
+    assert!(!vals.is_empty());
+    assert!(
+        errs[0].to_string().contains("byte 512: bad packet magic"),
+        "{}",
+        errs[0]
+    );
+    bytes[512] ^= 0xff;
+    bytes[512 + 56..512 + 64].copy_from_slice(&(1u64 << 62).to_le_bytes()); // packet size
+    std::fs::write(&path, &bytes).unwrap();
+    let (_, errs) = read_all(&dir);
+    assert!(
+        errs[0]
+            .to_string()
+            .contains(&format!("byte {}: bad packet size", 512 + 56)),
+        "{}",
+        errs[0]
+    );
+}
+
+fn meta_err(text: &str) -> String {
+    ctf::parse_metadata(text).unwrap_err().to_string()
+}
+
+#[test]
+fn metadata_errors_name_line_and_column() {
+    let desc = TraceDesc {
+        uuid: [1; 16],
+        clock: clock_ns(),
+        env: vec![],
+        streams: vec![StreamClass {
+            id: 0,
+            header: HeaderKind::Compact,
+        }],
+        events: vec![ev()],
+    };
+    let good = ctf::tsdl::metadata(&desc);
+    assert_eq!(ctf::parse_metadata(&good).unwrap(), desc);
+    let bad = good.replacen("byte_order = le;", "byte_order = be;", 1);
+    let line = bad
+        .lines()
+        .position(|l| l.contains("byte_order = be"))
+        .unwrap()
+        + 1;
+    assert_eq!(
+        meta_err(&bad),
+        format!("line {line}, column 2: unsupported: big-endian traces")
+    );
+    let bad = format!("{good}callsite {{ name = \"x\"; }};\n");
+    let line = bad.lines().count();
+    assert_eq!(
+        meta_err(&bad),
+        format!("line {line}, column 1: unsupported metadata block `callsite`")
+    );
+    let bad = good.replacen(
+        "string { encoding = UTF8; } _s;",
+        "struct { uint8_t x; } _s;",
+        1,
+    );
+    assert!(
+        meta_err(&bad).contains("unsupported field `_s`: nested structures"),
+        "{}",
+        meta_err(&bad)
+    );
+    assert!(meta_err("trace { major = 1 ").contains("expected `;`"));
+    assert!(meta_err("trace { uuid = \"zz\"; };").contains("bad trace uuid"));
+    assert_eq!(
+        meta_err("/* unterminated"),
+        "line 1, column 1: unterminated comment"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Arbitrary metadata text: an error or a description, never a panic.
+    #[test]
+    fn metadata_parser_never_panics(text in "[ -~\\n]{0,300}") {
+        let _ = ctf::parse_metadata(&text);
+    }
+
+    /// Arbitrary damage to a stream file: errors, never a panic or a hang.
+    #[test]
+    fn stream_reader_never_panics(flips in proptest::collection::vec((0usize..2048, any::<u8>()), 1..20), cut in 0usize..2100) {
+        let dir = tmpdir(&format!("fuzz-{}", std::thread::current().name().unwrap_or("x").replace("::", "-")));
+        write_trace(&dir, 60);
+        let path = dir.join("chan_0");
+        let mut b = std::fs::read(&path).unwrap();
+        for (at, x) in flips {
+            if at < b.len() { b[at] ^= x; }
+        }
+        b.truncate(cut.min(b.len()));
+        std::fs::write(&path, &b).unwrap();
+        let trace = Trace::open(&dir).unwrap();
+        for item in Merger::new(&trace).take(10_000) {
+            let _ = item;
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,216 @@
+//! Round trip: random event classes and values → packets written through the
+//! ring buffer → our reader gives back the same values and timestamps,
+//! across 27-bit and 32-bit timestamp wrap-arounds and extended headers.
+
+mod common;
+
+use common::*;
+use ctf::types::*;
+use ctf::value::Value;
+use proptest::prelude::*;
+
+fn int_type() -> impl Strategy<Value = IntType> {
+    (
+        prop_oneof![Just(8u8), Just(16), Just(32), Just(64)],
+        any::<bool>(),
+    )
+        .prop_map(|(bits, signed)| IntType {
+            bits,
+            signed,
+            base: 10,
+        })
+}
+
+fn field_type() -> impl Strategy<Value = FieldType> {
+    prop_oneof![
+        int_type().prop_map(FieldType::Int),
+        Just(FieldType::F32),
+        Just(FieldType::F64),
+        Just(FieldType::Bool),
+        Just(FieldType::String),
+        int_type().prop_map(|t| FieldType::Enum(
+            t,
+            vec![EnumMapping {
+                label: "a".into(),
+                start: 0,
+                end: 3
+            }]
+        )),
+        (int_type(), 0u32..5).prop_map(|(t, n)| FieldType::Array(t, n)),
+        int_type().prop_map(FieldType::Sequence),
+    ]
+}
+
+fn int_value(t: IntType) -> BoxedStrategy<u64> {
+    let mask = if t.bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << t.bits) - 1
+    };
+    any::<u64>().prop_map(move |v| v & mask).boxed()
+}
+
+fn as_value(t: &IntType, raw: u64) -> (bool, i64, u64) {
+    let sh = 64 - t.bits as u32;
+    (t.signed, ((raw << sh) as i64) >> sh, raw)
+}
+
+fn value(ty: &FieldType) -> BoxedStrategy<Value> {
+    let ints = |t: IntType, n: std::ops::Range<usize>| {
+        proptest::collection::vec(int_value(t), n).prop_map(move |xs| {
+            if t.signed {
+                Value::IntArray(xs.iter().map(|x| as_value(&t, *x).1).collect())
+            } else {
+                Value::UintArray(xs)
+            }
+        })
+    };
+    match ty.clone() {
+        FieldType::Int(t) => int_value(t)
+            .prop_map(move |x| {
+                let (s, i, u) = as_value(&t, x);
+                if s {
+                    Value::Int(i)
+                } else {
+                    Value::Uint(u)
+                }
+            })
+            .boxed(),
+        FieldType::F32 => any::<f32>()
+            .prop_filter("not NaN", |x| !x.is_nan())
+            .prop_map(Value::F32)
+            .boxed(),
+        FieldType::F64 => any::<f64>()
+            .prop_filter("not NaN", |x| !x.is_nan())
+            .prop_map(Value::F64)
+            .boxed(),
+        FieldType::Bool => any::<bool>().prop_map(Value::Bool).boxed(),
+        FieldType::String => "[a-zA-Z0-9 /é_-]{0,24}".prop_map(Value::Str).boxed(),
+        FieldType::Enum(t, _) => int_value(t)
+            .prop_map(move |x| {
+                Value::Enum(if t.signed {
+                    as_value(&t, x).1
+                } else {
+                    x as i64
+                })
+            })
+            .boxed(),
+        FieldType::Array(t, n) => ints(t, n as usize..n as usize + 1).boxed(),
+        FieldType::Sequence(t) => ints(t, 0..6).boxed(),
+    }
+}
+
+fn classes() -> impl Strategy<Value = Vec<EventClass>> {
+    proptest::collection::vec(
+        (proptest::collection::vec(field_type(), 0..5), 0u32..40),
+        1..5,
+    )
+    .prop_map(|cs| {
+        let mut seen = std::collections::HashSet::new();
+        cs.into_iter()
+            .filter(|(_, id)| seen.insert(*id))
+            .map(|(tys, id)| EventClass {
+                id,
+                name: format!("rt:ev{id}"),
+                loglevel: 13,
+                stream_id: 0,
+                fields: tys
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, ty)| Field::new(format!("f{k}"), ty))
+                    .collect(),
+            })
+            .collect()
+    })
+}
+
+/// Events: class index, time step, values.
+fn events(
+    cls: Vec<EventClass>,
+) -> impl Strategy<Value = (Vec<EventClass>, Vec<(usize, u64, Vec<Value>)>)> {
+    let n = cls.len();
+    let step = prop_oneof![
+        4 => 0u64..1000,
+        2 => (1u64 << 26)..(1u64 << 27),
+        1 => (1u64 << 27)..(1u64 << 28),
+        1 => (1u64 << 32)..(1u64 << 34),
+    ];
+    let cls2 = cls.clone();
+    proptest::collection::vec((0..n, step), 1..120)
+        .prop_flat_map(move |evs| {
+            let cls = cls2.clone();
+            evs.into_iter()
+                .map(|(c, s)| {
+                    let vals: Vec<BoxedStrategy<Value>> =
+                        cls[c].fields.iter().map(|f| value(&f.ty)).collect();
+                    (Just(c), Just(s), vals)
+                })
+                .collect::<Vec<_>>()
+        })
+        .prop_map(move |evs| (cls.clone(), evs))
+}
+
+fn roundtrip(
+    kind: HeaderKind,
+    cls: Vec<EventClass>,
+    evs: Vec<(usize, u64, Vec<Value>)>,
+    start: u64,
+) {
+    let dir = tmpdir(&format!(
+        "rt-{}",
+        std::thread::current()
+            .name()
+            .unwrap_or("x")
+            .replace("::", "-")
+    ));
+    let uuid = [0x42; 16];
+    let desc = TraceDesc {
+        uuid,
+        clock: clock_ns(),
+        env: vec![],
+        streams: vec![StreamClass {
+            id: 0,
+            header: kind,
+        }],
+        events: cls.clone(),
+    };
+    std::fs::write(dir.join("metadata"), ctf::tsdl::metadata(&desc)).unwrap();
+    let mut w = StreamWriter::<false>::new(&dir, "s_0", uuid, 0, 0, kind, 1024, 4);
+    let mut ts = start;
+    let mut want = Vec::new();
+    for (c, step, vals) in &evs {
+        ts = ts.wrapping_add(*step).max(ts);
+        let payload = encode_all(&cls[*c].fields, vals);
+        match w.emit(cls[*c].id, ts, &payload) {
+            Ok(()) => want.push((ts, *c, vals.clone())),
+            Err(ringbuf::Lost::TooBig) => {}
+            Err(e) => panic!("{e}"),
+        }
+        w.drain();
+    }
+    w.finish(ts);
+    let trace = ctf::Trace::open(&dir).unwrap();
+    assert_eq!(*trace.desc, desc, "metadata round trip");
+    let got: Vec<(u64, usize, Vec<Value>)> = ctf::Merger::new(&trace)
+        .map(|i| match i.unwrap().1 {
+            ctf::Item::Event(e) => (e.ts, e.class, e.values),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(got, want);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn compact_headers_round_trip((cls, evs) in classes().prop_flat_map(events), start in 0u64..(1 << 40)) {
+        roundtrip(HeaderKind::Compact, cls, evs, start);
+    }
+
+    #[test]
+    fn large_headers_round_trip((cls, evs) in classes().prop_flat_map(events), start in 0u64..(1 << 40)) {
+        roundtrip(HeaderKind::Large, cls, evs, start);
+    }
+}
