@@ -124,10 +124,10 @@ fn classes() -> impl Strategy<Value = Vec<EventClass>> {
     })
 }
 
-/// Events: class index, time step, values.
-fn events(
-    cls: Vec<EventClass>,
-) -> impl Strategy<Value = (Vec<EventClass>, Vec<(usize, u64, Vec<Value>)>)> {
+/// An event to write: class index, time step, values.
+type Ev = (usize, u64, Vec<Value>);
+
+fn events(cls: Vec<EventClass>) -> impl Strategy<Value = (Vec<EventClass>, Vec<Ev>)> {
     let n = cls.len();
     let step = prop_oneof![
         4 => 0u64..1000,
@@ -150,12 +150,7 @@ fn events(
         .prop_map(move |evs| (cls.clone(), evs))
 }
 
-fn roundtrip(
-    kind: HeaderKind,
-    cls: Vec<EventClass>,
-    evs: Vec<(usize, u64, Vec<Value>)>,
-    start: u64,
-) {
+fn roundtrip(kind: HeaderKind, cls: Vec<EventClass>, evs: Vec<Ev>, start: u64) {
     let dir = tmpdir(&format!(
         "rt-{}",
         std::thread::current()
