@@ -18,7 +18,7 @@ cargo test --workspace
 step "loom models (--cfg loom)"
 # The models print how many interleavings each explored.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-  cargo test -p ringbuf --test loom --release -- --nocapture
+  cargo test -p ringbuf -p traceclock --test loom --release -- --nocapture
 
 step "Miri (single-thread tests)"
 MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p ringbuf --lib --test sequential --test equations

@@ -1,0 +1,151 @@
+//! Choosing the trace clock and calibrating the TSC against CLOCK_MONOTONIC.
+
+use std::time::Duration;
+
+use crate::tsc::{invariant_tsc, monotonic_ns, rdtsc, rdtsc_ordered, realtime_ns};
+
+/// What the trace clock counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockSource {
+    /// The invariant TSC.
+    Tsc,
+    /// CLOCK_MONOTONIC, nanoseconds.
+    Monotonic,
+}
+
+/// The result of a TSC calibration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Calibration {
+    /// Estimated TSC ticks per second (median of the rounds).
+    pub freq: u64,
+    /// Half the spread of the rounds' estimates, in parts per million.
+    pub error_ppm: f64,
+    /// Rounds measured.
+    pub rounds: u32,
+}
+
+/// A (TSC, CLOCK_MONOTONIC) pair taken as close together as possible: the
+/// monotonic read is bracketed by two TSC reads, and the tightest bracket of
+/// a few attempts is kept.
+fn paired_sample() -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..16 {
+        let a = rdtsc_ordered();
+        let m = monotonic_ns();
+        let b = rdtsc_ordered();
+        if b.wrapping_sub(a) < best.0 {
+            best = (b.wrapping_sub(a), a + (b - a) / 2, m);
+        }
+    }
+    (best.1, best.2)
+}
+
+/// Measures the TSC frequency over `rounds` intervals of `interval` each.
+pub fn calibrate_tsc(rounds: u32, interval: Duration) -> Calibration {
+    let mut est = Vec::with_capacity(rounds as usize);
+    for _ in 0..rounds.max(1) {
+        let (t0, m0) = paired_sample();
+        std::thread::sleep(interval);
+        let (t1, m1) = paired_sample();
+        let dm = m1.saturating_sub(m0).max(1);
+        est.push((t1.wrapping_sub(t0) as f64) * 1e9 / dm as f64);
+    }
+    est.sort_by(|a, b| a.total_cmp(b));
+    let median = est[est.len() / 2];
+    let spread = est[est.len() - 1] - est[0];
+    Calibration {
+        freq: median.round() as u64,
+        error_ppm: spread / 2.0 / median * 1e6,
+        rounds: est.len() as u32,
+    }
+}
+
+/// The trace clock of a process: its source, frequency, and where its zero
+/// is relative to the epoch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TraceClock {
+    /// What it counts.
+    pub source: ClockSource,
+    /// Ticks per second.
+    pub freq: u64,
+    /// The calibration, for the TSC.
+    pub calibration: Option<Calibration>,
+    /// Clock value 0 is `offset_s` seconds plus `offset` ticks after the
+    /// epoch (both as CTF's `clock` block wants them; `0 <= offset < freq`).
+    pub offset_s: i64,
+    /// See `offset_s`.
+    pub offset: i64,
+}
+
+impl TraceClock {
+    /// Chooses the source (`RINGTRACE_CLOCK` first, then the TSC if it is
+    /// invariant) and calibrates it (about 100 ms for the TSC).
+    pub fn detect() -> TraceClock {
+        let forced = std::env::var("RINGTRACE_CLOCK").ok();
+        let tsc = match forced.as_deref() {
+            Some("monotonic") => false,
+            Some("tsc") => cfg!(target_arch = "x86_64"),
+            _ => cfg!(target_arch = "x86_64") && invariant_tsc(),
+        };
+        if tsc {
+            let cal = calibrate_tsc(5, Duration::from_millis(20));
+            Self::with(ClockSource::Tsc, cal.freq, Some(cal))
+        } else {
+            Self::with(ClockSource::Monotonic, 1_000_000_000, None)
+        }
+    }
+
+    /// CLOCK_MONOTONIC, no calibration needed.
+    pub fn monotonic() -> TraceClock {
+        Self::with(ClockSource::Monotonic, 1_000_000_000, None)
+    }
+
+    fn with(source: ClockSource, freq: u64, calibration: Option<Calibration>) -> TraceClock {
+        // Read the realtime clock between two reads of ours: the epoch offset
+        // is then good to the width of that bracket.
+        let a = Self::read(source);
+        let rt = realtime_ns() as i128;
+        let b = Self::read(source);
+        let now_ticks = (a as i128 + b as i128) / 2;
+        let freq_i = freq as i128;
+        // offset_s·freq + offset + now_ticks = rt·freq / 1e9
+        let total = rt * freq_i / 1_000_000_000 - now_ticks;
+        TraceClock {
+            source,
+            freq,
+            calibration,
+            offset_s: total.div_euclid(freq_i) as i64,
+            offset: total.rem_euclid(freq_i) as i64,
+        }
+    }
+
+    #[inline(always)]
+    fn read(source: ClockSource) -> u64 {
+        match source {
+            ClockSource::Tsc => rdtsc_ordered(),
+            ClockSource::Monotonic => monotonic_ns(),
+        }
+    }
+
+    /// Now, ordered after earlier loads (for buffers shared between CPUs).
+    #[inline(always)]
+    pub fn now(&self) -> u64 {
+        Self::read(self.source)
+    }
+
+    /// Now, unordered (per-thread buffers).
+    #[inline(always)]
+    pub fn now_unordered(&self) -> u64 {
+        match self.source {
+            ClockSource::Tsc => rdtsc(),
+            ClockSource::Monotonic => monotonic_ns(),
+        }
+    }
+
+    /// Nanoseconds since the epoch of clock value `v`.
+    pub fn to_epoch_ns(&self, v: u64) -> i128 {
+        let f = self.freq as i128;
+        self.offset_s as i128 * 1_000_000_000
+            + (self.offset as i128 + v as i128) * 1_000_000_000 / f
+    }
+}

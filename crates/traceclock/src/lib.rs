@@ -1,0 +1,20 @@
+//! # traceclock — the trace clock
+//!
+//! A 64-bit monotonic count for timestamps: the TSC when the CPU says it is
+//! invariant (`constant_tsc` and `nonstop_tsc`), calibrated against
+//! CLOCK_MONOTONIC at start-up, otherwise CLOCK_MONOTONIC itself (through the
+//! vDSO). The frequency and the offset from the epoch (CLOCK_REALTIME at
+//! start) are what trace metadata needs so readers show wall time.
+//! `RINGTRACE_CLOCK=monotonic` (or `tsc`) overrides the choice.
+//!
+//! [`synthetic`] is the wait-free synthetic clock of `003_…` section 5.3,
+//! which extends a narrower hardware counter to 64 bits. Reading a clock
+//! never allocates, locks or makes a system call.
+
+#![warn(missing_docs)]
+
+pub mod calibrate;
+pub mod synthetic;
+pub mod tsc;
+
+pub use calibrate::{Calibration, ClockSource, TraceClock};

@@ -1,0 +1,87 @@
+//! The trace clock: source selection, calibration, epoch offset.
+
+use std::time::Duration;
+
+use traceclock::calibrate::calibrate_tsc;
+use traceclock::tsc::{cpuinfo_has_invariant_tsc, monotonic_ns, realtime_ns};
+use traceclock::{ClockSource, TraceClock};
+
+#[test]
+fn invariant_tsc_needs_both_flags() {
+    assert!(cpuinfo_has_invariant_tsc(
+        "processor: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc sse\n"
+    ));
+    assert!(!cpuinfo_has_invariant_tsc(
+        "flags\t\t: fpu tsc constant_tsc sse\n"
+    ));
+    assert!(!cpuinfo_has_invariant_tsc(
+        "flags\t\t: fpu tsc nonstop_tsc\n"
+    ));
+    assert!(!cpuinfo_has_invariant_tsc(""));
+}
+
+#[test]
+fn monotonic_clock_maps_to_wall_time() {
+    let c = TraceClock::monotonic();
+    assert_eq!((c.source, c.freq), (ClockSource::Monotonic, 1_000_000_000));
+    assert!((0..1_000_000_000).contains(&c.offset));
+    let wall = c.to_epoch_ns(c.now());
+    let rt = realtime_ns() as i128;
+    assert!(
+        (wall - rt).abs() < 5_000_000,
+        "wall {wall} vs realtime {rt}"
+    );
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn tsc_calibration_agrees_with_monotonic() {
+    if !traceclock::tsc::invariant_tsc() {
+        eprintln!("SKIPPED: no invariant TSC on this machine");
+        return;
+    }
+    let cal = calibrate_tsc(5, Duration::from_millis(20));
+    eprintln!(
+        "TSC: {} Hz ± {:.1} ppm over {} rounds",
+        cal.freq, cal.error_ppm, cal.rounds
+    );
+    // Check against a longer, independent interval.
+    let (t0, m0) = (traceclock::tsc::rdtsc_ordered(), monotonic_ns());
+    std::thread::sleep(Duration::from_millis(200));
+    let (t1, m1) = (traceclock::tsc::rdtsc_ordered(), monotonic_ns());
+    let f = (t1 - t0) as f64 * 1e9 / (m1 - m0) as f64;
+    let rel = (f - cal.freq as f64).abs() / f;
+    assert!(
+        rel < 0.005,
+        "calibrated {} vs measured {f} ({rel})",
+        cal.freq
+    );
+    let clock = TraceClock::detect();
+    let wall = clock.to_epoch_ns(clock.now());
+    let rt = realtime_ns() as i128;
+    assert!(
+        (wall - rt).abs() < 5_000_000,
+        "wall {wall} vs realtime {rt}"
+    );
+}
+
+#[test]
+fn environment_forces_the_monotonic_clock() {
+    // Run in a child process so the variable does not leak into other tests.
+    if std::env::var_os("TRACECLOCK_CHILD").is_some() {
+        assert_eq!(TraceClock::detect().source, ClockSource::Monotonic);
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let st = std::process::Command::new(exe)
+        .args([
+            "environment_forces_the_monotonic_clock",
+            "--exact",
+            "--nocapture",
+        ])
+        .env("TRACECLOCK_CHILD", "1")
+        .env("RINGTRACE_CLOCK", "monotonic")
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
