@@ -14,7 +14,7 @@ use crate::layout::{
 };
 use crate::parse::{parse_metadata, MetadataError};
 use crate::types::{HeaderKind, TraceDesc};
-use crate::value::{decode, DecodeError, Value};
+use crate::value::{decode_into, DecodeError, Value};
 
 /// Largest packet accepted (a corrupt size must not allocate gigabytes).
 pub const MAX_PACKET: u64 = 1 << 30;
@@ -174,6 +174,10 @@ pub struct StreamReader {
     /// Set when the current packet was cut short: reported after its events.
     truncated: Option<String>,
     done: bool,
+    /// Value vectors handed back by the consumer, reused for new events.
+    spare: Vec<Vec<Value>>,
+    /// The item [`StreamReader::advance`] decoded last, in place.
+    head: Item,
 }
 
 impl StreamReader {
@@ -222,7 +226,22 @@ impl StreamReader {
             last_seq: None,
             truncated: None,
             done: false,
+            spare: Vec::new(),
+            head: Item::Discarded {
+                events: 0,
+                packets: 0,
+                ts: 0,
+                cpu: 0,
+            },
         })
+    }
+
+    /// Gives back the value vector of a consumed event, so the next event
+    /// reuses its memory instead of allocating.
+    pub fn recycle(&mut self, values: Vec<Value>) {
+        if self.spare.len() < 8 {
+            self.spare.push(values);
+        }
     }
 
     /// The file read.
@@ -332,12 +351,38 @@ impl StreamReader {
     /// The next item, `Ok(None)` at the end of the stream. After an error
     /// the stream ends.
     pub fn next_item(&mut self) -> Result<Option<Item>, ReadError> {
+        Ok(self.advance()?.then(|| self.take_head()))
+    }
+
+    /// The item decoded by the last successful [`StreamReader::advance`].
+    pub fn head(&self) -> &Item {
+        &self.head
+    }
+
+    /// Moves the current item out.
+    pub fn take_head(&mut self) -> Item {
+        std::mem::replace(
+            &mut self.head,
+            Item::Discarded {
+                events: 0,
+                packets: 0,
+                ts: 0,
+                cpu: 0,
+            },
+        )
+    }
+
+    /// Decodes the next item into [`StreamReader::head`], in place, reusing
+    /// the previous event's memory; `Ok(false)` at the end of the stream.
+    /// After an error the stream ends.
+    pub fn advance(&mut self) -> Result<bool, ReadError> {
         loop {
             if self.done {
-                return Ok(None);
+                return Ok(false);
             }
             if self.pos < self.content_end {
-                return self.decode_event().map(|e| Some(Item::Event(e)));
+                self.decode_event()?;
+                return Ok(true);
             }
             if let Some(msg) = self.truncated.take() {
                 let at = self.offset + self.packet.len() as u64;
@@ -345,7 +390,7 @@ impl StreamReader {
             }
             if !self.next_packet()? {
                 self.done = true;
-                return Ok(None);
+                return Ok(false);
             }
             let ctx = self.ctx;
             let events = ctx.events_discarded.saturating_sub(self.last_discarded);
@@ -356,17 +401,21 @@ impl StreamReader {
             };
             self.last_seq = Some(ctx.packet_seq_num);
             if events > 0 || packets > 0 {
-                return Ok(Some(Item::Discarded {
+                if let Item::Event(e) = self.take_head() {
+                    self.recycle(e.values);
+                }
+                self.head = Item::Discarded {
                     events,
                     packets,
                     ts: ctx.timestamp_begin,
                     cpu: ctx.cpu_id,
-                }));
+                };
+                return Ok(true);
             }
         }
     }
 
-    fn decode_event(&mut self) -> Result<Event, ReadError> {
+    fn decode_event(&mut self) -> Result<(), ReadError> {
         let at = self.offset + self.pos as u64;
         let content = &self.packet[..self.content_end];
         let Some(h) = read_event_header(&content[self.pos..], self.kind) else {
@@ -385,11 +434,15 @@ impl StreamReader {
                 format!("unknown event id {} in stream class {sid}", h.id),
             ));
         };
+        let mut values = match &mut self.head {
+            Item::Event(e) => std::mem::take(&mut e.values),
+            _ => self.spare.pop().unwrap_or_default(),
+        };
+        values.clear();
         let mut pos = self.pos + h.len;
-        let mut values = Vec::with_capacity(self.desc.events[class].fields.len());
         for f in &self.desc.events[class].fields {
-            match decode(&f.ty, content, &mut pos) {
-                Ok(v) => values.push(v),
+            match decode_into(&f.ty, content, &mut pos, &mut values) {
+                Ok(()) => {}
                 Err(DecodeError::Truncated) => return Err(self.cut(at, "event payload")),
                 Err(e) => {
                     let name = f.name.clone();
@@ -399,12 +452,24 @@ impl StreamReader {
         }
         self.prev_ts = ts;
         self.pos = pos;
-        Ok(Event {
-            ts,
-            class,
-            values,
-            cpu: self.ctx.cpu_id,
-        })
+        let cpu = self.ctx.cpu_id;
+        match &mut self.head {
+            Item::Event(e) => {
+                e.ts = ts;
+                e.class = class;
+                e.cpu = cpu;
+                e.values = values;
+            }
+            head => {
+                *head = Item::Event(Event {
+                    ts,
+                    class,
+                    values,
+                    cpu,
+                })
+            }
+        }
+        Ok(())
     }
 
     /// An event runs past the available content: the packet was truncated,

@@ -41,13 +41,20 @@ pub enum DecodeError {
     SequenceLength(u64),
 }
 
+#[inline]
 fn read_int(t: &IntType, b: &[u8], off: &mut usize) -> Result<u64, DecodeError> {
     let n = t.bytes();
     let s = b.get(*off..*off + n).ok_or(DecodeError::Truncated)?;
-    let mut v = 0u64;
-    for (i, x) in s.iter().enumerate() {
-        v |= (*x as u64) << (8 * i);
-    }
+    let mut v = match n {
+        8 => u64::from_le_bytes(s.try_into().expect("8 bytes")),
+        4 => u32::from_le_bytes(s.try_into().expect("4 bytes")) as u64,
+        2 => u16::from_le_bytes(s.try_into().expect("2 bytes")) as u64,
+        1 => s[0] as u64,
+        _ => s
+            .iter()
+            .enumerate()
+            .fold(0, |v, (i, x)| v | (*x as u64) << (8 * i)),
+    };
     *off += n;
     if t.bits < 64 {
         v &= (1u64 << t.bits) - 1;
@@ -70,6 +77,33 @@ fn int_value(t: &IntType, v: u64) -> Value {
     } else {
         Value::Uint(v)
     }
+}
+
+/// Decodes one field at `*off` onto the end of `out`, advancing `*off`.
+/// Integers, the common case, are written straight into the vector.
+#[inline]
+pub fn decode_into(
+    ty: &FieldType,
+    b: &[u8],
+    off: &mut usize,
+    out: &mut Vec<Value>,
+) -> Result<(), DecodeError> {
+    if let FieldType::Int(t) = ty {
+        let v = read_int(t, b, off)?;
+        out.reserve(1);
+        let slot = &mut out.spare_capacity_mut()[0];
+        if t.signed {
+            slot.write(Value::Int(sign_extend(v, t.bits)));
+        } else {
+            slot.write(Value::Uint(v));
+        }
+        // SAFETY: `reserve(1)` made room for one more element and the line
+        // above initialized it.
+        unsafe { out.set_len(out.len() + 1) };
+        return Ok(());
+    }
+    out.push(decode(ty, b, off)?);
+    Ok(())
 }
 
 /// Decodes one field at `*off`, advancing it.
