@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod fuzz_entry;
 pub mod layout;
 pub mod lex;
 pub mod parse;

@@ -584,7 +584,20 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
                         msg: format!("bad clock `{k}`"),
                     };
                     match k.as_str() {
-                        "name" => c.name = v.as_str().ok_or_else(bad)?.to_owned(),
+                        "name" => {
+                            let n = v.as_str().ok_or_else(bad)?;
+                            // Integers refer to it as `clock.NAME.value`.
+                            if !is_identifier(n) {
+                                return p.err_at(
+                                    kp,
+                                    format!(
+                                        "clock name `{}` is not an identifier",
+                                        n.escape_debug()
+                                    ),
+                                );
+                            }
+                            c.name = n.to_owned();
+                        }
                         "description" => c.description = v.as_str().ok_or_else(bad)?.to_owned(),
                         "freq" => c.freq = v.as_i64().filter(|f| *f > 0).ok_or_else(bad)? as u64,
                         "offset_s" => c.offset_s = v.as_i64().ok_or_else(bad)?,
@@ -731,6 +744,13 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
         streams,
         events,
     })
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
 fn is_uint(t: &Ty, bits: u32) -> bool {

@@ -152,6 +152,15 @@ impl Trace {
     }
 }
 
+/// The bytes of a stream: a file, or any reader.
+struct Source(Box<dyn Read + Send>);
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Source")
+    }
+}
+
 /// Reads one stream file, packet by packet.
 #[derive(Debug)]
 pub struct StreamReader {
@@ -159,7 +168,7 @@ pub struct StreamReader {
     /// `classes[stream class index][id]` → index in `desc.events`.
     classes: Vec<(u32, HeaderKind, Vec<Option<usize>>)>,
     path: PathBuf,
-    file: File,
+    file: Source,
     /// File offset of the current packet.
     offset: u64,
     packet: Vec<u8>,
@@ -187,6 +196,11 @@ impl StreamReader {
             path: path.to_owned(),
             source,
         })?;
+        Ok(Self::from_reader(desc, path, Box::new(file)))
+    }
+
+    /// Reads a stream from any byte source; `path` names it in errors.
+    pub fn from_reader(desc: Arc<TraceDesc>, path: &Path, file: Box<dyn Read + Send>) -> Self {
         let classes = desc
             .streams
             .iter()
@@ -209,11 +223,11 @@ impl StreamReader {
                 (s.id, s.header, ids)
             })
             .collect();
-        Ok(StreamReader {
+        StreamReader {
             desc,
             classes,
             path: path.to_owned(),
-            file,
+            file: Source(file),
             offset: 0,
             packet: Vec::new(),
             content_end: 0,
@@ -233,7 +247,7 @@ impl StreamReader {
                 ts: 0,
                 cpu: 0,
             },
-        })
+        }
     }
 
     /// Gives back the value vector of a consumed event, so the next event
@@ -269,6 +283,7 @@ impl StreamReader {
         while got < len {
             match self
                 .file
+                .0
                 .read(&mut self.packet[buf_start + got..buf_start + len])
             {
                 Ok(0) => break,

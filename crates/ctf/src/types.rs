@@ -196,13 +196,18 @@ pub fn uuid_string(u: &[u8; 16]) -> String {
 
 /// Parses a uuid string (`8-4-4-4-12` hex digits).
 pub fn parse_uuid(s: &str) -> Option<[u8; 16]> {
-    let hex: String = s.chars().filter(|c| *c != '-').collect();
-    if hex.len() != 32 || s.len() != 36 {
+    let b = s.as_bytes();
+    if b.len() != 36 || [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
         return None;
     }
+    let digits: Vec<u8> = b.iter().filter(|c| **c != b'-').copied().collect();
+    if digits.len() != 32 {
+        return None;
+    }
+    let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
     let mut u = [0u8; 16];
-    for (i, b) in u.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    for (i, out) in u.iter_mut().enumerate() {
+        *out = nibble(digits[2 * i])? << 4 | nibble(digits[2 * i + 1])?;
     }
     Some(u)
 }

@@ -232,3 +232,25 @@ proptest! {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+#[test]
+fn uuids_are_checked_strictly() {
+    // Found by the metadata fuzzer: a non-ASCII character inside the uuid
+    // made the old parser slice inside a UTF-8 sequence and panic.
+    assert_eq!(
+        ctf::types::parse_uuid("66757a7a-2d66-757a-7Ҍd-66757a7a2121"),
+        None
+    );
+    assert_eq!(
+        ctf::types::parse_uuid("66757a7a-2d66-757a-7a2d-66757a7a2121"),
+        Some(*b"fuzz-fuzz-fuzz!!")
+    );
+    assert_eq!(
+        ctf::types::parse_uuid("66757a7a2d66-757a-7a2d-66757a7a2121-"),
+        None
+    );
+    assert_eq!(
+        ctf::types::parse_uuid("66757a7a-2d66-757a-7a2d-66757a7a212g"),
+        None
+    );
+}
