@@ -14,7 +14,7 @@ use crate::layout::{
 };
 use crate::parse::{parse_metadata, MetadataError};
 use crate::types::{HeaderKind, TraceDesc};
-use crate::value::{decode_into, DecodeError, Value};
+use crate::value::{decode_at, DecodeError, Value};
 
 /// Largest packet accepted (a corrupt size must not allocate gigabytes).
 pub const MAX_PACKET: u64 = 1 << 30;
@@ -185,6 +185,9 @@ pub struct StreamReader {
     done: bool,
     /// Value vectors handed back by the consumer, reused for new events.
     spare: Vec<Vec<Value>>,
+    /// One value vector per event class, reused event after event so that
+    /// decoding allocates nothing once every class has been seen.
+    class_values: Vec<Vec<Value>>,
     /// The item [`StreamReader::advance`] decoded last, in place.
     head: Item,
 }
@@ -241,6 +244,7 @@ impl StreamReader {
             truncated: None,
             done: false,
             spare: Vec::new(),
+            class_values: Vec::new(),
             head: Item::Discarded {
                 events: 0,
                 packets: 0,
@@ -449,14 +453,27 @@ impl StreamReader {
                 format!("unknown event id {} in stream class {sid}", h.id),
             ));
         };
-        let mut values = match &mut self.head {
-            Item::Event(e) => std::mem::take(&mut e.values),
-            _ => self.spare.pop().unwrap_or_default(),
-        };
-        values.clear();
+        if self.class_values.len() < self.desc.events.len() {
+            self.class_values
+                .resize_with(self.desc.events.len(), Vec::new);
+        }
+        if let Item::Event(e) = &mut self.head {
+            // The previous event's vector goes back to its class.
+            let prev = std::mem::take(&mut e.values);
+            if let Some(slot) = self.class_values.get_mut(e.class) {
+                if slot.capacity() == 0 {
+                    *slot = prev;
+                }
+            }
+        }
+        let mut values = std::mem::take(&mut self.class_values[class]);
+        if values.capacity() == 0 {
+            values = self.spare.pop().unwrap_or_default();
+        }
+        let fields = &self.desc.events[class].fields;
         let mut pos = self.pos + h.len;
-        for f in &self.desc.events[class].fields {
-            match decode_into(&f.ty, content, &mut pos, &mut values) {
+        for (i, f) in fields.iter().enumerate() {
+            match decode_at(&f.ty, content, &mut pos, &mut values, i) {
                 Ok(()) => {}
                 Err(DecodeError::Truncated) => return Err(self.cut(at, "event payload")),
                 Err(e) => {
@@ -465,6 +482,7 @@ impl StreamReader {
                 }
             }
         }
+        values.truncate(fields.len());
         self.prev_ts = ts;
         self.pos = pos;
         let cpu = self.ctx.cpu_id;

@@ -106,6 +106,46 @@ pub fn decode_into(
     Ok(())
 }
 
+/// Decodes one field into `out[i]` (pushing if `out` is shorter), reusing
+/// the memory of a string already there: decoding event after event into
+/// the same vector then allocates nothing.
+#[inline]
+pub fn decode_at(
+    ty: &FieldType,
+    b: &[u8],
+    off: &mut usize,
+    out: &mut Vec<Value>,
+    i: usize,
+) -> Result<(), DecodeError> {
+    if i >= out.len() {
+        out.truncate(i);
+        return decode_into(ty, b, off, out);
+    }
+    match (ty, &mut out[i]) {
+        (FieldType::String, Value::Str(s)) => {
+            let rest = b.get(*off..).ok_or(DecodeError::Truncated)?;
+            let n = rest
+                .iter()
+                .position(|&c| c == 0)
+                .ok_or(DecodeError::Truncated)?;
+            let text = std::str::from_utf8(&rest[..n]).map_err(|_| DecodeError::Utf8)?;
+            s.clear();
+            s.push_str(text);
+            *off += n + 1;
+        }
+        (FieldType::Int(t), slot) => {
+            let v = read_int(t, b, off)?;
+            *slot = if t.signed {
+                Value::Int(sign_extend(v, t.bits))
+            } else {
+                Value::Uint(v)
+            };
+        }
+        (_, slot) => *slot = decode(ty, b, off)?,
+    }
+    Ok(())
+}
+
 /// Decodes one field at `*off`, advancing it.
 pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, DecodeError> {
     Ok(match ty {
