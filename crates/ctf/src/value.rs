@@ -41,7 +41,7 @@ pub enum DecodeError {
     SequenceLength(u64),
 }
 
-#[inline]
+#[inline(always)]
 fn read_int(t: &IntType, b: &[u8], off: &mut usize) -> Result<u64, DecodeError> {
     let n = t.bytes();
     let s = b.get(*off..*off + n).ok_or(DecodeError::Truncated)?;
@@ -128,7 +128,15 @@ pub fn decode_at(
                 .iter()
                 .position(|&c| c == 0)
                 .ok_or(DecodeError::Truncated)?;
-            let text = std::str::from_utf8(&rest[..n]).map_err(|_| DecodeError::Utf8)?;
+            let bytes = &rest[..n];
+            // ASCII (the common case) is valid UTF-8; the full check only
+            // runs on the rest.
+            let text = if bytes.is_ascii() {
+                // SAFETY: ASCII bytes are valid UTF-8.
+                unsafe { std::str::from_utf8_unchecked(bytes) }
+            } else {
+                std::str::from_utf8(bytes).map_err(|_| DecodeError::Utf8)?
+            };
             s.clear();
             s.push_str(text);
             *off += n + 1;
