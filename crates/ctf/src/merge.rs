@@ -12,12 +12,20 @@ use std::collections::BinaryHeap;
 
 use crate::read::{Item, ReadError, StreamReader, Trace};
 
+/// Up to this many streams, the oldest head is found by a linear scan of
+/// their times (cheaper than heap operations for the few streams of a
+/// per-CPU trace on a small machine); beyond, by a binary heap.
+const SCAN_MAX: usize = 16;
+
 /// Items of all streams, by non-decreasing time (ties: stream order).
 #[derive(Debug)]
 pub struct Merger {
     streams: Vec<StreamReader>,
-    /// (time of the stream's head, stream) for streams that have a head.
+    /// (time of the stream's head, stream) for streams that have a head
+    /// (heap mode).
     heap: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Scan mode: time of each stream's head, `None` once it has ended.
+    scan: Option<Vec<Option<u64>>>,
     /// The stream whose head was lent last: advanced on the next call.
     lent: Option<usize>,
     errors: Vec<ReadError>,
@@ -30,6 +38,7 @@ impl Merger {
         let mut m = Merger {
             streams: Vec::new(),
             heap: BinaryHeap::new(),
+            scan: None,
             lent: None,
             errors: Vec::new(),
         };
@@ -39,12 +48,25 @@ impl Merger {
                 Err(e) => m.errors.push(e),
             }
         }
+        let mut keys = Vec::with_capacity(m.streams.len());
         for k in 0..m.streams.len() {
-            match m.streams[k].advance() {
-                Ok(true) => m.heap.push(Reverse((m.streams[k].head().ts(), k))),
-                Ok(false) => {}
-                Err(e) => m.errors.push(e),
-            }
+            keys.push(match m.streams[k].advance() {
+                Ok(true) => Some(m.streams[k].head().ts()),
+                Ok(false) => None,
+                Err(e) => {
+                    m.errors.push(e);
+                    None
+                }
+            });
+        }
+        if keys.len() <= SCAN_MAX {
+            m.scan = Some(keys);
+        } else {
+            m.heap = keys
+                .iter()
+                .enumerate()
+                .filter_map(|(k, t)| t.map(|t| Reverse((t, k))))
+                .collect();
         }
         m
     }
@@ -54,10 +76,21 @@ impl Merger {
         self.streams.iter().map(|s| s.path()).collect()
     }
 
-    /// Advances the stream lent last and fixes its place in the heap (one
-    /// sift-down of the top).
+    /// Advances the stream lent last and updates its time (scan mode) or
+    /// its place in the heap (one sift-down of the top).
     fn settle(&mut self) {
         let Some(k) = self.lent.take() else { return };
+        if let Some(keys) = &mut self.scan {
+            keys[k] = match self.streams[k].advance() {
+                Ok(true) => Some(self.streams[k].head().ts()),
+                Ok(false) => None,
+                Err(e) => {
+                    self.errors.push(e);
+                    None
+                }
+            };
+            return;
+        }
         let Some(top) = self.heap.peek_mut() else {
             return;
         };
@@ -83,7 +116,21 @@ impl Merger {
         if let Some(e) = self.errors.pop() {
             return Some(Err(e));
         }
-        let Reverse((_, k)) = *self.heap.peek()?;
+        let k = match &self.scan {
+            Some(keys) => {
+                // The oldest head; ties go to the lower stream number.
+                let mut best: Option<(u64, usize)> = None;
+                for (k, t) in keys.iter().enumerate() {
+                    if let Some(t) = *t {
+                        if best.is_none_or(|(bt, _)| t < bt) {
+                            best = Some((t, k));
+                        }
+                    }
+                }
+                best?.1
+            }
+            None => self.heap.peek()?.0 .1,
+        };
         self.lent = Some(k);
         Some(Ok((k, self.streams[k].head())))
     }
