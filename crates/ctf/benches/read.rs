@@ -35,16 +35,7 @@ fn write_trace(dir: &Path, n: u64) {
         stream_id: 0,
         fields: vec![u64f, Field::new("msg", FieldType::String)],
     };
-    let desc = TraceDesc {
-        uuid,
-        clock: clock_ns(),
-        env: vec![],
-        streams: vec![StreamClass {
-            id: 0,
-            header: HeaderKind::Compact,
-        }],
-        events: vec![small, s],
-    };
+    let desc = one_stream(uuid, HeaderKind::Compact, vec![small, s]);
     std::fs::write(dir.join("metadata"), ctf::tsdl::metadata(&desc)).unwrap();
     let mut ws: Vec<_> = (0..2)
         .map(|k| {

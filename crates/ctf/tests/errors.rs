@@ -28,16 +28,7 @@ fn ev() -> EventClass {
 /// A trace of `n` events in 512-byte packets.
 fn write_trace(dir: &Path, n: u64) {
     let uuid = [9; 16];
-    let desc = TraceDesc {
-        uuid,
-        clock: clock_ns(),
-        env: vec![],
-        streams: vec![StreamClass {
-            id: 0,
-            header: HeaderKind::Compact,
-        }],
-        events: vec![ev()],
-    };
+    let desc = one_stream(uuid, HeaderKind::Compact, vec![ev()]);
     std::fs::write(dir.join("metadata"), ctf::tsdl::metadata(&desc)).unwrap();
     let mut w = StreamWriter::<false>::new(dir, "chan_0", uuid, 0, 0, HeaderKind::Compact, 512, 4);
     for k in 0..n {
@@ -158,16 +149,7 @@ fn meta_err(text: &str) -> String {
 
 #[test]
 fn metadata_errors_name_line_and_column() {
-    let desc = TraceDesc {
-        uuid: [1; 16],
-        clock: clock_ns(),
-        env: vec![],
-        streams: vec![StreamClass {
-            id: 0,
-            header: HeaderKind::Compact,
-        }],
-        events: vec![ev()],
-    };
+    let desc = one_stream([1; 16], HeaderKind::Compact, vec![ev()]);
     let good = ctf::tsdl::metadata(&desc);
     assert_eq!(ctf::parse_metadata(&good).unwrap(), desc);
     let bad = good.replacen("byte_order = le;", "byte_order = be;", 1);

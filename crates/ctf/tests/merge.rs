@@ -20,16 +20,7 @@ fn merged(streams: u64, per_stream: u64) {
             Field::new("k", FieldType::Int(IntType::unsigned(32))),
         ],
     };
-    let desc = TraceDesc {
-        uuid,
-        clock: clock_ns(),
-        env: vec![],
-        streams: vec![StreamClass {
-            id: 0,
-            header: HeaderKind::Compact,
-        }],
-        events: vec![ev.clone()],
-    };
+    let desc = one_stream(uuid, HeaderKind::Compact, vec![ev.clone()]);
     std::fs::write(dir.join("metadata"), ctf::tsdl::metadata(&desc)).unwrap();
     let mut want = Vec::new();
     for s in 0..streams {

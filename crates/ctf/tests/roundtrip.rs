@@ -159,16 +159,7 @@ fn roundtrip(kind: HeaderKind, cls: Vec<EventClass>, evs: Vec<Ev>, start: u64) {
             .replace("::", "-")
     ));
     let uuid = [0x42; 16];
-    let desc = TraceDesc {
-        uuid,
-        clock: clock_ns(),
-        env: vec![],
-        streams: vec![StreamClass {
-            id: 0,
-            header: kind,
-        }],
-        events: cls.clone(),
-    };
+    let desc = one_stream(uuid, kind, cls.clone());
     std::fs::write(dir.join("metadata"), ctf::tsdl::metadata(&desc)).unwrap();
     let mut w = StreamWriter::<false>::new(&dir, "s_0", uuid, 0, 0, kind, 1024, 4);
     let mut ts = start;

@@ -39,36 +39,61 @@ fn floors(c: &mut Criterion) {
             black_box(cas_nolock(&a, v, v + 1))
         })
     });
-    let mut mem = vec![0u8; 1 << 16];
-    let w = AtomicU64::new(0);
-    let cc = AtomicU64::new(0);
-    g.bench_function("bare_event_locked", |b| {
-        b.iter(|| {
-            let cur = w.load(Ordering::Acquire);
-            let ts = rdtsc_ordered();
-            if w.compare_exchange(cur, cur + 16, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                let off = (cur as usize) & ((1 << 16) - 16);
-                mem[off..off + 8].copy_from_slice(&ts.to_le_bytes());
-                mem[off + 8..off + 16].copy_from_slice(&cur.to_le_bytes());
-                cc.fetch_add(16, Ordering::AcqRel);
-            }
-        })
-    });
-    g.bench_function("bare_event_local", |b| {
-        b.iter(|| {
-            let cur = w.load(Ordering::Acquire);
-            let ts = rdtsc();
-            if cas_nolock(&w, cur, cur + 16) == cur {
-                let off = (cur as usize) & ((1 << 16) - 16);
-                mem[off..off + 8].copy_from_slice(&ts.to_le_bytes());
-                mem[off + 8..off + 16].copy_from_slice(&cur.to_le_bytes());
-                xadd_nolock(&cc, 16);
-            }
-        })
-    });
+    let mut floor = Floor::new();
+    g.bench_function("bare_event_locked", |b| b.iter(|| floor.locked()));
+    g.bench_function("bare_event_local", |b| b.iter(|| floor.local()));
     g.finish();
+}
+
+/// The bare events: a write count, a commit count and 64 KiB of records,
+/// written the way the ring buffer's fast path does, with nothing else.
+struct Floor {
+    mem: Vec<u8>,
+    w: AtomicU64,
+    cc: AtomicU64,
+}
+
+impl Floor {
+    fn new() -> Self {
+        Floor {
+            mem: vec![0u8; 1 << 16],
+            w: AtomicU64::new(0),
+            cc: AtomicU64::new(0),
+        }
+    }
+
+    #[inline(always)]
+    fn store(&mut self, cur: u64, ts: u64) {
+        let off = (cur as usize) & ((1 << 16) - 16);
+        self.mem[off..off + 8].copy_from_slice(&ts.to_le_bytes());
+        self.mem[off + 8..off + 16].copy_from_slice(&cur.to_le_bytes());
+    }
+
+    /// `lfence; rdtsc` + `lock cmpxchg` + 16-byte store + `lock xadd`.
+    #[inline(always)]
+    fn locked(&mut self) {
+        let cur = self.w.load(Ordering::Acquire);
+        let ts = rdtsc_ordered();
+        if self
+            .w
+            .compare_exchange(cur, cur + 16, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            self.store(cur, ts);
+            self.cc.fetch_add(16, Ordering::AcqRel);
+        }
+    }
+
+    /// `rdtsc` + `cmpxchg` + 16-byte store + `xadd`, without lock prefixes.
+    #[inline(always)]
+    fn local(&mut self) {
+        let cur = self.w.load(Ordering::Acquire);
+        let ts = rdtsc();
+        if cas_nolock(&self.w, cur, cur + 16) == cur {
+            self.store(cur, ts);
+            xadd_nolock(&self.cc, 16);
+        }
+    }
 }
 
 #[inline(always)]
@@ -205,38 +230,16 @@ fn targets(c: &mut Criterion) {
     g.warm_up_time(Duration::from_millis(300));
     g.measurement_time(Duration::from_millis(1500));
     g.sample_size(20);
-    let mut mem = vec![0u8; 1 << 16];
-    let w = AtomicU64::new(0);
-    let cc = AtomicU64::new(0);
+    let mut floor = Floor::new();
     for round in 0..3 {
         g.bench_function(format!("bare_event_locked/{round}"), |b| {
-            b.iter(|| {
-                let cur = w.load(Ordering::Acquire);
-                let ts = rdtsc_ordered();
-                if w.compare_exchange(cur, cur + 16, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    let off = (cur as usize) & ((1 << 16) - 16);
-                    mem[off..off + 8].copy_from_slice(&ts.to_le_bytes());
-                    mem[off + 8..off + 16].copy_from_slice(&cur.to_le_bytes());
-                    cc.fetch_add(16, Ordering::AcqRel);
-                }
-            })
+            b.iter(|| floor.locked())
         });
         g.bench_function(format!("percpu/{round}"), |b| {
             b.iter_custom(|iters| run::<Bench<true, CPU>>(4096, 8, 1, false, iters))
         });
         g.bench_function(format!("bare_event_local/{round}"), |b| {
-            b.iter(|| {
-                let cur = w.load(Ordering::Acquire);
-                let ts = rdtsc();
-                if cas_nolock(&w, cur, cur + 16) == cur {
-                    let off = (cur as usize) & ((1 << 16) - 16);
-                    mem[off..off + 8].copy_from_slice(&ts.to_le_bytes());
-                    mem[off + 8..off + 16].copy_from_slice(&cur.to_le_bytes());
-                    xadd_nolock(&cc, 16);
-                }
-            })
+            b.iter(|| floor.local())
         });
         g.bench_function(format!("perthread/{round}"), |b| {
             b.iter_custom(|iters| run::<Bench<true, THREAD>>(4096, 8, 1, false, iters))

@@ -43,20 +43,28 @@ mod rseq {
     }
 }
 
+/// Where glibc's rseq area cannot be read (other targets, Miri, loom).
+#[cfg(not(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    not(miri),
+    not(loom)
+)))]
+mod rseq {
+    #[inline(always)]
+    pub(super) fn cpu_id() -> Option<usize> {
+        None
+    }
+}
+
 /// The CPU the calling thread is running on (possibly stale).
 #[inline(always)]
 pub fn current() -> usize {
-    #[cfg(all(
-        target_os = "linux",
-        target_env = "gnu",
-        target_arch = "x86_64",
-        not(miri),
-        not(loom)
-    ))]
-    if let Some(cpu) = rseq::cpu_id() {
-        return cpu;
+    match rseq::cpu_id() {
+        Some(cpu) => cpu,
+        None => getcpu(),
     }
-    getcpu()
 }
 
 #[cold]
@@ -74,16 +82,7 @@ fn getcpu() -> usize {
 
 /// Whether the rseq area is what [`current`] reads.
 pub fn uses_rseq() -> bool {
-    #[cfg(all(
-        target_os = "linux",
-        target_env = "gnu",
-        target_arch = "x86_64",
-        not(miri),
-        not(loom)
-    ))]
-    return rseq::cpu_id().is_some();
-    #[allow(unreachable_code)]
-    false
+    rseq::cpu_id().is_some()
 }
 
 /// Number of possible CPUs: one more than the highest number in

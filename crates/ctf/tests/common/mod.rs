@@ -151,6 +151,17 @@ pub fn encode_all(fields: &[Field], values: &[Value]) -> Vec<u8> {
     out
 }
 
+/// A trace with one stream class.
+pub fn one_stream(uuid: [u8; 16], header: HeaderKind, events: Vec<EventClass>) -> TraceDesc {
+    TraceDesc {
+        uuid,
+        clock: clock_ns(),
+        env: vec![],
+        streams: vec![StreamClass { id: 0, header }],
+        events,
+    }
+}
+
 pub fn clock_ns() -> ClockDesc {
     ClockDesc {
         name: "monotonic".into(),
