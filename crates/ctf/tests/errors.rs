@@ -236,3 +236,21 @@ fn uuids_are_checked_strictly() {
         None
     );
 }
+
+#[test]
+fn metadata_grows_by_appending_event_blocks() {
+    // A tracer writes the preamble at start and appends an event block when
+    // an event class is first used; readers see one metadata text.
+    let mut desc = one_stream([5; 16], HeaderKind::Compact, vec![]);
+    let mut text = ctf::tsdl::preamble(&desc);
+    assert_eq!(ctf::parse_metadata(&text).unwrap(), desc);
+    for id in 0..3 {
+        let mut e = ev();
+        e.id = id;
+        e.name = format!("grow:e{id}");
+        text.push_str(&ctf::tsdl::event_block(&e));
+        desc.events.push(e);
+        assert_eq!(ctf::parse_metadata(&text).unwrap(), desc);
+    }
+    assert_eq!(text, ctf::tsdl::metadata(&desc));
+}
