@@ -75,15 +75,12 @@ pub fn lex(src: &str) -> Result<Vec<Spanned>, LexError> {
             adv(&mut i, &mut line, &mut col, end);
             continue;
         }
-        let tok;
-        let len;
-        if c.is_ascii_alphabetic() || c == b'_' {
+        let (tok, len) = if c.is_ascii_alphabetic() || c == b'_' {
             let n = b[i..]
                 .iter()
                 .take_while(|x| x.is_ascii_alphanumeric() || **x == b'_')
                 .count();
-            tok = Tok::Ident(src[i..i + n].to_owned());
-            len = n;
+            (Tok::Ident(src[i..i + n].to_owned()), n)
         } else if c.is_ascii_digit()
             || (c == b'-' && b.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
         {
@@ -103,8 +100,7 @@ pub fn lex(src: &str) -> Result<Vec<Spanned>, LexError> {
                 text.parse::<i128>()
             }
             .map_err(|_| err(l0, c0, &format!("bad integer literal `{}`", &src[i..s + n])))?;
-            tok = Tok::Int(if neg { -v } else { v });
-            len = s + n - i;
+            (Tok::Int(if neg { -v } else { v }), s + n - i)
         } else if c == b'"' {
             let mut s = String::new();
             let mut k = i + 1;
@@ -132,8 +128,7 @@ pub fn lex(src: &str) -> Result<Vec<Spanned>, LexError> {
                     }
                 }
             }
-            tok = Tok::Str(s);
-            len = k + 1 - i;
+            (Tok::Str(s), k + 1 - i)
         } else {
             let p: &'static str = if b[i..].starts_with(b":=") {
                 ":="
@@ -160,9 +155,8 @@ pub fn lex(src: &str) -> Result<Vec<Spanned>, LexError> {
                     }
                 }
             };
-            tok = Tok::Punct(p);
-            len = p.len();
-        }
+            (Tok::Punct(p), p.len())
+        };
         out.push(Spanned {
             tok,
             line: l0,
