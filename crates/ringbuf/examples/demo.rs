@@ -73,6 +73,42 @@ fn main() {
 const PAYLOAD: usize = 8;
 const REC: usize = 8 + PAYLOAD;
 
+/// A demo record read back: TSC timestamp, writer thread, sequence.
+struct Record {
+    buffer: usize,
+    ts: u64,
+    writer: u32,
+    seq: u32,
+}
+
+/// Consumes the first ready sub-buffer of a buffer, if any: returns up to
+/// `n` of its records to show, and how many it held.
+fn first_records<C: Config>(
+    rd: &mut ringbuf::Reader<'_, C>,
+    buffer: usize,
+    n: usize,
+) -> (Vec<Record>, u64) {
+    let Some(sb) = rd.get_subbuf() else {
+        return (Vec::new(), 0);
+    };
+    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+    let all: Vec<Record> = sb
+        .records(|_| Some(REC))
+        .filter_map(Result::ok)
+        .map(|r| Record {
+            buffer,
+            ts: u64::from_le_bytes(r[..8].try_into().unwrap()),
+            writer: u32_at(r, 8),
+            seq: u32_at(r, 12),
+        })
+        .collect();
+    let _ = sb.put();
+    let held = all.len() as u64;
+    let mut all = all;
+    all.truncate(n);
+    (all, held)
+}
+
 fn run<C: Config + Default>(args: &Args) -> Result<(), ringbuf::Error> {
     let attr = ChannelAttr {
         subbuf_size: args.subbuf_size,
@@ -88,16 +124,23 @@ fn run<C: Config + Default>(args: &Args) -> Result<(), ringbuf::Error> {
         std::thread::spawn(move || {
             let mut readers: Vec<_> = ch.buffers().iter().map(|b| b.reader().unwrap()).collect();
             let mut read = vec![0u64; readers.len()];
+            let mut first = Vec::new();
             loop {
                 let finished = done.load(Ordering::Acquire);
                 let mut got = 0;
                 for (k, rd) in readers.iter_mut().enumerate() {
+                    if first.is_empty() {
+                        let (shown, held) = first_records(rd, k, 8);
+                        first = shown;
+                        read[k] += held;
+                        got += held;
+                    }
                     let n = drain(std::slice::from_mut(rd), REC);
                     read[k] += n;
                     got += n;
                 }
                 if finished && got == 0 {
-                    return read;
+                    return (read, first);
                 }
                 if got == 0 {
                     std::thread::sleep(Duration::from_micros(200));
@@ -148,13 +191,27 @@ fn run<C: Config + Default>(args: &Args) -> Result<(), ringbuf::Error> {
     writers_done.store(true, Ordering::Release);
     let read_live = reader.map(|r| r.join().unwrap());
     // Without a live reader: read what the buffers hold now.
-    let read: Vec<u64> = match read_live {
+    let (read, first): (Vec<u64>, Vec<Record>) = match read_live {
         Some(r) => r,
-        None => ch
-            .buffers()
-            .iter()
-            .map(|b| drain(std::slice::from_mut(&mut b.reader().unwrap()), REC))
-            .collect(),
+        None => {
+            let mut first = Vec::new();
+            let read = ch
+                .buffers()
+                .iter()
+                .enumerate()
+                .map(|(k, b)| {
+                    let mut rd = b.reader().unwrap();
+                    let mut n = 0;
+                    if first.is_empty() {
+                        let (shown, held) = first_records(&mut rd, k, 8);
+                        first = shown;
+                        n += held;
+                    }
+                    n + drain(std::slice::from_mut(&mut rd), REC)
+                })
+                .collect();
+            (read, first)
+        }
     };
 
     let attempted: u64 = results.iter().map(|r| r.0 + r.1).sum();
@@ -197,5 +254,24 @@ fn run<C: Config + Default>(args: &Args) -> Result<(), ringbuf::Error> {
         "ns per attempted record (CPU time per writer): {:.1}",
         busy * 1e9 / attempted.max(1) as f64
     );
+    if let Some(t0) = first.first().map(|r| r.ts) {
+        println!();
+        println!("first records read (buffer {}):", first[0].buffer);
+        println!(
+            "{:>14}  {:>8}  {:>6}  {:>10}",
+            "ticks", "+delta", "writer", "seq"
+        );
+        let mut prev = t0;
+        for r in &first {
+            println!(
+                "{:>14}  {:>8}  {:>6}  {:>10}",
+                r.ts - t0,
+                r.ts - prev,
+                r.writer,
+                r.seq
+            );
+            prev = r.ts;
+        }
+    }
     Ok(())
 }
