@@ -96,7 +96,7 @@ fn main() {
         let (mut events, mut sum) = (0u64, 0u64);
         let mut merger = ctf::Merger::new(&trace);
         while let Some(item) = merger.next_ref() {
-            if let (_, ctf::Item::Event(e)) = item.unwrap() {
+            if let (_, ctf::ItemRef::Event(e)) = item.unwrap() {
                 events += 1;
                 if let Value::Uint(v) = e.values[0] {
                     sum = sum.wrapping_add(v);

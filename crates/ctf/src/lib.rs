@@ -26,4 +26,4 @@ pub mod merge;
 pub mod read;
 
 pub use merge::Merger;
-pub use read::{Event, Item, ReadError, StreamReader, Trace};
+pub use read::{Event, EventRef, Item, ItemRef, ReadError, StreamReader, Trace};

@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 
-use crate::read::{Item, ReadError, StreamReader, Trace};
+use crate::read::{Item, ItemRef, ReadError, StreamReader, Trace};
 
 /// Up to this many streams, the oldest head is found by a linear scan of
 /// their times (cheaper than heap operations for the few streams of a
@@ -51,7 +51,7 @@ impl Merger {
         let mut keys = Vec::with_capacity(m.streams.len());
         for k in 0..m.streams.len() {
             keys.push(match m.streams[k].advance() {
-                Ok(true) => Some(m.streams[k].head().ts()),
+                Ok(true) => Some(m.streams[k].head_ts()),
                 Ok(false) => None,
                 Err(e) => {
                     m.errors.push(e);
@@ -82,7 +82,7 @@ impl Merger {
         let Some(k) = self.lent.take() else { return };
         if let Some(keys) = &mut self.scan {
             keys[k] = match self.streams[k].advance() {
-                Ok(true) => Some(self.streams[k].head().ts()),
+                Ok(true) => Some(self.streams[k].head_ts()),
                 Ok(false) => None,
                 Err(e) => {
                     self.errors.push(e);
@@ -98,7 +98,7 @@ impl Merger {
         match self.streams[k].advance() {
             Ok(true) => {
                 let mut top = top;
-                *top = Reverse((self.streams[k].head().ts(), k));
+                *top = Reverse((self.streams[k].head_ts(), k));
             }
             Ok(false) => {
                 PeekMut::pop(top);
@@ -111,7 +111,7 @@ impl Merger {
     }
 
     /// The next item of all streams by time, lent until the next call.
-    pub fn next_ref(&mut self) -> Option<Result<(usize, &Item), ReadError>> {
+    pub fn next_ref(&mut self) -> Option<Result<(usize, ItemRef<'_>), ReadError>> {
         self.settle();
         if let Some(e) = self.errors.pop() {
             return Some(Err(e));

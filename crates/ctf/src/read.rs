@@ -183,13 +183,92 @@ pub struct StreamReader {
     /// Set when the current packet was cut short: reported after its events.
     truncated: Option<String>,
     done: bool,
-    /// Value vectors handed back by the consumer, reused for new events.
-    spare: Vec<Vec<Value>>,
-    /// One value vector per event class, reused event after event so that
-    /// decoding allocates nothing once every class has been seen.
+    /// One value vector per event class, decoded into in place event after
+    /// event: decoding allocates nothing once every class has been seen.
     class_values: Vec<Vec<Value>>,
-    /// The item [`StreamReader::advance`] decoded last, in place.
-    head: Item,
+    /// What [`StreamReader::advance`] decoded last (an event's values are in
+    /// `class_values[class]`).
+    head: Head,
+}
+
+/// The current item of a stream, without its values.
+#[derive(Debug, Clone, Copy)]
+enum Head {
+    Event {
+        ts: u64,
+        class: usize,
+        cpu: u32,
+    },
+    Discarded {
+        events: u64,
+        packets: u64,
+        ts: u64,
+        cpu: u32,
+    },
+}
+
+/// An event lent by [`StreamReader::head`] and [`crate::Merger::next_ref`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EventRef<'a> {
+    /// Full timestamp, in clock ticks.
+    pub ts: u64,
+    /// Index of the event class in [`TraceDesc::events`].
+    pub class: usize,
+    /// Field values, in class order.
+    pub values: &'a [Value],
+    /// CPU of the packet it came from.
+    pub cpu: u32,
+}
+
+/// An item lent in place (see [`Item`] for the owned form).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ItemRef<'a> {
+    /// An event.
+    Event(EventRef<'a>),
+    /// Records lost before the packet that follows (see [`Item::Discarded`]).
+    Discarded {
+        /// Discarded events.
+        events: u64,
+        /// Missing packets.
+        packets: u64,
+        /// Begin time of the packet after the gap.
+        ts: u64,
+        /// CPU.
+        cpu: u32,
+    },
+}
+
+impl ItemRef<'_> {
+    /// Time of the item.
+    pub fn ts(&self) -> u64 {
+        match self {
+            ItemRef::Event(e) => e.ts,
+            ItemRef::Discarded { ts, .. } => *ts,
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_owned(&self) -> Item {
+        match *self {
+            ItemRef::Event(e) => Item::Event(Event {
+                ts: e.ts,
+                class: e.class,
+                values: e.values.to_vec(),
+                cpu: e.cpu,
+            }),
+            ItemRef::Discarded {
+                events,
+                packets,
+                ts,
+                cpu,
+            } => Item::Discarded {
+                events,
+                packets,
+                ts,
+                cpu,
+            },
+        }
+    }
 }
 
 impl StreamReader {
@@ -204,6 +283,7 @@ impl StreamReader {
 
     /// Reads a stream from any byte source; `path` names it in errors.
     pub fn from_reader(desc: Arc<TraceDesc>, path: &Path, file: Box<dyn Read + Send>) -> Self {
+        let n_classes = desc.events.len();
         let classes = desc
             .streams
             .iter()
@@ -243,22 +323,13 @@ impl StreamReader {
             last_seq: None,
             truncated: None,
             done: false,
-            spare: Vec::new(),
-            class_values: Vec::new(),
-            head: Item::Discarded {
+            class_values: vec![Vec::new(); n_classes],
+            head: Head::Discarded {
                 events: 0,
                 packets: 0,
                 ts: 0,
                 cpu: 0,
             },
-        }
-    }
-
-    /// Gives back the value vector of a consumed event, so the next event
-    /// reuses its memory instead of allocating.
-    pub fn recycle(&mut self, values: Vec<Value>) {
-        if self.spare.len() < 8 {
-            self.spare.push(values);
         }
     }
 
@@ -373,22 +444,59 @@ impl StreamReader {
         Ok(self.advance()?.then(|| self.take_head()))
     }
 
-    /// The item decoded by the last successful [`StreamReader::advance`].
-    pub fn head(&self) -> &Item {
-        &self.head
+    /// The item decoded by the last successful [`StreamReader::advance`],
+    /// lent in place.
+    pub fn head(&self) -> ItemRef<'_> {
+        match self.head {
+            Head::Event { ts, class, cpu } => ItemRef::Event(EventRef {
+                ts,
+                class,
+                values: &self.class_values[class],
+                cpu,
+            }),
+            Head::Discarded {
+                events,
+                packets,
+                ts,
+                cpu,
+            } => ItemRef::Discarded {
+                events,
+                packets,
+                ts,
+                cpu,
+            },
+        }
     }
 
-    /// Moves the current item out.
+    /// Time of the current item.
+    #[inline]
+    pub fn head_ts(&self) -> u64 {
+        match self.head {
+            Head::Event { ts, .. } | Head::Discarded { ts, .. } => ts,
+        }
+    }
+
+    /// Moves the current item out (its class then decodes into a new vector).
     pub fn take_head(&mut self) -> Item {
-        std::mem::replace(
-            &mut self.head,
-            Item::Discarded {
-                events: 0,
-                packets: 0,
-                ts: 0,
-                cpu: 0,
+        match self.head {
+            Head::Event { ts, class, cpu } => Item::Event(Event {
+                ts,
+                class,
+                values: std::mem::take(&mut self.class_values[class]),
+                cpu,
+            }),
+            Head::Discarded {
+                events,
+                packets,
+                ts,
+                cpu,
+            } => Item::Discarded {
+                events,
+                packets,
+                ts,
+                cpu,
             },
-        )
+        }
     }
 
     /// Decodes the next item into [`StreamReader::head`], in place, reusing
@@ -420,10 +528,7 @@ impl StreamReader {
             };
             self.last_seq = Some(ctx.packet_seq_num);
             if events > 0 || packets > 0 {
-                if let Item::Event(e) = self.take_head() {
-                    self.recycle(e.values);
-                }
-                self.head = Item::Discarded {
+                self.head = Head::Discarded {
                     events,
                     packets,
                     ts: ctx.timestamp_begin,
@@ -453,55 +558,37 @@ impl StreamReader {
                 format!("unknown event id {} in stream class {sid}", h.id),
             ));
         };
-        if self.class_values.len() < self.desc.events.len() {
-            self.class_values
-                .resize_with(self.desc.events.len(), Vec::new);
-        }
-        if let Item::Event(e) = &mut self.head {
-            // The previous event's vector goes back to its class.
-            let prev = std::mem::take(&mut e.values);
-            if let Some(slot) = self.class_values.get_mut(e.class) {
-                if slot.capacity() == 0 {
-                    *slot = prev;
-                }
-            }
-        }
-        let mut values = std::mem::take(&mut self.class_values[class]);
-        if values.capacity() == 0 {
-            values = self.spare.pop().unwrap_or_default();
-        }
         let fields = &self.desc.events[class].fields;
+        // Disjoint borrows: the packet and the class's value vector.
+        let values = &mut self.class_values[class];
         let mut pos = self.pos + h.len;
+        let mut failure = None;
         for (i, f) in fields.iter().enumerate() {
-            match decode_at(&f.ty, content, &mut pos, &mut values, i) {
-                Ok(()) => {}
-                Err(DecodeError::Truncated) => return Err(self.cut(at, "event payload")),
-                Err(e) => {
-                    let name = f.name.clone();
-                    return Err(self.err(at, format!("field `{name}`: {e}")));
-                }
+            if let Err(e) = decode_at(&f.ty, content, &mut pos, values, i) {
+                failure = Some((e, i));
+                break;
             }
         }
-        values.truncate(fields.len());
+        if values.len() > fields.len() {
+            values.truncate(fields.len());
+        }
+        if let Some((e, i)) = failure {
+            values.clear();
+            return Err(match e {
+                DecodeError::Truncated => self.cut(at, "event payload"),
+                e => {
+                    let name = self.desc.events[class].fields[i].name.clone();
+                    self.err(at, format!("field `{name}`: {e}"))
+                }
+            });
+        }
         self.prev_ts = ts;
         self.pos = pos;
-        let cpu = self.ctx.cpu_id;
-        match &mut self.head {
-            Item::Event(e) => {
-                e.ts = ts;
-                e.class = class;
-                e.cpu = cpu;
-                e.values = values;
-            }
-            head => {
-                *head = Item::Event(Event {
-                    ts,
-                    class,
-                    values,
-                    cpu,
-                })
-            }
-        }
+        self.head = Head::Event {
+            ts,
+            class,
+            cpu: self.ctx.cpu_id,
+        };
         Ok(())
     }
 

@@ -54,7 +54,7 @@ fn merged(streams: u64, per_stream: u64) {
     let mut got = Vec::new();
     while let Some(item) = m.next_ref() {
         let (k, item) = item.unwrap();
-        let ctf::Item::Event(e) = item else {
+        let ctf::ItemRef::Event(e) = item else {
             panic!("no gaps here")
         };
         let (Value::Uint(s), Value::Uint(i)) = (&e.values[0], &e.values[1]) else {
