@@ -485,17 +485,7 @@ impl StreamReader {
                 values: std::mem::take(&mut self.class_values[class]),
                 cpu,
             }),
-            Head::Discarded {
-                events,
-                packets,
-                ts,
-                cpu,
-            } => Item::Discarded {
-                events,
-                packets,
-                ts,
-                cpu,
-            },
+            Head::Discarded { .. } => self.head().to_owned(),
         }
     }
 
