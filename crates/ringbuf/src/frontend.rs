@@ -33,17 +33,36 @@ pub enum Lost {
 }
 
 /// What the client's slot-size function is told: the record would start at
-/// `offset` in its sub-buffer, now is `ts`, and the previous record of the
-/// buffer (or the packet's begin, in a new sub-buffer) was at `last_ts`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SlotCtx {
+/// `offset` in its sub-buffer, now is `ts`, and [`SlotCtx::last_ts`] is when
+/// the previous record of the buffer (or the packet's begin, in a new
+/// sub-buffer) was.
+#[derive(Debug, Clone, Copy)]
+pub struct SlotCtx<'a> {
     /// Offset of the record's first byte inside its sub-buffer.
     pub offset: usize,
     /// The record's timestamp.
     pub ts: u64,
+    last_ts: LastTs<'a>,
+}
+
+/// Read only if the client asks: a client that does not size its records
+/// by time pays no load for it.
+#[derive(Debug, Clone, Copy)]
+enum LastTs<'a> {
+    Buffer(&'a AtomicU64),
+    Value(u64),
+}
+
+impl SlotCtx<'_> {
     /// Timestamp of the previous record in this buffer (may be stale, never
     /// larger than the true one): decides compact or extended headers.
-    pub last_ts: u64,
+    #[inline(always)]
+    pub fn last_ts(&self) -> u64 {
+        match self.last_ts {
+            LastTs::Buffer(a) => a.load(Relaxed),
+            LastTs::Value(v) => v,
+        }
+    }
 }
 
 /// Written by the reservation that closes a sub-buffer, read by the
@@ -295,7 +314,7 @@ impl<C: Config> Buffer<C> {
     /// and timestamp (alignment, compact or extended header). `slot_size` may
     /// be called several times; the last call's answer is the one reserved.
     #[inline(always)]
-    pub fn reserve_with<F: FnMut(SlotCtx) -> usize>(
+    pub fn reserve_with<F: FnMut(SlotCtx<'_>) -> usize>(
         &self,
         mut slot_size: F,
     ) -> Result<Slot<'_, C>, Lost> {
@@ -306,7 +325,7 @@ impl<C: Config> Buffer<C> {
         let len = slot_size(SlotCtx {
             offset: off as usize,
             ts,
-            last_ts: self.wr.last_ts.load(Relaxed),
+            last_ts: LastTs::Buffer(&self.wr.last_ts),
         }) as u64;
         // Fast path: the record fits strictly inside the current sub-buffer.
         if off != 0
@@ -322,7 +341,7 @@ impl<C: Config> Buffer<C> {
 
     #[cold]
     #[inline(never)]
-    fn reserve_slow<F: FnMut(SlotCtx) -> usize>(
+    fn reserve_slow<F: FnMut(SlotCtx<'_>) -> usize>(
         &self,
         slot_size: &mut F,
     ) -> Result<Slot<'_, C>, Lost> {
@@ -336,7 +355,7 @@ impl<C: Config> Buffer<C> {
             let mut len = slot_size(SlotCtx {
                 offset: off as usize,
                 ts,
-                last_ts: self.wr.last_ts.load(Relaxed),
+                last_ts: LastTs::Buffer(&self.wr.last_ts),
             }) as u64;
             let mut switch_old = false;
             let mut switch_new = false;
@@ -364,7 +383,7 @@ impl<C: Config> Buffer<C> {
                 len = slot_size(SlotCtx {
                     offset: self.header_size as usize,
                     ts,
-                    last_ts: ts,
+                    last_ts: LastTs::Value(ts),
                 }) as u64;
             }
             if len == 0 || geo.sb_offset(begin) + len > s {

@@ -280,7 +280,7 @@ fn slot_size_sees_position_and_timestamps() {
     let mut seen = Vec::new();
     let s = b
         .reserve_with(|ctx| {
-            seen.push(ctx);
+            seen.push((ctx.offset, ctx.last_ts()));
             32
         })
         .unwrap();
@@ -288,11 +288,11 @@ fn slot_size_sees_position_and_timestamps() {
     assert_eq!(s.offset(), HEADER);
     drop(s);
     // First call at offset 0 (a switch), second at the header: last_ts = ts.
-    assert_eq!(seen.last().unwrap().offset, HEADER);
-    assert_eq!(seen.last().unwrap().last_ts, ts);
+    assert_eq!(seen.last().unwrap().0, HEADER);
+    assert_eq!(seen.last().unwrap().1, ts);
     let s = b.reserve_with(|ctx| {
         assert_eq!(ctx.offset, HEADER + 32);
-        assert_eq!(ctx.last_ts, ts);
+        assert_eq!(ctx.last_ts(), ts);
         32
     });
     drop(s);

@@ -105,7 +105,7 @@ impl<const O: bool> StreamWriter<O> {
         let kind = self.kind;
         let r = self
             .ch
-            .reserve_with(|ctx| event_header_len(kind, id, ctx.ts, ctx.last_ts) + payload.len());
+            .reserve_with(|ctx| event_header_len(kind, id, ctx.ts, ctx.last_ts()) + payload.len());
         match r {
             Ok(mut slot) => {
                 let ts = slot.ts();
