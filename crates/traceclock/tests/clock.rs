@@ -45,15 +45,20 @@ fn tsc_calibration_agrees_with_monotonic() {
         "TSC: {} Hz ± {:.1} ppm over {} rounds",
         cal.freq, cal.error_ppm, cal.rounds
     );
-    // Check against a longer, independent interval.
-    let (t0, m0) = (traceclock::tsc::rdtsc_ordered(), monotonic_ns());
-    std::thread::sleep(Duration::from_millis(200));
-    let (t1, m1) = (traceclock::tsc::rdtsc_ordered(), monotonic_ns());
-    let f = (t1 - t0) as f64 * 1e9 / (m1 - m0) as f64;
-    let rel = (f - cal.freq as f64).abs() / f;
+    // Check against a longer, independent interval. A preemption between
+    // the two reads of a pair skews one attempt; the best of three counts.
+    let rel = (0..3)
+        .map(|_| {
+            let (t0, m0) = (traceclock::tsc::rdtsc_ordered(), monotonic_ns());
+            std::thread::sleep(Duration::from_millis(200));
+            let (t1, m1) = (traceclock::tsc::rdtsc_ordered(), monotonic_ns());
+            let f = (t1 - t0) as f64 * 1e9 / (m1 - m0) as f64;
+            (f - cal.freq as f64).abs() / f
+        })
+        .fold(f64::MAX, f64::min);
     assert!(
         rel < 0.005,
-        "calibrated {} vs measured {f} ({rel})",
+        "calibrated {} Hz is {rel} away from CLOCK_MONOTONIC",
         cal.freq
     );
     let clock = TraceClock::detect();
