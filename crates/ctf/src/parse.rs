@@ -129,25 +129,31 @@ impl Parser {
             Some(Tok::Punct(p)) => format!("`{p}`"),
         }
     }
-    fn ident(&mut self) -> R<String> {
-        match self.next()? {
-            Tok::Ident(s) => Ok(s),
-            _ => {
-                self.i -= 1;
-                let f = self.describe();
-                self.err(format!("expected an identifier, found {f}"))
+    /// Takes the next token if `f` accepts it; otherwise an error naming
+    /// `what` was expected and what was found, at that token.
+    fn take<T>(&mut self, what: &str, f: impl FnOnce(&Tok) -> Option<T>) -> R<T> {
+        match self.peek().and_then(f) {
+            Some(v) => {
+                self.i += 1;
+                Ok(v)
+            }
+            None => {
+                let found = self.describe();
+                self.err(format!("expected {what}, found {found}"))
             }
         }
     }
+    fn ident(&mut self) -> R<String> {
+        self.take("an identifier", |t| match t {
+            Tok::Ident(s) => Some(s.clone()),
+            _ => None,
+        })
+    }
     fn int(&mut self) -> R<i128> {
-        match self.next()? {
-            Tok::Int(v) => Ok(v),
-            _ => {
-                self.i -= 1;
-                let f = self.describe();
-                self.err(format!("expected an integer, found {f}"))
-            }
-        }
+        self.take("an integer", |t| match t {
+            Tok::Int(v) => Some(*v),
+            _ => None,
+        })
     }
 
     /// `a.b.c` key of an assignment.
