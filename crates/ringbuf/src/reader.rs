@@ -162,14 +162,21 @@ impl<'a, C: Config> Reader<'a, C> {
     /// Forces a switch, then hands every complete sub-buffer between the read
     /// count and the write count to `f`, in `order`, without consuming:
     /// repeatable. Sub-buffers overwritten during the walk are skipped.
-    pub fn snapshot<F: FnMut(&Subbuf<'_, 'a, C>)>(
+    pub fn snapshot<F: FnMut(&Subbuf<'_, 'a, C>)>(&mut self, order: Order, f: F) -> SnapshotStats {
+        self.buf.flush();
+        self.snapshot_complete(order, f)
+    }
+
+    /// [`Reader::snapshot`] without the forced switch: only the sub-buffers
+    /// already complete. For per-thread (`Sync::Local`) buffers whose owner
+    /// may be writing, which another thread must not switch.
+    pub fn snapshot_complete<F: FnMut(&Subbuf<'_, 'a, C>)>(
         &mut self,
         order: Order,
         mut f: F,
     ) -> SnapshotStats {
         let buf = self.buf;
         let geo = buf.geo;
-        buf.flush();
         let end = geo.sb_trunc(buf.wr.w.load(Acquire));
         let r = buf.rd.r.load(Acquire);
         let count = (end.wrapping_sub(r).min(geo.buf_size())) / geo.subbuf_size();
@@ -237,6 +244,12 @@ impl<C: Config> Subbuf<'_, '_, C> {
         // mode writers do not enter it before `put` advances the read count
         // (equation 1). Either way it is complete (equation 2).
         unsafe { self.reader.buf.subbuf(self.phys) }
+    }
+
+    /// Where [`Subbuf::data`] starts in the buffer's backing file (memfd or
+    /// directory backing), for a consumer that copies with `sendfile`.
+    pub fn file_offset(&self) -> u64 {
+        self.phys as u64 * self.reader.buf.geo.subbuf_size()
     }
 
     /// Header and records: the first `data_size` bytes, as the client's

@@ -1,0 +1,282 @@
+//! The ring-buffer client: sub-buffers are CTF packets written in place
+//! (`ctf::layout`), records are a compact event header plus the payload.
+//! One client type per (mode, allocation) pair, so that each channel's fast
+//! path is compiled for its constant configuration; [`AnyChannel`] picks one
+//! with a match.
+
+use std::fs::File;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+use ctf::layout::{event_header_len, write_event_header, write_packet_begin, write_packet_end};
+use ctf::types::HeaderKind;
+use ringbuf::{
+    Alloc, BufferStats, Channel, ChannelAttr, Config, Mode, Order, SubbufBegin, SubbufEnd, Sync,
+};
+use traceclock::TraceClock;
+
+/// Event header of every channel: 5-bit id and 27-bit timestamp, extended
+/// when needed (`ctf::layout`).
+pub const HEADER: HeaderKind = HeaderKind::Compact;
+
+/// Byte offset of `packet_size` in the packet context (`ctf::layout`).
+const PACKET_SIZE_AT: usize = 56;
+/// Byte offset of `content_size`.
+const CONTENT_SIZE_AT: usize = 48;
+
+/// The client of one channel.
+#[derive(Debug)]
+pub struct Client<const OVERWRITE: bool, const PER_THREAD: bool> {
+    pub(crate) uuid: [u8; 16],
+    pub(crate) stream_id: u32,
+    /// Stream instance ids of this channel's buffers start here (unique
+    /// within the trace: babeltrace2 joins files of one instance).
+    pub(crate) instance_base: u64,
+    pub(crate) clock: TraceClock,
+    /// Sub-buffer size in bytes.
+    pub(crate) subbuf: u64,
+}
+
+impl<const O: bool, const P: bool> Config for Client<O, P> {
+    const MODE: Mode = if O { Mode::Overwrite } else { Mode::Discard };
+    const ALLOC: Alloc = if P { Alloc::PerThread } else { Alloc::PerCpu };
+    const SYNC: Sync = if P { Sync::Local } else { Sync::Smp };
+
+    #[inline(always)]
+    fn clock(&self) -> u64 {
+        if P {
+            // Only this thread writes the buffer: no need to order the read
+            // after the load of the write count.
+            self.clock.now_unordered()
+        } else {
+            self.clock.now()
+        }
+    }
+
+    fn header_size(&self) -> usize {
+        ctf::PACKET_HEADER_SIZE
+    }
+
+    fn subbuf_begin(&self, h: &mut [u8], b: &SubbufBegin) {
+        let size = self.subbuf;
+        write_packet_begin(
+            h,
+            &self.uuid,
+            self.stream_id,
+            self.instance_base + b.buffer as u64,
+            b.ts,
+            size,
+            b.seq,
+            b.buffer,
+        );
+    }
+
+    fn subbuf_end(&self, h: &mut [u8], e: &SubbufEnd) {
+        write_packet_end(h, e.end_ts, e.data_size, e.lost.total());
+        // The packet ends with its content (rounded to 8 bytes): the consumer
+        // copies that much, not the padding of a flushed sub-buffer.
+        let packet = packet_len(e.data_size, self.subbuf);
+        h[PACKET_SIZE_AT..PACKET_SIZE_AT + 8].copy_from_slice(&(packet * 8).to_le_bytes());
+    }
+
+    fn data_size(&self, sb: &[u8]) -> usize {
+        let bits = u64::from_le_bytes(sb[CONTENT_SIZE_AT..CONTENT_SIZE_AT + 8].try_into().unwrap());
+        (bits / 8) as usize
+    }
+}
+
+/// Bytes of a packet holding `content` bytes in a sub-buffer of `subbuf`.
+fn packet_len(content: u64, subbuf: u64) -> u64 {
+    content.div_ceil(8).saturating_mul(8).min(subbuf)
+}
+
+/// Reads the packet length back from a delivered sub-buffer.
+pub(crate) fn packet_bytes(sb: &[u8]) -> usize {
+    let bits = u64::from_le_bytes(sb[PACKET_SIZE_AT..PACKET_SIZE_AT + 8].try_into().unwrap());
+    ((bits / 8) as usize).min(sb.len())
+}
+
+/// Records one event in the calling thread's buffer of `ch`: header, then
+/// the payload written by `write` into exactly `len` bytes. Losses are
+/// counted by the buffer.
+#[inline(always)]
+fn record_in<C: Config, F: Fn(&mut [u8])>(ch: &Channel<C>, id: u32, len: usize, write: &F) {
+    let r = ch.reserve_with(|ctx| event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len);
+    if let Ok(mut slot) = r {
+        let ts = slot.ts();
+        let b = slot.bytes();
+        let h = b.len() - len;
+        write_event_header(b, HEADER, h, id, ts);
+        write(&mut b[h..]);
+    }
+}
+
+/// A channel of any of the four configurations.
+#[derive(Debug)]
+pub enum AnyChannel {
+    /// Discard, per CPU.
+    DiscardCpu(Channel<Client<false, false>>),
+    /// Discard, per thread.
+    DiscardThread(Channel<Client<false, true>>),
+    /// Flight recorder, per CPU.
+    OverwriteCpu(Channel<Client<true, false>>),
+    /// Flight recorder, per thread.
+    OverwriteThread(Channel<Client<true, true>>),
+}
+
+impl AnyChannel {
+    /// Creates the channel.
+    pub(crate) fn new(
+        overwrite: bool,
+        per_thread: bool,
+        client: (u32, [u8; 16], u64, TraceClock),
+        attr: &ChannelAttr,
+        name: &str,
+    ) -> Result<AnyChannel, ringbuf::Error> {
+        let (stream_id, uuid, instance_base, clock) = client;
+        macro_rules! mk {
+            ($v:ident, $o:literal, $p:literal) => {
+                AnyChannel::$v(Channel::new(
+                    Client::<$o, $p> {
+                        uuid,
+                        stream_id,
+                        instance_base,
+                        clock,
+                        subbuf: attr.subbuf_size as u64,
+                    },
+                    attr,
+                    name,
+                )?)
+            };
+        }
+        Ok(match (overwrite, per_thread) {
+            (false, false) => mk!(DiscardCpu, false, false),
+            (false, true) => mk!(DiscardThread, false, true),
+            (true, false) => mk!(OverwriteCpu, true, false),
+            (true, true) => mk!(OverwriteThread, true, true),
+        })
+    }
+
+    /// Records an event (see `record_in`).
+    #[inline(always)]
+    pub(crate) fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) {
+        match self {
+            AnyChannel::DiscardCpu(c) => record_in(c, id, len, write),
+            AnyChannel::DiscardThread(c) => record_in(c, id, len, write),
+            AnyChannel::OverwriteCpu(c) => record_in(c, id, len, write),
+            AnyChannel::OverwriteThread(c) => record_in(c, id, len, write),
+        }
+    }
+
+    /// The consumer's view of the channel.
+    pub(crate) fn ops(&self) -> &dyn ChannelOps {
+        match self {
+            AnyChannel::DiscardCpu(c) => c,
+            AnyChannel::DiscardThread(c) => c,
+            AnyChannel::OverwriteCpu(c) => c,
+            AnyChannel::OverwriteThread(c) => c,
+        }
+    }
+}
+
+/// Where a packet goes: the sink gets the bytes and, for file-backed
+/// buffers, the file and offset they sit at (for `sendfile`).
+pub(crate) trait PacketSink {
+    fn packet(&mut self, buffer: usize, bytes: &[u8], file: Option<(&File, u64)>);
+}
+
+/// What the consumer and the session do with a channel, whatever its
+/// configuration (dynamic dispatch: never on the write path).
+pub(crate) trait ChannelOps: std::marker::Sync + Send {
+    /// Number of buffers.
+    fn buffers(&self) -> usize;
+    /// Copies every ready packet of buffer `i` to `sink`, consuming them.
+    /// Returns how many.
+    fn drain(&self, i: usize, sink: &mut dyn PacketSink) -> usize;
+    /// Forced switch of every buffer this thread may switch now (per-thread
+    /// buffers: only those whose thread exited).
+    fn flush_live(&self) -> usize;
+    /// Forced switch of every buffer.
+    ///
+    /// Precondition (not a memory-safety one, the buffer's counters stay
+    /// atomic): no writer is inside a record — the session is stopped and a
+    /// grace period has passed — or per-thread buffers might miscount.
+    fn flush_quiescent(&self) -> usize;
+    /// Walks every complete packet of buffer `i` without consuming,
+    /// oldest first (after a forced switch when `switch` is set).
+    fn snapshot(&self, i: usize, switch: bool, sink: &mut dyn PacketSink) -> usize;
+    /// Counters of buffer `i`.
+    fn stats(&self, i: usize) -> BufferStats;
+    /// Per-thread channels: records dropped because the pool had no free
+    /// buffer.
+    fn records_lost_no_buffer(&self) -> u64;
+    /// Per-thread channels: gives drained buffers of exited threads back to
+    /// the pool.
+    fn recycle(&self) -> usize;
+}
+
+impl<C: Config> ChannelOps for Channel<C> {
+    fn buffers(&self) -> usize {
+        Channel::buffers(self).len()
+    }
+
+    fn drain(&self, i: usize, sink: &mut dyn PacketSink) -> usize {
+        let b = &Channel::buffers(self)[i];
+        let Some(mut rd) = b.reader() else {
+            return 0;
+        };
+        let mut n = 0;
+        while let Some(sb) = rd.get_subbuf() {
+            let data = sb.data();
+            let len = packet_bytes(data);
+            let file = b.store().file().map(|f| (f, sb.file_offset()));
+            sink.packet(i, &data[..len], file);
+            let _ = sb.put();
+            n += 1;
+        }
+        n
+    }
+
+    fn flush_live(&self) -> usize {
+        self.flush()
+    }
+
+    fn flush_quiescent(&self) -> usize {
+        Channel::buffers(self).iter().filter(|b| b.flush()).count()
+    }
+
+    fn snapshot(&self, i: usize, switch: bool, sink: &mut dyn PacketSink) -> usize {
+        let b = &Channel::buffers(self)[i];
+        let Some(mut rd) = b.reader() else {
+            return 0;
+        };
+        let walk = |sb: &ringbuf::Subbuf<'_, '_, C>| {
+            let data = sb.data();
+            let len = packet_bytes(data);
+            sink.packet(i, &data[..len], None);
+        };
+        let st = if switch {
+            rd.snapshot(Order::OldestFirst, walk)
+        } else {
+            rd.snapshot_complete(Order::OldestFirst, walk)
+        };
+        st.read as usize
+    }
+
+    fn stats(&self, i: usize) -> BufferStats {
+        Channel::buffers(self)[i].stats()
+    }
+
+    fn records_lost_no_buffer(&self) -> u64 {
+        self.lost_no_buffer()
+    }
+
+    fn recycle(&self) -> usize {
+        Channel::recycle(self)
+    }
+}
+
+/// Whether the session owning a probe is recording.
+#[inline(always)]
+pub(crate) fn is_active(a: &AtomicBool) -> bool {
+    a.load(Relaxed)
+}

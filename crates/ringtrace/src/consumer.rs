@@ -1,0 +1,68 @@
+//! The consumer: one thread per process (no daemon) that runs every
+//! session's switch and read timers and copies ready sub-buffers to the
+//! stream files. It sleeps until the earliest timer, or until woken by a
+//! session starting.
+
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::control;
+
+struct Consumer {
+    wake: Mutex<bool>,
+    cv: Condvar,
+}
+
+static CONSUMER: OnceLock<Consumer> = OnceLock::new();
+
+/// Longest sleep when no session has a timer due.
+const IDLE: Duration = Duration::from_millis(100);
+
+/// Starts the consumer thread once.
+pub(crate) fn ensure_started() {
+    let mut first = false;
+    CONSUMER.get_or_init(|| {
+        first = true;
+        Consumer {
+            wake: Mutex::new(false),
+            cv: Condvar::new(),
+        }
+    });
+    if first {
+        let spawned = std::thread::Builder::new()
+            .name("ringtrace-consumer".into())
+            .spawn(run);
+        if let Err(e) = spawned {
+            eprintln!("ringtrace: cannot start the consumer thread: {e}; streams are written only on stop");
+        }
+    }
+}
+
+/// Makes the consumer look at the sessions now.
+pub(crate) fn wake() {
+    if let Some(c) = CONSUMER.get() {
+        *c.wake.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        c.cv.notify_one();
+    }
+}
+
+fn run() {
+    let c = CONSUMER
+        .get()
+        .expect("initialized before the thread starts");
+    loop {
+        let now = Instant::now();
+        let mut next = now + IDLE;
+        for s in control::sessions() {
+            if let Some(d) = s.consume(now, false) {
+                next = next.min(d);
+            }
+        }
+        let wait = next.saturating_duration_since(Instant::now());
+        let guard = c.wake.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut guard, _) =
+            c.cv.wait_timeout_while(guard, wait, |woken| !*woken)
+                .unwrap_or_else(|e| e.into_inner());
+        *guard = false;
+    }
+}

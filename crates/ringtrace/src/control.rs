@@ -1,0 +1,219 @@
+//! The control data and its writers: the list of sessions, and for every
+//! event the probe list it publishes. Writers hold one lock and may block;
+//! probes never take it (`probe.rs`, `rcu.rs`).
+//!
+//! Publication protocol, kept here: a new probe list is fully built (and its
+//! event classes written to the metadata) before it is stored into the
+//! descriptor; a replaced list is freed only after `rcu::DOMAIN.synchronize`
+//! returned true, and kept in `retired` otherwise until a later grace
+//! period completes.
+
+use std::sync::atomic::Ordering::*;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::desc::{all_events, EventDesc};
+use crate::probe::{Probe, ProbeList};
+use crate::rcu;
+use crate::session::{Mode, Rule, SessionState, GRACE_TIMEOUT};
+use crate::Error;
+
+#[derive(Default)]
+struct Control {
+    sessions: Vec<Arc<SessionState>>,
+    /// Unpublished lists not yet known to be unreferenced.
+    retired: Vec<*mut ProbeList>,
+}
+
+// SAFETY: the retired pointers are owned by this structure (unpublished
+// `Box<ProbeList>`s) and only touched under the mutex.
+unsafe impl Send for Control {}
+
+static CONTROL: Mutex<Control> = Mutex::new(Control {
+    sessions: Vec::new(),
+    retired: Vec::new(),
+});
+
+fn control() -> MutexGuard<'static, Control> {
+    CONTROL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The sessions, for the consumer.
+pub(crate) fn sessions() -> Vec<Arc<SessionState>> {
+    control().sessions.clone()
+}
+
+/// Adds a created session and publishes the probes its rules ask for.
+pub(crate) fn add_session(s: Arc<SessionState>) {
+    let mut c = control();
+    c.sessions.push(s);
+    republish(&mut c);
+    drop(c);
+    crate::consumer::ensure_started();
+}
+
+/// Re-evaluates every event (a descriptor was registered).
+pub(crate) fn refresh() {
+    let mut c = control();
+    republish(&mut c);
+}
+
+/// Adds an enable or disable rule to one channel or all; returns how many
+/// call sites changed state in this session.
+pub(crate) fn add_rule(
+    s: &Arc<SessionState>,
+    channel: Option<&str>,
+    rule: Rule,
+) -> Result<usize, Error> {
+    let chans: Vec<usize> = match channel {
+        None => (0..s.channels.len()).collect(),
+        Some(name) => vec![s
+            .channels
+            .iter()
+            .position(|c| c.cfg.name == name)
+            .ok_or_else(|| Error::UnknownChannel(name.into()))?],
+    };
+    let mut c = control();
+    if s.destroyed.load(Relaxed) {
+        return Err(Error::Destroyed(s.name.clone()));
+    }
+    let events = all_events();
+    let before = count_wanted(s, &events);
+    {
+        let mut meta = s.meta.lock().unwrap_or_else(|e| e.into_inner());
+        for ch in chans {
+            meta.rules[ch].push(rule.clone());
+        }
+    }
+    let after = count_wanted(s, &events);
+    republish(&mut c);
+    Ok(before.abs_diff(after))
+}
+
+fn count_wanted(s: &SessionState, events: &[&'static EventDesc]) -> usize {
+    let meta = s.meta.lock().unwrap_or_else(|e| e.into_inner());
+    events
+        .iter()
+        .filter(|d| (0..s.channels.len()).any(|ch| SessionState::wants(&meta, ch, d)))
+        .count()
+}
+
+/// Builds and publishes every event's probe list from the sessions' rules.
+fn republish(c: &mut Control) {
+    rcu::init();
+    for desc in all_events() {
+        let probes = wanted_probes(&c.sessions, desc);
+        // SAFETY: we are the only writer (the lock) and the current list is
+        // either null or a `Box` we published.
+        let cur = unsafe { desc.probes.load(Acquire).as_ref() };
+        let same = match cur {
+            None => probes.is_empty(),
+            Some(l) => {
+                l.probes.len() == probes.len()
+                    && l.probes
+                        .iter()
+                        .zip(&probes)
+                        .all(|(a, b)| Arc::ptr_eq(&a.channel, &b.channel) && a.id == b.id)
+            }
+        };
+        if same {
+            continue;
+        }
+        let enabled = !probes.is_empty();
+        let new = if enabled {
+            Box::into_raw(Box::new(ProbeList {
+                probes: probes.into_boxed_slice(),
+            }))
+        } else {
+            std::ptr::null_mut()
+        };
+        let old = desc.probes.swap(new, AcqRel);
+        desc.set_enabled(enabled);
+        if !old.is_null() {
+            c.retired.push(old);
+        }
+    }
+    reclaim(c);
+}
+
+/// Frees the retired lists once a grace period has passed.
+fn reclaim(c: &mut Control) {
+    if c.retired.is_empty() {
+        return;
+    }
+    if rcu::DOMAIN.synchronize(GRACE_TIMEOUT) {
+        for p in c.retired.drain(..) {
+            // SAFETY: `p` came from `Box::into_raw` in `republish`, was
+            // unpublished before this grace period began, and is freed once.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
+fn wanted_probes(sessions: &[Arc<SessionState>], desc: &'static EventDesc) -> Vec<Probe> {
+    let mut probes = Vec::new();
+    for s in sessions {
+        if s.destroyed.load(Relaxed) {
+            continue;
+        }
+        let mut meta = s.meta.lock().unwrap_or_else(|e| e.into_inner());
+        for (ci, ch) in s.channels.iter().enumerate() {
+            if !SessionState::wants(&meta, ci, desc) {
+                continue;
+            }
+            match SessionState::class_id(&mut meta, ci, desc) {
+                Ok(id) => probes.push(Probe {
+                    active: s.active.clone(),
+                    channel: ch.chan.clone(),
+                    id,
+                }),
+                Err(e) => eprintln!(
+                    "ringtrace: session '{}': cannot describe {}: {e}",
+                    s.name,
+                    desc.full_name()
+                ),
+            }
+        }
+    }
+    probes
+}
+
+/// Stops a session and completes its trace (see `Session::stop`).
+pub(crate) fn stop(s: &Arc<SessionState>) -> Result<(), Error> {
+    s.active.store(false, Relaxed);
+    let quiescent = {
+        let _c = control();
+        rcu::DOMAIN.synchronize(GRACE_TIMEOUT)
+    };
+    for ch in &s.channels {
+        if quiescent {
+            ch.chan.ops().flush_quiescent();
+        } else {
+            // A writer is stuck inside a probe: switch only what is safe.
+            ch.chan.ops().flush_live();
+        }
+    }
+    if s.mode == Mode::Discard {
+        s.consume(std::time::Instant::now(), true);
+        s.close_lost_tail();
+        s.sync_output()?;
+    }
+    if quiescent {
+        Ok(())
+    } else {
+        Err(Error::StuckWriter(s.name.clone()))
+    }
+}
+
+/// Stops and removes a session; its probes disappear, its buffers are freed
+/// when the last published list naming them is reclaimed.
+pub(crate) fn destroy(s: &Arc<SessionState>) -> Result<(), Error> {
+    if s.destroyed.load(Relaxed) {
+        return Ok(());
+    }
+    let r = stop(s);
+    let mut c = control();
+    s.destroyed.store(true, Relaxed);
+    c.sessions.retain(|o| !Arc::ptr_eq(o, s));
+    republish(&mut c);
+    r
+}

@@ -1,0 +1,117 @@
+//! Static event descriptors: what the `event!` macro puts in the program
+//! (provider, name, level, typed fields) next to the two words the probe
+//! reads: the enabled flag and the published probe list. The linker gathers
+//! every descriptor into [`EVENTS`], so there is no start-up list to keep.
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
+use std::sync::Mutex;
+
+use crate::field::FieldKind;
+use crate::level::Level;
+use crate::probe::ProbeList;
+
+/// One field of an event: its name and type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FieldDesc {
+    /// Field name (a Rust identifier).
+    pub name: &'static str,
+    /// Field type.
+    pub kind: FieldKind,
+}
+
+/// An instrumentation point, declared by `event!`.
+#[derive(Debug)]
+pub struct EventDesc {
+    /// Provider (component) name.
+    pub provider: &'static str,
+    /// Event name within the provider.
+    pub name: &'static str,
+    /// Severity.
+    pub level: Level,
+    /// Payload fields, in record order.
+    pub fields: &'static [FieldDesc],
+    /// Source file of the call site.
+    pub file: &'static str,
+    /// Source line of the call site.
+    pub line: u32,
+    /// True while some session has the event enabled: the dormant check.
+    enabled: AtomicBool,
+    /// The channels to record into, published by `control.rs` (RCU).
+    pub(crate) probes: AtomicPtr<ProbeList>,
+}
+
+impl EventDesc {
+    /// A dormant descriptor.
+    pub const fn new(
+        provider: &'static str,
+        name: &'static str,
+        level: Level,
+        fields: &'static [FieldDesc],
+        file: &'static str,
+        line: u32,
+    ) -> EventDesc {
+        EventDesc {
+            provider,
+            name,
+            level,
+            fields,
+            file,
+            line,
+            enabled: AtomicBool::new(false),
+            probes: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// The dormant check: one relaxed load. A stale `true` only costs a walk
+    /// of an empty probe list; a stale `false` drops an event emitted while
+    /// the event is being enabled, which no ordering could prevent anyway.
+    #[inline(always)]
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.load(Relaxed)
+    }
+
+    pub(crate) fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Relaxed);
+    }
+
+    /// `provider:name`, as patterns and the metadata name it.
+    pub fn full_name(&self) -> String {
+        format!("{}:{}", self.provider, self.name)
+    }
+
+    /// Whether two descriptors describe the same event class (two call
+    /// sites of one event share its id).
+    pub fn same_class(&self, other: &EventDesc) -> bool {
+        self.provider == other.provider
+            && self.name == other.name
+            && self.level == other.level
+            && self.fields == other.fields
+    }
+}
+
+/// Every descriptor of the program, gathered by the linker.
+#[linkme::distributed_slice]
+pub static EVENTS: [&'static EventDesc];
+
+/// Descriptors created at run time (e.g. a `tracing` layer's callsites).
+static DYNAMIC: Mutex<Vec<&'static EventDesc>> = Mutex::new(Vec::new());
+
+/// Adds a descriptor built at run time; sessions whose enable rules match
+/// start recording it at once.
+pub fn register(desc: &'static EventDesc) {
+    DYNAMIC.lock().unwrap_or_else(|e| e.into_inner()).push(desc);
+    crate::control::refresh();
+}
+
+/// Every known descriptor: linked ones, then dynamic ones.
+pub fn all_events() -> Vec<&'static EventDesc> {
+    let mut v: Vec<&'static EventDesc> = EVENTS.iter().copied().collect();
+    v.extend(
+        DYNAMIC
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied(),
+    );
+    v
+}

@@ -1,0 +1,172 @@
+//! Configuration from the environment, so a program traces with no code
+//! change beyond its events:
+//!
+//! ```text
+//! RINGTRACE_SESSION=<dir>[,<option>]...
+//! ```
+//!
+//! Options, in any order: `discard` (default) or `flight-recorder`;
+//! `per-cpu` (default) or `per-thread`; `subbuf=<bytes>[k|m]`; `count=<n>`;
+//! `switch=<ms>`; `read=<ms>`; `level=<level>`; anything else is an event
+//! pattern (`myapp:*`; none means `*`). The session starts before `main`
+//! and is stopped at exit, when its trace is complete; a flight recorder is
+//! then written to `<dir>` as a snapshot.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::level::Level;
+use crate::session::{ChannelConfig, Mode, Session, SessionBuilder};
+use crate::Error;
+
+/// The variable read at start-up.
+pub const VAR: &str = "RINGTRACE_SESSION";
+
+/// Parses the value of [`VAR`] into a session builder.
+pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
+    let mut parts = value.split(',');
+    let dir = parts.next().unwrap_or("").trim();
+    if dir.is_empty() {
+        return Err(Error::Config(format!(
+            "{VAR}: the first item must be the output directory, e.g. {VAR}=/tmp/trace,discard,myapp:*"
+        )));
+    }
+    let mut ch = ChannelConfig::new("channel0");
+    let mut mode = Mode::Discard;
+    let mut level = Level::Debug;
+    let mut patterns = Vec::new();
+    for (i, item) in parts.enumerate() {
+        let item = item.trim();
+        let bad = |what: &str| Error::Config(format!("{VAR}: item {} '{item}': {what}", i + 2));
+        let num = |v: &str| -> Result<u64, Error> {
+            let (digits, mult) = match v.to_ascii_lowercase() {
+                s if s.ends_with('k') => (s[..s.len() - 1].to_string(), 1024),
+                s if s.ends_with('m') => (s[..s.len() - 1].to_string(), 1024 * 1024),
+                s => (s, 1),
+            };
+            digits
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| n.checked_mul(mult))
+                .ok_or_else(|| bad("not a number"))
+        };
+        match item.split_once('=') {
+            None => match item {
+                "" => {}
+                "discard" => mode = Mode::Discard,
+                "flight-recorder" | "overwrite" => mode = Mode::FlightRecorder,
+                "per-cpu" => ch.buffers = crate::Buffers::PerCpu,
+                "per-thread" => ch.buffers = crate::Buffers::PerThread,
+                p if p.contains(':') || p.contains('*') => patterns.push(p.to_string()),
+                _ => {
+                    return Err(bad(
+                        "unknown option; event patterns look like provider:event",
+                    ))
+                }
+            },
+            Some(("subbuf", v)) => ch.subbuf_size = num(v)? as usize,
+            Some(("count", v)) => ch.num_subbuf = num(v)? as usize,
+            Some(("switch", v)) => ch.switch_timer = Some(Duration::from_millis(num(v)?)),
+            Some(("read", v)) => ch.read_timer = Duration::from_millis(num(v)?.max(1)),
+            Some(("level", v)) => {
+                level = v
+                    .parse()
+                    .map_err(|e: crate::UnknownLevel| bad(&e.to_string()))?
+            }
+            Some(_) => return Err(bad("unknown option (subbuf, count, switch, read, level)")),
+        }
+    }
+    if patterns.is_empty() {
+        patterns.push("*".into());
+    }
+    let mut b = SessionBuilder::new("env")
+        .output(dir)
+        .mode(mode)
+        .channel(ch);
+    for p in patterns {
+        b = b.enable_level(&p, level);
+    }
+    Ok(b)
+}
+
+static ENV_SESSION: Mutex<Option<Session>> = Mutex::new(None);
+
+/// Creates and starts the session [`VAR`] describes, if set. Called before
+/// `main`; errors are printed, and the program runs untraced.
+pub fn start_from_env() {
+    let Ok(v) = std::env::var(VAR) else {
+        return;
+    };
+    let session = parse(&v).and_then(|b| b.create());
+    match session {
+        Ok(s) => {
+            s.start();
+            *ENV_SESSION.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+            // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
+            unsafe { libc::atexit(at_exit) };
+        }
+        Err(e) => eprintln!("ringtrace: not tracing: {e}"),
+    }
+}
+
+/// Completes the environment session's trace (`stop`, or a snapshot for a
+/// flight recorder). Also usable before exit.
+pub fn finish_env_session() -> Result<(), Error> {
+    let s = ENV_SESSION.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let Some(s) = s else {
+        return Ok(());
+    };
+    s.stop()?;
+    if s.mode() == Mode::FlightRecorder {
+        let dir = s
+            .output()
+            .expect("env sessions have a directory")
+            .to_path_buf();
+        s.snapshot(&dir)?;
+    }
+    s.destroy()
+}
+
+extern "C" fn at_exit() {
+    let r = std::panic::catch_unwind(finish_env_session);
+    match r {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("ringtrace: {e}"),
+        Err(_) => eprintln!("ringtrace: panic while completing the trace at exit"),
+    }
+}
+
+#[ctor::ctor]
+fn init() {
+    start_from_env();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_option() {
+        let b = parse("/tmp/x,flight-recorder,per-thread,subbuf=64k,count=8,switch=100,read=5,level=warning,myapp:*,db:query")
+            .unwrap();
+        let dbg = format!("{b:?}");
+        assert!(dbg.contains("FlightRecorder"), "{dbg}");
+        assert!(dbg.contains("PerThread"), "{dbg}");
+        assert!(dbg.contains("subbuf_size: 65536"), "{dbg}");
+        assert!(dbg.contains("num_subbuf: 8"), "{dbg}");
+        assert!(dbg.contains("pattern: \"db:query\""), "{dbg}");
+        assert!(dbg.contains("level: Warning"), "{dbg}");
+    }
+
+    #[test]
+    fn errors_name_the_item() {
+        let e = parse("/tmp/x,discard,bogus").unwrap_err().to_string();
+        assert!(e.contains("item 3 'bogus'"), "{e}");
+        let e = parse("/tmp/x,subbuf=lots").unwrap_err().to_string();
+        assert!(e.contains("'subbuf=lots': not a number"), "{e}");
+        let e = parse("").unwrap_err().to_string();
+        assert!(e.contains("output directory"), "{e}");
+        let e = parse("/tmp/x,level=loud").unwrap_err().to_string();
+        assert!(e.contains("unknown log level 'loud'"), "{e}");
+    }
+}

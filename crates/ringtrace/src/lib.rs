@@ -1,0 +1,169 @@
+//! # ringtrace — the tracer
+//!
+//! Owns: event declaration (`event!` and the static [`EventDesc`]s the
+//! linker gathers), sessions and their channels, the probe that records an
+//! enabled event, the control data the probes read (RCU, `rcu.rs` and
+//! `control.rs`), the consumer thread that writes CTF stream files, the
+//! metadata, snapshots and statistics, and configuration from the
+//! environment (`RINGTRACE_SESSION`).
+//!
+//! Must never: allocate, lock, sleep, make a system call or execute a
+//! read-modify-write atomic or fence on control data in a probe (the ring
+//! buffer's own reserve/commit atomics are the only ones); block the traced
+//! program because the output is slow; write a record whose event class is
+//! not yet in the metadata.
+//!
+//! ```text
+//!   event!(…) ──► dormant check (one relaxed load) ──► probe (rcu read section)
+//!                                                       │ for each (channel, id) of the event's list
+//!                                                       ▼   whose session is active
+//!                            per-CPU / per-thread ring buffer: reserve, serialize, commit
+//!                                                       │
+//!   consumer thread: switch timer, read timer ──► <dir>/<channel>_<n> stream files + metadata
+//! ```
+//!
+//! ```no_run
+//! use ringtrace::{event, Session, Mode};
+//!
+//! let s = Session::builder("demo").output("/tmp/trace").mode(Mode::Discard).enable("myapp:*").create()?;
+//! s.start();
+//! event!(myapp, request_done, id: u64 = 7, path: &str = "/index", ok: bool = true);
+//! s.stop()?; // the trace in /tmp/trace is complete
+//! # Ok::<(), ringtrace::Error>(())
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pub mod client;
+mod consumer;
+mod control;
+pub mod desc;
+pub mod env;
+pub mod field;
+pub mod level;
+pub mod metadata;
+pub mod output;
+pub mod pattern;
+mod probe;
+pub mod rcu;
+pub mod session;
+pub mod stats;
+
+pub use desc::{all_events, register, EventDesc, FieldDesc, EVENTS};
+pub use field::{FieldKind, FieldValue};
+pub use level::{Level, UnknownLevel};
+pub use session::{Buffers, ChannelConfig, Mode, Session, SessionBuilder, SnapshotInfo};
+pub use stats::{BufferStats, ChannelStats, SessionStats};
+
+#[doc(hidden)]
+pub use linkme as __linkme;
+
+/// What went wrong in a control operation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A configuration was rejected.
+    #[error("{0}")]
+    Config(String),
+    /// A channel name that the session does not have.
+    #[error("no channel named '{0}' in this session")]
+    UnknownChannel(String),
+    /// The session was destroyed.
+    #[error("session '{0}' was destroyed")]
+    Destroyed(String),
+    /// A file or directory could not be created or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// What was being created or written.
+        path: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// Writing stream files failed (disk full...): later packets were
+    /// dropped and counted, the program kept running.
+    #[error(
+        "session '{session}': writing the trace failed: {msg}; {dropped_packets} packets dropped"
+    )]
+    Output {
+        /// Session name.
+        session: String,
+        /// The first error.
+        msg: String,
+        /// Packets consumed and not written since.
+        dropped_packets: u64,
+    },
+    /// A thread stayed inside a probe past the grace-period timeout (stopped
+    /// in a debugger, or stalled): its sub-buffer could not be closed.
+    #[error("session '{0}': a thread stayed inside a probe for over 2 s; its current sub-buffer is not in the trace")]
+    StuckWriter(String),
+}
+
+impl Error {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// The process's trace clock, detected and calibrated once.
+pub fn clock() -> traceclock::TraceClock {
+    static CLOCK: OnceLock<traceclock::TraceClock> = OnceLock::new();
+    *CLOCK.get_or_init(traceclock::TraceClock::detect)
+}
+
+/// Declares an event and records it when enabled, in one place:
+///
+/// ```
+/// # struct R { id: u64, path: String }
+/// # let r = R { id: 1, path: "/".into() };
+/// ringtrace::event!(myapp, request_done, id: u64 = r.id, path: &str = &r.path, ok: bool = true);
+/// ringtrace::event!(level: Warning, myapp, queue_full, depth: u32 = 128);
+/// ```
+///
+/// Fields are `name: type = value` with the types of [`FieldValue`]
+/// (integers, `f32`, `f64`, `bool`, `&str`, `&[u8]`). The default level is
+/// `Info`. While no session records the event, the values are not evaluated
+/// and the cost is one relaxed load and a branch.
+#[macro_export]
+macro_rules! event {
+    (level: $lvl:ident, $prov:ident, $name:ident $(, $f:ident : $t:ty = $v:expr)* $(,)?) => {
+        $crate::__event!($crate::Level::$lvl, $prov, $name $(, $f : $t = $v)*)
+    };
+    ($prov:ident, $name:ident $(, $f:ident : $t:ty = $v:expr)* $(,)?) => {
+        $crate::__event!($crate::Level::Info, $prov, $name $(, $f : $t = $v)*)
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __event {
+    ($lvl:expr, $prov:ident, $name:ident $(, $f:ident : $t:ty = $v:expr)*) => {{
+        static __RINGTRACE_DESC: $crate::EventDesc = $crate::EventDesc::new(
+            ::core::stringify!($prov),
+            ::core::stringify!($name),
+            $lvl,
+            &[$($crate::FieldDesc {
+                name: ::core::stringify!($f),
+                kind: <$t as $crate::FieldValue>::KIND,
+            }),*],
+            ::core::file!(),
+            ::core::line!(),
+        );
+        #[$crate::__linkme::distributed_slice($crate::EVENTS)]
+        #[linkme(crate = $crate::__linkme)]
+        static __RINGTRACE_REG: &$crate::EventDesc = &__RINGTRACE_DESC;
+        if __RINGTRACE_DESC.is_enabled() {
+            #[allow(clippy::redundant_closure_call)]
+            (|$($f: $t),*| {
+                let __len = 0usize $(+ $crate::FieldValue::encoded_len(&$f))*;
+                __RINGTRACE_DESC.emit(__len, |__b: &mut [u8]| {
+                    let mut __o = 0usize;
+                    $(__o += $crate::FieldValue::encode(&$f, &mut __b[__o..]);)*
+                    let _ = __o;
+                });
+            })($($v),*);
+        }
+    }};
+}

@@ -1,0 +1,114 @@
+//! A session's trace description and its `metadata` file: the TSDL preamble
+//! written when the session is created, one event block appended each time
+//! an event class gets an id in a channel — always before the first probe
+//! that can record it is published, so every record on disk is described.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use ctf::types::{ClockDesc, EnvValue, EventClass, Field, StreamClass, TraceDesc};
+use traceclock::TraceClock;
+
+use crate::client::HEADER;
+use crate::desc::EventDesc;
+use crate::output;
+
+/// The name of the clock in the metadata (a TSDL identifier).
+pub const CLOCK_NAME: &str = "ringtrace_clock";
+
+/// Builds the description of a new trace with `channels` stream classes.
+pub fn trace_desc(uuid: [u8; 16], clock: &TraceClock, session: &str, channels: usize) -> TraceDesc {
+    let source = match clock.source {
+        traceclock::ClockSource::Tsc => "TSC, invariant, calibrated against CLOCK_MONOTONIC",
+        traceclock::ClockSource::Monotonic => "CLOCK_MONOTONIC",
+    };
+    let precision = match clock.calibration {
+        // Calibration error in ticks over one second, at least one tick.
+        Some(c) => ((c.error_ppm * clock.freq as f64 / 1e6) as u64).max(1),
+        None => 1,
+    };
+    TraceDesc {
+        uuid,
+        clock: ClockDesc {
+            name: CLOCK_NAME.into(),
+            freq: clock.freq,
+            offset_s: clock.offset_s,
+            offset: clock.offset,
+            precision,
+            description: source.into(),
+        },
+        env: vec![
+            ("tracer_name".into(), EnvValue::Str("ringtrace".into())),
+            (
+                "tracer_version".into(),
+                EnvValue::Str(env!("CARGO_PKG_VERSION").into()),
+            ),
+            ("trace_name".into(), EnvValue::Str(session.into())),
+            ("hostname".into(), EnvValue::Str(hostname())),
+            ("procname".into(), EnvValue::Str(procname())),
+            // SAFETY: getpid cannot fail.
+            (
+                "vpid".into(),
+                EnvValue::Int(unsafe { libc::getpid() } as i64),
+            ),
+        ],
+        streams: (0..channels as u32)
+            .map(|id| StreamClass { id, header: HEADER })
+            .collect(),
+        events: Vec::new(),
+    }
+}
+
+/// The event class of `desc` as event `id` of stream class `stream_id`.
+pub fn event_class(desc: &EventDesc, id: u32, stream_id: u32) -> EventClass {
+    EventClass {
+        id,
+        name: desc.full_name(),
+        loglevel: desc.level as u8,
+        stream_id,
+        fields: desc
+            .fields
+            .iter()
+            .map(|f| Field::new(f.name, f.kind.ctf_type()))
+            .collect(),
+    }
+}
+
+/// The `metadata` file of a trace directory, appended as classes appear.
+#[derive(Debug)]
+pub struct MetadataFile {
+    file: File,
+}
+
+impl MetadataFile {
+    /// Creates `dir/metadata` with the preamble and the classes known so far.
+    pub fn create(dir: &Path, desc: &TraceDesc) -> std::io::Result<MetadataFile> {
+        let mut file = output::create_file(&dir.join("metadata"))?;
+        file.write_all(ctf::tsdl::metadata(desc).as_bytes())?;
+        Ok(MetadataFile { file })
+    }
+
+    /// Appends one class.
+    pub fn append(&mut self, class: &EventClass) -> std::io::Result<()> {
+        self.file
+            .write_all(ctf::tsdl::event_block(class).as_bytes())
+    }
+
+    /// Flushes to stable storage.
+    pub fn sync(&self) -> std::io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn procname() -> String {
+    std::fs::read_to_string("/proc/self/comm")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}

@@ -1,0 +1,59 @@
+//! Trace directories and stream files: created with the least permissions
+//! that work (directories 0700, files 0600: traces can hold anything the
+//! program saw), and the packet copy, with `sendfile` from a file-backed
+//! buffer where the output is a file.
+
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+/// Creates `dir` (and missing parents) with mode 0700. An existing directory
+/// is accepted.
+pub fn create_dir(dir: &Path) -> std::io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// Creates (truncating) a file with mode 0600.
+pub fn create_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Appends `bytes` to `out`; when the bytes sit in `src` at `offset`, the
+/// kernel copies them (`sendfile`) without passing through user space.
+pub fn copy_packet(out: &mut File, bytes: &[u8], src: Option<(&File, u64)>) -> std::io::Result<()> {
+    if let Some((f, off)) = src {
+        let mut off = off as libc::off_t;
+        let mut left = bytes.len();
+        while left > 0 {
+            // SAFETY: both descriptors are open files owned by live `File`s;
+            // `off` is a valid local the kernel updates.
+            let n = unsafe { libc::sendfile(out.as_raw_fd(), f.as_raw_fd(), &mut off, left) };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                if left == bytes.len() {
+                    // Not supported for this pair: fall back to a write.
+                    break;
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            left -= n as usize;
+        }
+        if left == 0 {
+            return Ok(());
+        }
+    }
+    out.write_all(bytes)
+}

@@ -1,0 +1,55 @@
+//! The probe: what an enabled event runs. It enters an RCU read section,
+//! loads the event's published probe list, and for each (channel, id) whose
+//! session is active, reserves, serializes and commits. No lock, no
+//! read-modify-write on control data, no fence (`rcu.rs`), no allocation,
+//! no system call: safe in a signal handler.
+
+use std::sync::atomic::{AtomicBool, Ordering::Acquire};
+use std::sync::Arc;
+
+use crate::client::{is_active, AnyChannel};
+use crate::desc::EventDesc;
+use crate::rcu;
+
+/// One place an event records into.
+#[derive(Debug)]
+pub(crate) struct Probe {
+    /// The session's running flag: starting or stopping a session is one
+    /// store to it.
+    pub(crate) active: Arc<AtomicBool>,
+    /// The channel.
+    pub(crate) channel: Arc<AnyChannel>,
+    /// The event's id in that channel's stream class.
+    pub(crate) id: u32,
+}
+
+/// The immutable list an event's descriptor publishes. Replaced, never
+/// modified, while published.
+#[derive(Debug, Default)]
+pub(crate) struct ProbeList {
+    pub(crate) probes: Box<[Probe]>,
+}
+
+impl EventDesc {
+    /// Records the event in every channel it is enabled in: `len` bytes of
+    /// payload that `write` fills. Called by `event!` after the dormant check.
+    #[inline]
+    pub fn emit<F: Fn(&mut [u8])>(&self, len: usize, write: F) {
+        let Some(_guard) = rcu::read_lock() else {
+            return;
+        };
+        let list = self.probes.load(Acquire);
+        // SAFETY: a list stays allocated until a grace period after it was
+        // unpublished (`control.rs` frees only after `synchronize` returned
+        // true), and this read section began before that grace period could
+        // end. Null means no list.
+        let Some(list) = (unsafe { list.as_ref() }) else {
+            return;
+        };
+        for p in list.probes.iter() {
+            if is_active(&p.active) {
+                p.channel.record(p.id, len, &write);
+            }
+        }
+    }
+}

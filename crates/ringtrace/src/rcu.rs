@@ -1,0 +1,438 @@
+//! Read-copy-update for the control data the probes read (`000_…` §3 uses
+//! RCU for the same purpose in the kernel; `003_…` §5 explains why the read
+//! side must not use read-modify-write atomics or fences).
+//!
+//! # Scheme (the "memb" flavour of user-space RCU)
+//!
+//! Each thread that reads owns a *reader slot*: one word `ctr` holding the
+//! grace-period number it entered under (high bits) and its nesting depth
+//! (low [`NEST_BITS`] bits; signal handlers nest).
+//!
+//! * Read side ([`Domain::enter`]/[`Domain::exit`]): a load and a store on
+//!   the thread's own slot, then the published pointer is loaded. No
+//!   read-modify-write, no fence: only a compiler barrier. A signal handler
+//!   that interrupts the load..store pair of `enter` or `exit` restores the
+//!   word before returning, so the pair cannot be torn.
+//! * Write side ([`Domain::synchronize`]): after publishing a new pointer,
+//!   advance the grace-period number, then issue `membarrier(PRIVATE_EXPEDITED)`,
+//!   which runs a full memory barrier on every running thread of the process.
+//!   That barrier pairs with the missing fence of every reader: a reader
+//!   whose slot store happened before the barrier is seen by the scan below;
+//!   a reader whose store happened after it loads the new pointer. Then wait
+//!   until every slot is quiescent (depth 0) or entered under the new number.
+//!
+//! # Invariant kept here
+//!
+//! An object unpublished before `synchronize` returns `true` is referenced by
+//! no reader: every reader that could have loaded it has exited. When a
+//! reader stays inside for longer than the timeout (a thread stopped in a
+//! debugger, or killed between enter and exit), `synchronize` returns `false`
+//! and the caller must keep the object (see `control.rs`, which retires it
+//! for a later grace period). Slots of threads that no longer exist (thread
+//! exit, or `fork`, which keeps only the calling thread) are detected with
+//! `tgkill(pid, tid, 0)` and freed.
+//!
+//! Without `membarrier` (old kernels, seccomp) readers add a full fence
+//! instead, chosen by one relaxed load.
+
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+#[cfg(loom)]
+use loom::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64};
+use std::sync::atomic::{compiler_fence, Ordering::*};
+#[cfg(not(loom))]
+use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64};
+
+/// Low bits of a slot word: nesting depth of the thread's read sections.
+pub const NEST_BITS: u32 = 16;
+const NEST_MASK: u64 = (1 << NEST_BITS) - 1;
+/// One grace period in the high bits.
+const GP_UNIT: u64 = 1 << NEST_BITS;
+
+/// A reader thread's slot, alone on its cache lines.
+#[derive(Debug)]
+#[repr(align(128))]
+pub struct Slot {
+    ctr: AtomicU64,
+    /// Owning thread id, 0 when free.
+    tid: AtomicI32,
+}
+
+impl Slot {
+    /// A free slot.
+    #[cfg(not(loom))]
+    pub const fn new() -> Slot {
+        Slot {
+            ctr: AtomicU64::new(0),
+            tid: AtomicI32::new(0),
+        }
+    }
+
+    /// A free slot (loom atomics are not `const`).
+    #[cfg(loom)]
+    pub fn new() -> Slot {
+        Slot {
+            ctr: AtomicU64::new(0),
+            tid: AtomicI32::new(0),
+        }
+    }
+
+    /// Whether the slot's owner is inside a read section.
+    pub fn is_reading(&self) -> bool {
+        self.ctr.load(Relaxed) & NEST_MASK != 0
+    }
+}
+
+#[cfg(not(loom))]
+impl Default for Slot {
+    fn default() -> Self {
+        Slot::new()
+    }
+}
+
+/// An RCU domain: the grace-period number and the reader slots.
+#[derive(Debug)]
+pub struct Domain<'a> {
+    gp: &'a AtomicU64,
+    slots: &'a [Slot],
+    /// Whether `synchronize` can use `membarrier`; readers fence otherwise.
+    membarrier: &'a AtomicBool,
+}
+
+impl<'a> Domain<'a> {
+    /// A domain over caller-owned state (`gp` starts at any multiple of
+    /// 2^NEST_BITS, slots free).
+    pub const fn new(gp: &'a AtomicU64, slots: &'a [Slot], membarrier: &'a AtomicBool) -> Self {
+        Domain {
+            gp,
+            slots,
+            membarrier,
+        }
+    }
+
+    /// Enters a read section on `slot`, which the calling thread owns.
+    #[inline(always)]
+    pub fn enter(&self, slot: &Slot) {
+        let v = slot.ctr.load(Relaxed);
+        let nv = if v & NEST_MASK == 0 {
+            // Acquire pairs with the Release advance in `synchronize`: a
+            // reader that sees the new number also sees the pointer published
+            // before it.
+            self.gp.load(Acquire) | 1
+        } else {
+            v + 1
+        };
+        slot.ctr.store(nv, Relaxed);
+        if cfg!(loom) || !self.membarrier.load(Relaxed) {
+            // No membarrier to pair with: order the slot store before the
+            // loads of the section ourselves.
+            fence(SeqCst);
+        } else {
+            compiler_fence(SeqCst);
+        }
+    }
+
+    /// Leaves the read section entered last on `slot`.
+    #[inline(always)]
+    pub fn exit(&self, slot: &Slot) {
+        compiler_fence(SeqCst);
+        let v = slot.ctr.load(Relaxed);
+        // Release: the section's loads complete before `synchronize` can see
+        // the slot quiescent.
+        slot.ctr.store(v - 1, Release);
+    }
+
+    /// Waits for a grace period: every read section that began before the
+    /// call has ended. Returns `false` if a section is still open after
+    /// `timeout` (the caller must then keep what it unpublished). Callers
+    /// serialize (the control lock).
+    pub fn synchronize(&self, timeout: Duration) -> bool {
+        let new = self.gp.load(Relaxed).wrapping_add(GP_UNIT);
+        self.gp.store(new, Release);
+        self.heavy_barrier();
+        let start = Instant::now();
+        for slot in self.slots {
+            let mut spins = 0u32;
+            loop {
+                let v = slot.ctr.load(Acquire);
+                if v & NEST_MASK == 0 || v & !NEST_MASK == new {
+                    break;
+                }
+                spins += 1;
+                if spins < 64 {
+                    std::hint::spin_loop();
+                    #[cfg(loom)]
+                    loom::thread::yield_now();
+                    continue;
+                }
+                if thread_is_gone(slot.tid.load(Relaxed)) {
+                    // Died inside a section (or left behind by fork): it will
+                    // never exit; it reads nothing any more.
+                    slot.ctr.store(0, Relaxed);
+                    break;
+                }
+                if start.elapsed() > timeout {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+        true
+    }
+
+    fn heavy_barrier(&self) {
+        if !cfg!(loom) && self.membarrier.load(Relaxed) {
+            membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+        } else {
+            fence(SeqCst);
+        }
+    }
+
+    /// Claims a free slot for thread `tid`; frees the slots of exited threads
+    /// when none is free.
+    pub fn claim(&self, tid: i32) -> Option<&'a Slot> {
+        for pass in 0..2 {
+            for s in self.slots {
+                if s.tid.compare_exchange(0, tid, AcqRel, Relaxed).is_ok() {
+                    s.ctr.store(0, Relaxed);
+                    return Some(s);
+                }
+            }
+            if pass == 0 {
+                for s in self.slots {
+                    let t = s.tid.load(Relaxed);
+                    if t != 0 && !s.is_reading() && thread_is_gone(t) {
+                        let _ = s.tid.compare_exchange(t, 0, AcqRel, Relaxed);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Slots owned by some thread.
+    pub fn claimed(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| s.tid.load(Relaxed) != 0)
+            .count()
+    }
+}
+
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+fn membarrier(cmd: libc::c_int) -> bool {
+    // SAFETY: membarrier takes two integers and touches no memory of ours.
+    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) == 0 }
+}
+
+/// Whether no thread `tid` exists in this process any more (`tid` 0: a free
+/// slot, treated as alive so that it is never reset).
+fn thread_is_gone(tid: i32) -> bool {
+    if tid == 0 || cfg!(loom) {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the thread exists; nothing is sent.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0) };
+    r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// The calling thread's kernel id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+#[cfg(not(loom))]
+mod global {
+    use super::*;
+
+    /// Threads that can be inside a probe at once; a thread beyond that
+    /// records nothing and counts it (see [`super::no_slot_drops`]).
+    pub const SLOTS: usize = 1024;
+
+    static GP: AtomicU64 = AtomicU64::new(GP_UNIT);
+    static SLOT_ARRAY: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
+    static MEMBARRIER: AtomicBool = AtomicBool::new(false);
+    pub(super) static NO_SLOT: AtomicU64 = AtomicU64::new(0);
+
+    /// The process's domain.
+    pub static DOMAIN: Domain<'static> = Domain::new(&GP, &SLOT_ARRAY, &MEMBARRIER);
+
+    thread_local! {
+        /// This thread's slot; null until its first read section. No
+        /// destructor: exited threads' slots are found with `tgkill`.
+        static MY_SLOT: Cell<*const Slot> = const { Cell::new(std::ptr::null()) };
+    }
+
+    /// Registers the process for `membarrier`; readers then stop fencing.
+    /// Called before the first pointer is published.
+    pub fn init() {
+        if !MEMBARRIER.load(Relaxed) && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) {
+            MEMBARRIER.store(true, Relaxed);
+        }
+    }
+
+    /// Whether `membarrier` is in use.
+    pub fn uses_membarrier() -> bool {
+        MEMBARRIER.load(Relaxed)
+    }
+
+    /// A read section of the calling thread; ends when dropped.
+    pub struct Guard {
+        slot: &'static Slot,
+        _not_send: std::marker::PhantomData<*const ()>,
+    }
+
+    impl Drop for Guard {
+        #[inline(always)]
+        fn drop(&mut self) {
+            DOMAIN.exit(self.slot);
+        }
+    }
+
+    /// Enters a read section; `None` if the thread has no slot and none is
+    /// free (the caller drops its record and counts it).
+    #[inline(always)]
+    pub fn read_lock() -> Option<Guard> {
+        let p = MY_SLOT.with(|c| c.get());
+        // SAFETY: a non-null `MY_SLOT` points into the static slot array.
+        let slot = match unsafe { p.as_ref() } {
+            Some(s) => s,
+            None => register()?,
+        };
+        DOMAIN.enter(slot);
+        Some(Guard {
+            slot,
+            _not_send: std::marker::PhantomData,
+        })
+    }
+
+    #[cold]
+    fn register() -> Option<&'static Slot> {
+        match DOMAIN.claim(gettid()) {
+            Some(s) => {
+                MY_SLOT.with(|c| c.set(s));
+                Some(s)
+            }
+            None => {
+                NO_SLOT.fetch_add(1, Relaxed);
+                None
+            }
+        }
+    }
+}
+
+#[cfg(not(loom))]
+pub use global::{init, read_lock, uses_membarrier, Guard, DOMAIN, SLOTS};
+
+/// Records dropped because more than [`SLOTS`] threads were reading at once.
+#[cfg(not(loom))]
+pub fn no_slot_drops() -> u64 {
+    global::NO_SLOT.load(Relaxed)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicPtr;
+    use std::sync::Arc;
+
+    #[test]
+    fn nested_sections_keep_the_slot_busy_until_the_outermost_exit() {
+        let gp = AtomicU64::new(GP_UNIT);
+        let slots = [Slot::new(), Slot::new()];
+        let mb = AtomicBool::new(false);
+        let d = Domain::new(&gp, &slots, &mb);
+        let s = d.claim(gettid()).unwrap();
+        d.enter(s);
+        d.enter(s);
+        assert!(s.is_reading());
+        d.exit(s);
+        assert!(s.is_reading());
+        assert!(
+            !d.synchronize(Duration::from_millis(5)),
+            "open section blocks"
+        );
+        d.exit(s);
+        assert!(!s.is_reading());
+        assert!(d.synchronize(Duration::from_millis(5)));
+        // A section entered under the new grace period does not block it.
+        d.enter(s);
+        let before = gp.load(Relaxed);
+        assert_eq!(s.ctr.load(Relaxed) & !NEST_MASK, before);
+        d.exit(s);
+    }
+
+    #[test]
+    fn exited_threads_release_their_slots() {
+        let gp = AtomicU64::new(GP_UNIT);
+        let slots: Vec<Slot> = (0..2).map(|_| Slot::new()).collect();
+        let mb = AtomicBool::new(false);
+        let d = Domain::new(&gp, &slots, &mb);
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                let s = d.claim(gettid()).unwrap();
+                d.enter(s); // dies inside a section
+            });
+            sc.spawn(|| d.claim(gettid()).unwrap());
+        });
+        assert_eq!(d.claimed(), 2);
+        // Both owners are gone: synchronize does not wait for the one that
+        // died reading, and a new claim reuses a slot.
+        assert!(d.synchronize(Duration::from_secs(5)));
+        assert!(d.claim(gettid()).is_some());
+    }
+
+    /// Readers on real threads against a writer that publishes, waits for a
+    /// grace period and poisons the old object: no reader ever sees poison.
+    #[test]
+    fn readers_never_see_a_reclaimed_object() {
+        init();
+        struct Obj {
+            live: AtomicU64,
+        }
+        let cur = Arc::new(AtomicPtr::new(Box::into_raw(Box::new(Obj {
+            live: AtomicU64::new(1),
+        }))));
+        let stop = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (cur, stop) = (cur.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut n = 0u64;
+                    while !stop.load(Relaxed) {
+                        let g = read_lock().unwrap();
+                        // SAFETY: published objects stay allocated until a
+                        // grace period after they are unpublished.
+                        let o = unsafe { &*cur.load(Acquire) };
+                        assert_eq!(o.live.load(Relaxed), 1, "read a reclaimed object");
+                        drop(g);
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        let mut retired = Vec::new();
+        for _ in 0..2000 {
+            let new = Box::into_raw(Box::new(Obj {
+                live: AtomicU64::new(1),
+            }));
+            let old = cur.swap(new, AcqRel);
+            assert!(DOMAIN.synchronize(Duration::from_secs(10)));
+            // SAFETY: unpublished, and a grace period has passed.
+            let old = unsafe { Box::from_raw(old) };
+            old.live.store(0, Relaxed); // poison, kept allocated for the check
+            retired.push(old);
+        }
+        stop.store(true, Relaxed);
+        for r in readers {
+            assert!(r.join().unwrap() > 0);
+        }
+        // SAFETY: no reader is left.
+        drop(unsafe { Box::from_raw(cur.load(Acquire)) });
+    }
+}

@@ -1,0 +1,155 @@
+//! Statistics of a session: per buffer, records written and lost by cause,
+//! bytes, packets; summed per channel and session.
+
+use crate::session::Mode;
+
+/// Counters of one buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BufferStats {
+    /// Buffer index (CPU number, or per-thread pool slot).
+    pub index: usize,
+    /// Records committed.
+    pub records: u64,
+    /// Lost: the buffer was full (discard mode).
+    pub lost_full: u64,
+    /// Lost: the sub-buffer to reuse was still being written a lap later.
+    pub lost_wrap: u64,
+    /// Lost: larger than a sub-buffer.
+    pub lost_too_big: u64,
+    /// Bytes reserved (headers, records and padding of switched sub-buffers).
+    pub bytes: u64,
+    /// Sub-buffers delivered.
+    pub packets_produced: u64,
+    /// Flight recorder: sub-buffers overwritten before being read.
+    pub overruns: u64,
+    /// Packets written to the stream file.
+    pub packets_written: u64,
+    /// Bytes written to the stream file.
+    pub bytes_written: u64,
+}
+
+impl BufferStats {
+    pub(crate) fn new(index: usize, s: ringbuf::BufferStats, written: (u64, u64)) -> BufferStats {
+        BufferStats {
+            index,
+            records: s.records,
+            lost_full: s.lost.full,
+            lost_wrap: s.lost.wrap,
+            lost_too_big: s.lost.too_big,
+            bytes: s.bytes_written,
+            packets_produced: s.produced,
+            overruns: s.overruns,
+            packets_written: written.0,
+            bytes_written: written.1,
+        }
+    }
+
+    /// Records lost, every cause.
+    pub fn lost(&self) -> u64 {
+        self.lost_full + self.lost_wrap + self.lost_too_big
+    }
+}
+
+/// Counters of one channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelStats {
+    /// Channel name.
+    pub name: String,
+    /// Per-thread channels: records dropped because no buffer was free.
+    pub lost_no_buffer: u64,
+    /// Every buffer.
+    pub buffers: Vec<BufferStats>,
+}
+
+impl ChannelStats {
+    /// The buffers' counters summed (`index` is meaningless).
+    pub fn total(&self) -> BufferStats {
+        let mut t = BufferStats::default();
+        for b in &self.buffers {
+            t.records += b.records;
+            t.lost_full += b.lost_full;
+            t.lost_wrap += b.lost_wrap;
+            t.lost_too_big += b.lost_too_big;
+            t.bytes += b.bytes;
+            t.packets_produced += b.packets_produced;
+            t.overruns += b.overruns;
+            t.packets_written += b.packets_written;
+            t.bytes_written += b.bytes_written;
+        }
+        t
+    }
+
+    /// Records lost, every cause including `lost_no_buffer`.
+    pub fn lost(&self) -> u64 {
+        self.total().lost() + self.lost_no_buffer
+    }
+}
+
+/// Counters of a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionStats {
+    /// Session name.
+    pub name: String,
+    /// Its mode.
+    pub mode: Mode,
+    /// Whether it is recording.
+    pub active: bool,
+    /// The first error writing the trace, if any.
+    pub output_error: Option<String>,
+    /// Packets consumed but not written because of that error.
+    pub packets_dropped_by_output: u64,
+    /// Every channel.
+    pub channels: Vec<ChannelStats>,
+}
+
+impl SessionStats {
+    /// Records committed, all channels.
+    pub fn records(&self) -> u64 {
+        self.channels.iter().map(|c| c.total().records).sum()
+    }
+
+    /// Records lost, all channels, every cause.
+    pub fn lost(&self) -> u64 {
+        self.channels.iter().map(|c| c.lost()).sum()
+    }
+
+    /// Bytes of stream files written.
+    pub fn bytes_written(&self) -> u64 {
+        self.channels.iter().map(|c| c.total().bytes_written).sum()
+    }
+
+    /// An aligned table: one line per buffer that saw any record.
+    pub fn table(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:<12} {:>6} {:>12} {:>10} {:>10} {:>10} {:>9} {:>12}",
+            "channel", "buffer", "records", "lost full", "lost wrap", "too big", "packets", "bytes"
+        );
+        for c in &self.channels {
+            for b in c.buffers.iter().filter(|b| b.records + b.lost() > 0) {
+                let _ = writeln!(
+                    s,
+                    "{:<12} {:>6} {:>12} {:>10} {:>10} {:>10} {:>9} {:>12}",
+                    c.name,
+                    b.index,
+                    b.records,
+                    b.lost_full,
+                    b.lost_wrap,
+                    b.lost_too_big,
+                    b.packets_produced,
+                    b.bytes
+                );
+            }
+            if c.lost_no_buffer > 0 {
+                let _ = writeln!(
+                    s,
+                    "{:<12} {:>6} lost for want of a free per-thread buffer: {}",
+                    c.name, "-", c.lost_no_buffer
+                );
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,112 @@
+//! Helpers of the tracer's tests: scratch directories, babeltrace2, and our
+//! own reader.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ctf::read::{Item, Trace};
+use ctf::value::Value;
+
+/// A fresh directory under the temp dir (not created: sessions create it).
+pub fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ringtrace-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// `babeltrace2`, or `None` (test skipped) outside CI when it is missing.
+pub fn babeltrace2() -> Option<&'static str> {
+    let ok = Command::new("babeltrace2")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some("babeltrace2");
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("babeltrace2 is required in CI (apt-get install babeltrace2)");
+    }
+    eprintln!("SKIPPED: babeltrace2 not found (apt-get install babeltrace2)");
+    None
+}
+
+/// What babeltrace2 printed for a trace: its event lines, and the sum of
+/// the discarded-event counts it reported.
+pub struct Bt2 {
+    pub events: Vec<String>,
+    pub discarded: u64,
+}
+
+/// Runs babeltrace2 (timestamps in cycles, no deltas) on `dir`; it must
+/// succeed.
+pub fn bt2(bt: &str, dir: &Path) -> Bt2 {
+    let out = Command::new(bt)
+        .args(["--clock-cycles", "--no-delta"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "babeltrace2 failed on {}: {stderr}",
+        dir.display()
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let events = stdout
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .map(str::to_string)
+        .collect();
+    let mut discarded = 0u64;
+    for l in stdout.lines().chain(stderr.lines()) {
+        if let Some(rest) = l.split("discarded ").nth(1) {
+            if let Some(n) = rest
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                discarded += n;
+            }
+        }
+    }
+    Bt2 { events, discarded }
+}
+
+/// One event read back by our reader.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ev {
+    pub ts: u64,
+    pub name: String,
+    pub values: Vec<Value>,
+    pub cpu: u32,
+}
+
+/// Every event of the trace in `dir`, merged by time, and the discarded
+/// count our reader reports; panics on any read error.
+pub fn read_all(dir: &Path) -> (Vec<Ev>, u64) {
+    let trace = Trace::open(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let desc = trace.desc.clone();
+    let mut evs = Vec::new();
+    let mut discarded = 0;
+    for item in ctf::merge::Merger::new(&trace) {
+        match item.unwrap_or_else(|e| panic!("{e}")).1 {
+            Item::Event(e) => evs.push(Ev {
+                ts: e.ts,
+                name: desc.events[e.class].name.clone(),
+                values: e.values,
+                cpu: e.cpu,
+            }),
+            Item::Discarded { events, .. } => discarded += events,
+        }
+    }
+    (evs, discarded)
+}
+
+/// The u64 of an unsigned field value.
+pub fn uint(v: &Value) -> u64 {
+    match v {
+        Value::Uint(x) => *x,
+        other => panic!("not an unsigned integer: {other:?}"),
+    }
+}

@@ -1,0 +1,379 @@
+//! End to end: record through sessions, read back with babeltrace2 and with
+//! our reader; exact counts, exact values, exact losses.
+//!
+//! Tests of one binary share the process's events: each test uses its own
+//! provider name so that its sessions record only its own events.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::*;
+use ctf::value::Value;
+use ringtrace::{event, ChannelConfig, Level, Mode, Session};
+
+fn emit_values(i: u64) {
+    let path = format!("/r/{i}");
+    event!(
+        e2e_values,
+        request,
+        id: u64 = i,
+        path: &str = &path,
+        ok: bool = i % 3 == 0,
+        delta: i32 = -(i as i32),
+        ratio: f64 = i as f64 / 4.0,
+        small: u8 = (i % 256) as u8,
+        bytes: &[u8] = &[1, 2, (i % 256) as u8]
+    );
+    event!(level: Debug, e2e_values, verbose, id: u64 = i);
+    event!(e2e_unwanted, noise, id: u64 = i);
+}
+
+fn check_values(evs: &[Ev], per_thread: bool) {
+    let mut ids = BTreeMap::new();
+    let mut last = 0;
+    for e in evs {
+        assert!(e.ts >= last, "timestamps non-decreasing");
+        last = e.ts;
+        assert_eq!(
+            e.name, "e2e_values:request",
+            "only the enabled event at info level"
+        );
+        let i = uint(&e.values[0]);
+        let want = vec![
+            Value::Uint(i),
+            Value::Str(format!("/r/{i}")),
+            Value::Bool(i % 3 == 0),
+            Value::Int(-(i as i64)),
+            Value::F64(i as f64 / 4.0),
+            Value::Uint(i % 256),
+            Value::UintArray(vec![1, 2, i % 256]),
+        ];
+        assert_eq!(e.values, want, "event {i}");
+        *ids.entry(i).or_insert(0) += 1;
+    }
+    assert_eq!(ids.len(), 2000, "per_thread={per_thread}");
+    assert!(ids.values().all(|&n| n == 2), "each id once per thread");
+}
+
+fn record_and_read(per_thread: bool) {
+    let dir = tmpdir(if per_thread {
+        "values-thread"
+    } else {
+        "values-cpu"
+    });
+    let mut ch = ChannelConfig::new("ch");
+    if per_thread {
+        ch = ch.per_thread();
+    }
+    let s = Session::builder("values")
+        .output(&dir)
+        .channel(ch)
+        .enable_level("e2e_values:*", Level::Info)
+        .create()
+        .unwrap();
+    emit_values(999_999); // before start: not recorded
+    s.start();
+    std::thread::scope(|sc| {
+        for _ in 0..2 {
+            sc.spawn(|| (0..2000).for_each(emit_values));
+        }
+    });
+    s.stop().unwrap();
+    emit_values(999_998); // after stop: not recorded
+    let st = s.stats();
+    assert_eq!(st.records(), 4000);
+    assert_eq!(st.lost(), 0, "{}", st.table());
+    let (evs, discarded) = read_all(&dir);
+    assert_eq!(discarded, 0);
+    assert_eq!(evs.len(), 4000);
+    check_values(&evs, per_thread);
+
+    if let Some(bt) = babeltrace2() {
+        let out = bt2(bt, &dir);
+        assert_eq!(out.events.len(), 4000, "babeltrace2 event count");
+        assert_eq!(out.discarded, 0);
+        // Same events, same order, same values, as babeltrace2 prints them:
+        // the whole line, byte for byte. The env block names the host,
+        // process and pid, which babeltrace2 prints before the event name.
+        let prefix = format!(
+            "{}:{}:({})",
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .unwrap()
+                .trim(),
+            std::fs::read_to_string("/proc/self/comm").unwrap().trim(),
+            std::process::id()
+        );
+        for (line, e) in out.events.iter().zip(&evs) {
+            let i = uint(&e.values[0]);
+            let ok = i % 3 == 0;
+            let want = format!(
+                "[{:020}] {prefix} e2e_values:request: {{ cpu_id = {} }}, {{ id = {i}, path = \"/r/{i}\", \
+                 ok = ( \"{ok}\" : container = {} ), delta = {}, ratio = {}, small = {}, \
+                 _bytes_length = 3, bytes = [ [0] = 0x1, [1] = 0x2, [2] = 0x{:X} ] }}",
+                e.ts,
+                e.cpu,
+                u8::from(ok),
+                -(i as i64),
+                i as f64 / 4.0,
+                i % 256,
+                i % 256
+            );
+            assert_eq!(*line, want);
+        }
+    }
+    s.destroy().unwrap();
+}
+
+#[test]
+fn per_cpu_trace_reads_back_exactly_in_babeltrace2() {
+    record_and_read(false);
+}
+
+#[test]
+fn per_thread_trace_reads_back_exactly_in_babeltrace2() {
+    record_and_read(true);
+}
+
+#[test]
+fn small_buffers_discard_and_every_loss_is_reported() {
+    let dir = tmpdir("discard");
+    let s = Session::builder("discard")
+        .output(&dir)
+        // Two 4 KiB sub-buffers, and a consumer that looks only every
+        // 10 s: the buffers fill and records are dropped.
+        .channel(
+            ChannelConfig::new("small")
+                .subbufs(4096, 2)
+                .read_timer(Duration::from_secs(10)),
+        )
+        .enable("e2e_discard:*")
+        .create()
+        .unwrap();
+    s.start();
+    const EMITTED: u64 = 50_000;
+    for i in 0..EMITTED {
+        event!(e2e_discard, tick, seq: u64 = i, tag: &str = "abcdefgh");
+    }
+    s.stop().unwrap();
+    let st = s.stats();
+    let (written, lost) = (st.records(), st.lost());
+    assert_eq!(written + lost, EMITTED, "{}", st.table());
+    assert!(lost > 0, "the buffers must have overflowed");
+    let (evs, discarded) = read_all(&dir);
+    assert_eq!(evs.len() as u64, written);
+    assert_eq!(discarded, lost, "our reader reports every loss");
+    // Per buffer, records keep emission order.
+    let mut last: BTreeMap<u32, u64> = BTreeMap::new();
+    for e in &evs {
+        let seq = uint(&e.values[0]);
+        if let Some(p) = last.insert(e.cpu, seq) {
+            assert!(seq > p, "cpu {} went from {p} to {seq}", e.cpu);
+        }
+    }
+    if let Some(bt) = babeltrace2() {
+        let out = bt2(bt, &dir);
+        assert_eq!(out.events.len() as u64, written, "babeltrace2 event count");
+        assert_eq!(
+            out.discarded, lost,
+            "babeltrace2's discarded count equals ours"
+        );
+    }
+}
+
+#[test]
+fn flight_recorder_snapshot_holds_the_last_events() {
+    let s = Session::builder("flight")
+        .mode(Mode::FlightRecorder)
+        .channel(ChannelConfig::new("fr").subbufs(4096, 4))
+        .enable("e2e_flight:*")
+        .create()
+        .unwrap();
+    s.start();
+    let mut emitted = 0u64;
+    let snapshot = |k: usize, s: &Session, emitted: u64| {
+        let dir = tmpdir(&format!("flight-{k}"));
+        let info = s.snapshot(&dir).unwrap();
+        assert!(info.packets > 0);
+        let (evs, _) = read_all(&dir);
+        let seqs: Vec<u64> = evs.iter().map(|e| uint(&e.values[0])).collect();
+        assert!(!seqs.is_empty());
+        // Time order is emission order (one emitting thread), and the last
+        // event emitted before the snapshot is in it.
+        assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]),
+            "snapshot {k} out of order"
+        );
+        assert_eq!(
+            *seqs.last().unwrap(),
+            emitted - 1,
+            "snapshot {k} ends with the last event"
+        );
+        // The buffers hold the most recent events: far fewer than emitted.
+        assert!((seqs.len() as u64) < emitted);
+        if let Some(bt) = babeltrace2() {
+            let out = bt2(bt, &dir);
+            assert_eq!(
+                out.events.len(),
+                seqs.len(),
+                "babeltrace2 reads snapshot {k}"
+            );
+            assert!(out
+                .events
+                .last()
+                .unwrap()
+                .contains(&format!("seq = {}", emitted - 1)));
+        }
+        seqs
+    };
+    for _ in 0..100_000 {
+        event!(e2e_flight, step, seq: u64 = emitted);
+        emitted += 1;
+    }
+    let a = snapshot(0, &s, emitted);
+    // Repeatable, and later snapshots see later events.
+    let b = snapshot(1, &s, emitted);
+    assert_eq!(a, b, "nothing emitted in between: same content");
+    for _ in 0..1000 {
+        event!(e2e_flight, step, seq: u64 = emitted);
+        emitted += 1;
+    }
+    s.stop().unwrap();
+    snapshot(2, &s, emitted);
+}
+
+#[test]
+fn concurrent_sessions_each_get_exactly_their_events() {
+    let d1 = tmpdir("two-a");
+    let s1 = Session::builder("a")
+        .output(&d1)
+        .enable("e2e_two:a*")
+        .create()
+        .unwrap();
+    let s2 = Session::builder("b")
+        .mode(Mode::FlightRecorder)
+        .channel(ChannelConfig::new("big").subbufs(256 * 1024, 4))
+        .enable("e2e_two:b*")
+        .enable_level("e2e_two:common", Level::Warning)
+        .create()
+        .unwrap();
+    let d3 = tmpdir("two-c");
+    let s3 = Session::builder("c")
+        .output(&d3)
+        .channel(ChannelConfig::new("only_common").per_thread())
+        .enable("e2e_two:common")
+        .create()
+        .unwrap();
+    for s in [&s1, &s2, &s3] {
+        s.start();
+    }
+    std::thread::scope(|sc| {
+        sc.spawn(|| (0..100u64).for_each(|i| event!(e2e_two, a1, i: u64 = i)));
+        sc.spawn(|| (0..200u64).for_each(|i| event!(e2e_two, b1, i: u64 = i)));
+        sc.spawn(|| (0..50u64).for_each(|i| event!(level: Warning, e2e_two, common, i: u64 = i)));
+    });
+    for s in [&s1, &s2, &s3] {
+        s.stop().unwrap();
+    }
+    let d2 = tmpdir("two-b");
+    s2.snapshot(&d2).unwrap();
+    let count = |dir| {
+        let mut m = BTreeMap::new();
+        for e in read_all(dir).0 {
+            *m.entry(e.name).or_insert(0) += 1;
+        }
+        m
+    };
+    let want = |v: &[(&str, i32)]| -> BTreeMap<String, i32> {
+        v.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+    };
+    assert_eq!(count(&d1), want(&[("e2e_two:a1", 100)]));
+    assert_eq!(
+        count(&d2),
+        want(&[("e2e_two:b1", 200), ("e2e_two:common", 50)])
+    );
+    assert_eq!(count(&d3), want(&[("e2e_two:common", 50)]));
+    assert_eq!(s1.enabled_events(), vec!["e2e_two:a1".to_string()]);
+}
+
+#[test]
+fn enable_disable_and_levels_apply_to_running_sessions() {
+    let dir = tmpdir("rules");
+    let s = Session::builder("rules").output(&dir).create().unwrap();
+    s.start();
+    let emit = |round: u64| {
+        event!(level: Error, e2e_rules, err, r: u64 = round);
+        event!(level: Debug, e2e_rules, dbg, r: u64 = round);
+        event!(e2e_rules, info, r: u64 = round);
+    };
+    emit(0); // nothing enabled
+    assert_eq!(s.enable(None, "e2e_rules:*", Level::Warning).unwrap(), 1);
+    emit(1); // err
+    assert_eq!(
+        s.enable(Some("channel0"), "e2e_rules:*", Level::Debug)
+            .unwrap(),
+        2
+    );
+    emit(2); // err, dbg, info
+    assert_eq!(s.disable(None, "e2e_rules:dbg").unwrap(), 1);
+    emit(3); // err, info
+    s.stop().unwrap();
+    emit(4);
+    s.start();
+    emit(5); // err, info
+    s.stop().unwrap();
+    assert!(matches!(
+        s.enable(Some("nope"), "*", Level::Debug),
+        Err(ringtrace::Error::UnknownChannel(_))
+    ));
+    let got: Vec<(String, u64)> = read_all(&dir)
+        .0
+        .into_iter()
+        .map(|e| (e.name, uint(&e.values[0])))
+        .collect();
+    let want: Vec<(String, u64)> = [
+        ("err", 1),
+        ("err", 2),
+        ("dbg", 2),
+        ("info", 2),
+        ("err", 3),
+        ("info", 3),
+        ("err", 5),
+        ("info", 5),
+    ]
+    .iter()
+    .map(|(n, r)| (format!("e2e_rules:{n}"), *r))
+    .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn bad_configurations_are_refused_with_a_reason() {
+    let e = Session::builder("x").create().unwrap_err().to_string();
+    assert!(e.contains("needs an output directory"), "{e}");
+    let e = Session::builder("x")
+        .output(tmpdir("bad"))
+        .channel(ChannelConfig::new("c").subbufs(1000, 4))
+        .create()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("channel 'c'") && e.contains("power of two"),
+        "{e}"
+    );
+    let e = Session::builder("x")
+        .output(tmpdir("bad2"))
+        .channel(ChannelConfig::new("../up"))
+        .create()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cannot name a stream file"), "{e}");
+    let e = Session::builder("x")
+        .output(tmpdir("bad3"))
+        .enable_in("missing", "*", Level::Debug)
+        .create()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no channel named 'missing'"), "{e}");
+}
