@@ -136,7 +136,8 @@ extern "C" fn at_exit() {
     }
 }
 
-#[ctor::ctor]
+#[cfg_attr(not(miri), ctor::ctor)]
+#[cfg_attr(miri, allow(dead_code))]
 fn init() {
     start_from_env();
 }

@@ -34,7 +34,11 @@ fn control_changes_under_full_load() {
     let long_dir = tmpdir("stress-long");
     let long = Session::builder("long")
         .output(&long_dir)
-        .channel(ChannelConfig::new("c").subbufs(64 * 1024, 4).read_timer(Duration::from_millis(2)))
+        .channel(
+            ChannelConfig::new("c")
+                .subbufs(64 * 1024, 4)
+                .read_timer(Duration::from_millis(2)),
+        )
         .channel(ChannelConfig::new("t").subbufs(64 * 1024, 4).per_thread())
         .create()
         .unwrap();
@@ -63,7 +67,11 @@ fn control_changes_under_full_load() {
         assert_eq!(long.stats().records(), frozen, "a stopped session recorded");
         // A short-lived session, created and destroyed while tracing.
         let d = tmpdir(&format!("stress-short-{}", rounds % 3));
-        let short = Session::builder("short").output(&d).enable("stress:b").create().unwrap();
+        let short = Session::builder("short")
+            .output(&d)
+            .enable("stress:b")
+            .create()
+            .unwrap();
         short.start();
         std::thread::sleep(Duration::from_millis(1));
         short.stop().unwrap();
@@ -85,7 +93,11 @@ fn control_changes_under_full_load() {
     }
     let st = long.stats();
     let (evs, discarded) = read_all(&long_dir);
-    assert_eq!(evs.len() as u64, st.records(), "every committed record is in the trace");
+    assert_eq!(
+        evs.len() as u64,
+        st.records(),
+        "every committed record is in the trace"
+    );
     assert_eq!(discarded, st.lost(), "every loss is reported");
     let mut last = std::collections::BTreeMap::new();
     for e in &evs {

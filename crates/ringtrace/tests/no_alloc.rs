@@ -93,5 +93,9 @@ fn enabled_events_never_allocate() {
     s.stop().unwrap();
     let st = s.stats();
     assert!(st.records() > 0);
-    assert!(st.lost() > 0, "the test must have exercised drops:\n{}", st.table());
+    assert!(
+        st.lost() > 0,
+        "the test must have exercised drops:\n{}",
+        st.table()
+    );
 }

@@ -28,7 +28,11 @@ fn signal_handlers_record_valid_events_in_both_buffer_kinds() {
     let s = Session::builder("signal")
         .output(&dir)
         .channel(ChannelConfig::new("cpu").subbufs(1 << 20, 4))
-        .channel(ChannelConfig::new("thread").subbufs(1 << 20, 4).per_thread())
+        .channel(
+            ChannelConfig::new("thread")
+                .subbufs(1 << 20, 4)
+                .per_thread(),
+        )
         .enable("sigtest:*")
         .create()
         .unwrap();
@@ -80,7 +84,10 @@ fn signal_handlers_record_valid_events_in_both_buffer_kinds() {
         if e.name == "sigtest:main" {
             assert_eq!(uint(&e.values[1]), !seq, "payload intact");
         } else {
-            assert_eq!(e.values[1], ctf::value::Value::Str("from the handler".into()));
+            assert_eq!(
+                e.values[1],
+                ctf::value::Value::Str("from the handler".into())
+            );
         }
         *seen.entry((e.name.clone(), seq)).or_insert(0) += 1;
     }
