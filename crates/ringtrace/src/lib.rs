@@ -45,6 +45,7 @@ pub mod level;
 pub mod metadata;
 pub mod output;
 pub mod pattern;
+pub mod pretty;
 mod probe;
 pub mod rcu;
 pub mod session;
