@@ -189,7 +189,7 @@ fn values(ev: &EventClass, k: u64) -> Vec<Value> {
             Value::F64(-((k % 1000) as f64) - 0.5),
         ],
         "test:misc" => vec![
-            Value::Bool(k % 3 == 0),
+            Value::Bool(k.is_multiple_of(3)),
             Value::Enum((k % 6) as i64),
             Value::Str(format!("/req/{k}")),
             Value::UintArray(vec![k & 0xffff, 1, 65535]),

@@ -156,9 +156,26 @@ impl AnyChannel {
         })
     }
 
-    /// Records an event (see `record_in`).
+    /// A channel outside any session (no metadata, no consumer): the bare
+    /// ring-buffer record that benchmarks compare the tracer against.
+    pub fn standalone(
+        overwrite: bool,
+        per_thread: bool,
+        attr: &ChannelAttr,
+    ) -> Result<AnyChannel, ringbuf::Error> {
+        AnyChannel::new(
+            overwrite,
+            per_thread,
+            (0, [0; 16], 0, crate::clock()),
+            attr,
+            "standalone",
+        )
+    }
+
+    /// Records event `id` with a `len`-byte payload that `write` fills: the
+    /// probe's work for one channel, without the control data.
     #[inline(always)]
-    pub(crate) fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) {
+    pub fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) {
         match self {
             AnyChannel::DiscardCpu(c) => record_in(c, id, len, write),
             AnyChannel::DiscardThread(c) => record_in(c, id, len, write),

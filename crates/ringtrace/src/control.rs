@@ -108,9 +108,8 @@ fn republish(c: &mut Control) {
         let same = match cur {
             None => probes.is_empty(),
             Some(l) => {
-                l.probes.len() == probes.len()
-                    && l.probes
-                        .iter()
+                l.iter().count() == probes.len()
+                    && l.iter()
                         .zip(&probes)
                         .all(|(a, b)| Arc::ptr_eq(&a.channel, &b.channel) && a.id == b.id)
             }
@@ -118,14 +117,9 @@ fn republish(c: &mut Control) {
         if same {
             continue;
         }
-        let enabled = !probes.is_empty();
-        let new = if enabled {
-            Box::into_raw(Box::new(ProbeList {
-                probes: probes.into_boxed_slice(),
-            }))
-        } else {
-            std::ptr::null_mut()
-        };
+        let list = ProbeList::new(probes);
+        let enabled = list.is_some();
+        let new = list.map_or(std::ptr::null_mut(), |l| Box::into_raw(Box::new(l)));
         let old = desc.probes.swap(new, AcqRel);
         desc.set_enabled(enabled);
         if !old.is_null() {

@@ -156,6 +156,8 @@ macro_rules! __event {
         #[linkme(crate = $crate::__linkme)]
         static __RINGTRACE_REG: &$crate::EventDesc = &__RINGTRACE_DESC;
         if __RINGTRACE_DESC.is_enabled() {
+            // Dormant is the common case: keep it on the fall-through path.
+            ::core::hint::cold_path();
             #[allow(clippy::redundant_closure_call)]
             (|$($f: $t),*| {
                 let __len = 0usize $(+ $crate::FieldValue::encoded_len(&$f))*;

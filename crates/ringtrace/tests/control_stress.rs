@@ -79,7 +79,7 @@ fn control_changes_under_full_load() {
         short.destroy().unwrap();
         let (evs, _) = read_all(&d);
         assert_eq!(evs.len() as u64, n, "short session round {rounds}");
-        if rounds % 5 == 0 {
+        if rounds.is_multiple_of(5) {
             let sd = tmpdir(&format!("stress-snap-{}", snapshots % 2));
             fr.snapshot(&sd).unwrap();
             let (evs, _) = read_all(&sd);

@@ -20,7 +20,7 @@ fn emit_values(i: u64) {
         request,
         id: u64 = i,
         path: &str = &path,
-        ok: bool = i % 3 == 0,
+        ok: bool = i.is_multiple_of(3),
         delta: i32 = -(i as i32),
         ratio: f64 = i as f64 / 4.0,
         small: u8 = (i % 256) as u8,
@@ -44,7 +44,7 @@ fn check_values(evs: &[Ev], per_thread: bool) {
         let want = vec![
             Value::Uint(i),
             Value::Str(format!("/r/{i}")),
-            Value::Bool(i % 3 == 0),
+            Value::Bool(i.is_multiple_of(3)),
             Value::Int(-(i as i64)),
             Value::F64(i as f64 / 4.0),
             Value::Uint(i % 256),
@@ -107,7 +107,7 @@ fn record_and_read(per_thread: bool) {
         );
         for (line, e) in out.events.iter().zip(&evs) {
             let i = uint(&e.values[0]);
-            let ok = i % 3 == 0;
+            let ok = i.is_multiple_of(3);
             let want = format!(
                 "[{:020}] {prefix} e2e_values:request: {{ cpu_id = {} }}, {{ id = {i}, path = \"/r/{i}\", \
                  ok = ( \"{ok}\" : container = {} ), delta = {}, ratio = {}, small = {}, \

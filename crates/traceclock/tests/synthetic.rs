@@ -59,7 +59,7 @@ fn sixteen_bit_counter_through_thousands_of_overflows() {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            (x % 40_000, x % 3 == 0)
+            (x % 40_000, x.is_multiple_of(3))
         })
         .collect();
     let overflows = run(16, 123, &steps);
