@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's tests, as CI runs them: formatting, lints, the test suites,
-# the loom models and the single-thread tests under Miri.
+# the loom models and the tests Miri can run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,10 +18,12 @@ cargo test --workspace
 step "loom models (--cfg loom)"
 # The models print how many interleavings each explored.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-  cargo test -p ringbuf -p traceclock --test loom --release -- --nocapture
+  cargo test -p ringbuf -p traceclock -p ringtrace --test loom --release -- --nocapture
 
-step "Miri (single-thread tests)"
+step "Miri"
 MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p ringbuf --lib --test sequential --test equations
+# The tracer's RCU (threads, publish/reclaim), fields, patterns, levels.
+MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p ringtrace --lib
 
 step "benchmarks and examples build"
 cargo bench --workspace --no-run -q

@@ -735,6 +735,7 @@ impl Session {
             active: st.active.load(Relaxed),
             output_error: sink.error.clone(),
             packets_dropped_by_output: sink.dropped_packets,
+            process_lost_no_reader_slot: crate::rcu::no_slot_drops(),
             channels: st
                 .channels
                 .iter()

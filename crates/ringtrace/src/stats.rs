@@ -100,6 +100,9 @@ pub struct SessionStats {
     pub packets_dropped_by_output: u64,
     /// Every channel.
     pub channels: Vec<ChannelStats>,
+    /// Events dropped in the whole process (every session) because more
+    /// than [`crate::rcu::SLOTS`] threads were inside probes at once.
+    pub process_lost_no_reader_slot: u64,
 }
 
 impl SessionStats {

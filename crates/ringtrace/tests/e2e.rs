@@ -377,3 +377,44 @@ fn bad_configurations_are_refused_with_a_reason() {
         .to_string();
     assert!(e.contains("no channel named 'missing'"), "{e}");
 }
+
+#[test]
+fn switch_timer_bounds_the_delay_for_live_readers() {
+    let dir = tmpdir("live");
+    let s = Session::builder("live")
+        .output(&dir)
+        // Sub-buffers far larger than what is emitted: without the switch
+        // timer nothing would reach the disk before stop.
+        .channel(
+            ChannelConfig::new("live")
+                .subbufs(1 << 20, 4)
+                .switch_timer(Duration::from_millis(20))
+                .read_timer(Duration::from_millis(5)),
+        )
+        .enable("e2e_live:*")
+        .create()
+        .unwrap();
+    s.start();
+    for i in 0..10u64 {
+        event!(e2e_live, ping, i: u64 = i);
+    }
+    // The events reach the stream files while the session runs.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let on_disk = loop {
+        let n = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name() != "metadata")
+            .map(|e| e.metadata().unwrap().len())
+            .sum::<u64>();
+        if n > 0 || std::time::Instant::now() > deadline {
+            break n;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(on_disk > 0, "nothing written while running");
+    assert!(s.is_active());
+    let (evs, _) = read_all(&dir);
+    assert_eq!(evs.len(), 10, "a live reader sees every event so far");
+    s.stop().unwrap();
+}
