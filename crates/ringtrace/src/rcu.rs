@@ -369,9 +369,13 @@ mod loom_stubs {
         }
     }
     pub static DOMAIN: Global = Global;
+    pub const SLOTS: usize = 0;
+    pub fn no_slot_drops() -> u64 {
+        0
+    }
 }
 #[cfg(loom)]
-pub use loom_stubs::{init, read_lock, Guard, DOMAIN};
+pub use loom_stubs::{init, no_slot_drops, read_lock, Guard, DOMAIN, SLOTS};
 
 /// Records dropped because more than [`SLOTS`] threads were reading at once.
 #[cfg(not(loom))]

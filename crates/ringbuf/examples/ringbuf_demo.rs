@@ -4,7 +4,7 @@
 //! buffer, and the first records. With `--seconds 10 --mode discard` it is
 //! the paper's 10-second discard run.
 //!
-//! `cargo run --release -p ringbuf --example demo -- --help`
+//! `cargo run --release -p ringbuf --example ringbuf_demo -- --help`
 
 #[path = "../benches/support.rs"]
 mod support;
