@@ -11,10 +11,11 @@
 use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::config::{Mode, Rule};
 use crate::desc::{all_events, EventDesc};
 use crate::probe::{Probe, ProbeList};
 use crate::rcu;
-use crate::session::{Mode, Rule, SessionState, GRACE_TIMEOUT};
+use crate::session::{SessionState, GRACE_TIMEOUT};
 use crate::Error;
 
 #[derive(Default)]

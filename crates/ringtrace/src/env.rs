@@ -15,8 +15,9 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::config::{ChannelConfig, Mode, SessionBuilder};
 use crate::level::Level;
-use crate::session::{ChannelConfig, Mode, Session, SessionBuilder};
+use crate::session::Session;
 use crate::Error;
 
 /// The variable read at start-up.

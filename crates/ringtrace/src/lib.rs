@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 pub mod client;
+pub mod config;
 mod consumer;
 mod control;
 pub mod desc;
@@ -49,12 +50,14 @@ pub mod pretty;
 mod probe;
 pub mod rcu;
 pub mod session;
+mod sink;
 pub mod stats;
 
+pub use config::{Buffers, ChannelConfig, Mode, SessionBuilder};
 pub use desc::{all_events, register, EventDesc, FieldDesc, EVENTS};
 pub use field::{FieldKind, FieldValue};
 pub use level::{Level, UnknownLevel};
-pub use session::{Buffers, ChannelConfig, Mode, Session, SessionBuilder, SnapshotInfo};
+pub use session::{Session, SnapshotInfo};
 pub use stats::{BufferStats, ChannelStats, SessionStats};
 
 #[doc(hidden)]

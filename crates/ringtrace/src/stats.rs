@@ -1,7 +1,7 @@
 //! Statistics of a session: per buffer, records written and lost by cause,
 //! bytes, packets; summed per channel and session.
 
-use crate::session::Mode;
+use crate::config::Mode;
 
 /// Counters of one buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,0 +1,235 @@
+//! What a session is configured with: its mode, its channels (sizes,
+//! buffers per CPU or per thread, timers) and its enable rules; the builder
+//! that validates them and creates the session.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::level::Level;
+use crate::session::{Session, SessionState};
+use crate::{control, Error};
+
+/// What a session does when a buffer is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Stream to the trace directory; records that find the buffer full are
+    /// dropped and counted.
+    Discard,
+    /// Keep the last sub-buffers in memory, overwriting the oldest; write
+    /// them out on [`Session::snapshot`].
+    FlightRecorder,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Mode, Error> {
+        match s {
+            "discard" => Ok(Mode::Discard),
+            "flight-recorder" | "overwrite" | "snapshot" => Ok(Mode::FlightRecorder),
+            _ => Err(Error::Config(format!(
+                "unknown mode '{s}' (expected discard or flight-recorder)"
+            ))),
+        }
+    }
+}
+
+/// How a channel's buffers map to threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buffers {
+    /// One buffer per possible CPU, SMP atomics.
+    PerCpu,
+    /// One buffer per thread (from a pool), non-locked atomics: the fastest.
+    PerThread,
+}
+
+/// A channel's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelConfig {
+    /// Name; stream files are `<name>_<n>`.
+    pub name: String,
+    /// Sub-buffer size in bytes (a power of two).
+    pub subbuf_size: usize,
+    /// Sub-buffers per buffer (a power of two, at least 2).
+    pub num_subbuf: usize,
+    /// Per CPU or per thread.
+    pub buffers: Buffers,
+    /// Per-thread channels: buffers in the pool.
+    pub thread_pool: usize,
+    /// Close a non-empty sub-buffer this often so live readers see data
+    /// within that delay (per-CPU buffers, and per-thread buffers of exited
+    /// threads).
+    pub switch_timer: Option<Duration>,
+    /// How often the consumer looks for ready sub-buffers.
+    pub read_timer: Duration,
+}
+
+impl ChannelConfig {
+    /// Defaults: per CPU, 4 × 256 KiB, read timer 20 ms, no switch timer.
+    pub fn new(name: &str) -> ChannelConfig {
+        ChannelConfig {
+            name: name.to_string(),
+            subbuf_size: 256 * 1024,
+            num_subbuf: 4,
+            buffers: Buffers::PerCpu,
+            thread_pool: 64,
+            switch_timer: None,
+            read_timer: Duration::from_millis(20),
+        }
+    }
+
+    /// Sets the sub-buffer size and count.
+    pub fn subbufs(mut self, size: usize, count: usize) -> Self {
+        self.subbuf_size = size;
+        self.num_subbuf = count;
+        self
+    }
+
+    /// One buffer per thread.
+    pub fn per_thread(mut self) -> Self {
+        self.buffers = Buffers::PerThread;
+        self
+    }
+
+    /// Sets the switch timer.
+    pub fn switch_timer(mut self, period: Duration) -> Self {
+        self.switch_timer = Some(period);
+        self
+    }
+
+    /// Sets the read timer.
+    pub fn read_timer(mut self, period: Duration) -> Self {
+        self.read_timer = period;
+        self
+    }
+}
+
+/// An enable or disable rule of a channel; the last matching rule wins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rule {
+    pub(crate) pattern: String,
+    pub(crate) level: Level,
+    pub(crate) enable: bool,
+}
+
+/// Builds a session.
+#[derive(Debug, Clone)]
+pub struct SessionBuilder {
+    name: String,
+    output: Option<PathBuf>,
+    mode: Mode,
+    channels: Vec<ChannelConfig>,
+    rules: Vec<(Option<String>, Rule)>,
+}
+
+impl SessionBuilder {
+    /// A discard-mode session named `name`, no output yet.
+    pub fn new(name: &str) -> SessionBuilder {
+        SessionBuilder {
+            name: name.to_string(),
+            output: None,
+            mode: Mode::Discard,
+            channels: Vec::new(),
+            rules: Vec::new(),
+        }
+    }
+
+    /// The trace directory (required in discard mode).
+    pub fn output(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.output = Some(dir.into());
+        self
+    }
+
+    /// Discard or flight recorder.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Adds a channel. Without any, the session gets one per-CPU channel
+    /// named `channel0` with the defaults of [`ChannelConfig::new`].
+    pub fn channel(mut self, cfg: ChannelConfig) -> Self {
+        self.channels.push(cfg);
+        self
+    }
+
+    /// Enables the events matching `pattern` at every level, in every channel.
+    pub fn enable(self, pattern: &str) -> Self {
+        self.enable_level(pattern, Level::Debug)
+    }
+
+    /// Enables the events matching `pattern` of level `level` or more severe,
+    /// in every channel.
+    pub fn enable_level(mut self, pattern: &str, level: Level) -> Self {
+        self.rules.push((
+            None,
+            Rule {
+                pattern: pattern.into(),
+                level,
+                enable: true,
+            },
+        ));
+        self
+    }
+
+    /// Enables the events matching `pattern` of level `level` or more severe
+    /// in channel `channel`.
+    pub fn enable_in(mut self, channel: &str, pattern: &str, level: Level) -> Self {
+        self.rules.push((
+            Some(channel.into()),
+            Rule {
+                pattern: pattern.into(),
+                level,
+                enable: true,
+            },
+        ));
+        self
+    }
+
+    /// Creates the session (stopped): its buffers, its directory and
+    /// metadata; events matching its rules get their probes.
+    pub fn create(self) -> Result<Session, Error> {
+        let mut channels = self.channels;
+        if channels.is_empty() {
+            channels.push(ChannelConfig::new("channel0"));
+        }
+        for (i, c) in channels.iter().enumerate() {
+            if c.name.is_empty()
+                || c.name.contains(['/', '\0'])
+                || c.name == "metadata"
+                || c.name.starts_with('.')
+            {
+                return Err(Error::Config(format!(
+                    "channel name '{}' cannot name a stream file",
+                    c.name
+                )));
+            }
+            if channels[..i].iter().any(|o| o.name == c.name) {
+                return Err(Error::Config(format!(
+                    "two channels are named '{}'",
+                    c.name
+                )));
+            }
+        }
+        let mut rules: Vec<Vec<Rule>> = vec![Vec::new(); channels.len()];
+        for (ch, r) in self.rules {
+            match ch {
+                None => rules.iter_mut().for_each(|v| v.push(r.clone())),
+                Some(name) => match channels.iter().position(|c| c.name == name) {
+                    Some(i) => rules[i].push(r),
+                    None => return Err(Error::UnknownChannel(name)),
+                },
+            }
+        }
+        if self.mode == Mode::Discard && self.output.is_none() {
+            return Err(Error::Config(format!(
+                "session '{}' is in discard mode and needs an output directory",
+                self.name
+            )));
+        }
+        let state = SessionState::new(self.name, self.output, self.mode, channels, rules)?;
+        let state = Arc::new(state);
+        control::add_session(state.clone());
+        Ok(Session { state })
+    }
+}

@@ -1,0 +1,232 @@
+//! The consumer side of a session: stream files, the switch and read
+//! timers, the copy of ready packets (`sendfile` from the memfd-backed
+//! buffers), the closing packet that carries the last losses, and the
+//! writer of snapshots.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+use crate::client::PacketSink;
+use crate::config::Mode;
+use crate::output;
+use crate::session::{lock, SessionState, SnapshotInfo};
+use crate::Error;
+
+/// The consumer's state of a session: stream files and timers.
+#[derive(Debug)]
+pub(crate) struct Sink {
+    /// Per channel, per buffer: the stream file, once it has a packet.
+    pub(crate) files: Vec<Vec<Option<std::fs::File>>>,
+    /// Per channel: when the switch and read timers fire next.
+    pub(crate) next_switch: Vec<Option<Instant>>,
+    pub(crate) next_read: Vec<Instant>,
+    /// Packets and bytes written, per channel per buffer.
+    pub(crate) written: Vec<Vec<(u64, u64)>>,
+    /// Header and context of the last packet written, per channel per buffer.
+    pub(crate) last_header: Vec<Vec<Option<[u8; ctf::PACKET_HEADER_SIZE]>>>,
+    /// First output error (the disk is full...): later packets are consumed
+    /// and counted as lost rather than blocking the writers.
+    pub(crate) error: Option<String>,
+    pub(crate) dropped_packets: u64,
+}
+
+impl SessionState {
+    /// Consumer work for this session at `now`: switch timers, then, in
+    /// discard mode, copy every ready packet to the stream files. Returns
+    /// the next deadline.
+    pub(crate) fn consume(&self, now: Instant, force: bool) -> Option<Instant> {
+        let mut sink = lock(&self.sink);
+        let mut next: Option<Instant> = None;
+        for (ci, ch) in self.channels.iter().enumerate() {
+            let ops = ch.chan.ops();
+            if let (Some(due), Some(p)) = (sink.next_switch[ci], ch.cfg.switch_timer) {
+                if now >= due {
+                    if self.active.load(Relaxed) {
+                        ops.flush_live();
+                    }
+                    sink.next_switch[ci] = Some(now + p);
+                }
+            }
+            if force || now >= sink.next_read[ci] {
+                if self.mode == Mode::Discard {
+                    for b in 0..ops.buffers() {
+                        self.drain_buffer(&mut sink, ci, b);
+                    }
+                    ops.recycle();
+                }
+                sink.next_read[ci] = now + ch.cfg.read_timer;
+            }
+            for d in [sink.next_switch[ci], Some(sink.next_read[ci])]
+                .into_iter()
+                .flatten()
+            {
+                next = Some(next.map_or(d, |n: Instant| n.min(d)));
+            }
+        }
+        next
+    }
+
+    /// Reports the first output error, if any. Stream files are written
+    /// without user-space buffering: once a packet is copied, readers see it.
+    pub(crate) fn sync_output(&self) -> Result<(), Error> {
+        let sink = lock(&self.sink);
+        match &sink.error {
+            Some(e) => Err(Error::Output {
+                session: self.name.clone(),
+                msg: e.clone(),
+                dropped_packets: sink.dropped_packets,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// After the final drain of a stopped session: a buffer that dropped
+    /// records after its last packet closed (it was full exactly at a
+    /// sub-buffer boundary, so no later packet carries the count) gets one
+    /// more packet, header only, whose running discarded count is the
+    /// buffer's total: readers then report every lost record.
+    pub(crate) fn close_lost_tail(&self) {
+        let mut sink = lock(&self.sink);
+        let Some(dir) = self.output.clone() else {
+            return;
+        };
+        let meta_uuid = lock(&self.meta).desc.uuid;
+        for (ci, ch) in self.channels.iter().enumerate() {
+            let ops = ch.chan.ops();
+            for b in 0..ops.buffers() {
+                let lost = ops.stats(b).lost.total();
+                let last = sink.last_header[ci][b];
+                let (reported, seq, ts, instance) = match last
+                    .as_ref()
+                    .and_then(|h| ctf::layout::read_packet_context(h))
+                {
+                    Some((_, _, pc)) => (
+                        pc.events_discarded,
+                        pc.packet_seq_num + 1,
+                        pc.timestamp_end,
+                        pc.stream_instance_id,
+                    ),
+                    None => (0, 0, 0, u64::MAX),
+                };
+                if lost <= reported || instance == u64::MAX {
+                    continue;
+                }
+                let mut h = [0u8; ctf::PACKET_HEADER_SIZE];
+                ctf::layout::write_packet_begin(
+                    &mut h,
+                    &meta_uuid,
+                    ci as u32,
+                    instance,
+                    ts,
+                    ctf::PACKET_HEADER_SIZE as u64,
+                    seq,
+                    b as u32,
+                );
+                ctf::layout::write_packet_end(&mut h, ts, ctf::PACKET_HEADER_SIZE as u64, lost);
+                let path = dir.join(format!("{}_{b}", ch.cfg.name));
+                let r = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, &h));
+                match r {
+                    Ok(()) => sink.last_header[ci][b] = Some(h),
+                    Err(e) if sink.error.is_none() => {
+                        sink.error = Some(format!("{}: {e}", path.display()))
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+    }
+
+    fn drain_buffer(&self, sink: &mut Sink, ci: usize, b: usize) {
+        let Some(dir) = self.output.as_deref() else {
+            return;
+        };
+        let name = &self.channels[ci].cfg.name;
+        let ops = self.channels[ci].chan.ops();
+        struct ToFile<'s> {
+            sink: &'s mut Sink,
+            dir: &'s Path,
+            name: &'s str,
+            ci: usize,
+        }
+        impl PacketSink for ToFile<'_> {
+            fn packet(&mut self, b: usize, bytes: &[u8], src: Option<(&std::fs::File, u64)>) {
+                let s = &mut *self.sink;
+                if s.error.is_some() {
+                    s.dropped_packets += 1;
+                    return;
+                }
+                if s.files[self.ci][b].is_none() {
+                    let path = self.dir.join(format!("{}_{b}", self.name));
+                    match output::create_file(&path) {
+                        Ok(f) => s.files[self.ci][b] = Some(f),
+                        Err(e) => {
+                            s.error = Some(format!("{}: {e}", path.display()));
+                            s.dropped_packets += 1;
+                            return;
+                        }
+                    }
+                }
+                let f = s.files[self.ci][b].as_mut().expect("created above");
+                match output::copy_packet(f, bytes, src) {
+                    Ok(()) => {
+                        let w = &mut s.written[self.ci][b];
+                        w.0 += 1;
+                        w.1 += bytes.len() as u64;
+                        if let Some(h) = bytes.get(..ctf::PACKET_HEADER_SIZE) {
+                            s.last_header[self.ci][b] = Some(h.try_into().expect("sized"));
+                        }
+                    }
+                    Err(e) => {
+                        s.error = Some(format!("{}/{}_{b}: {e}", self.dir.display(), self.name));
+                        s.dropped_packets += 1;
+                    }
+                }
+            }
+        }
+        ops.drain(
+            b,
+            &mut ToFile {
+                sink,
+                dir,
+                name,
+                ci,
+            },
+        );
+    }
+}
+
+pub(crate) struct SnapshotWriter<'a> {
+    pub(crate) path: PathBuf,
+    pub(crate) file: Option<std::fs::File>,
+    pub(crate) err: Option<Error>,
+    pub(crate) info: &'a mut SnapshotInfo,
+}
+
+impl PacketSink for SnapshotWriter<'_> {
+    fn packet(&mut self, _b: usize, bytes: &[u8], _src: Option<(&std::fs::File, u64)>) {
+        if self.err.is_some() {
+            return;
+        }
+        if self.file.is_none() {
+            match output::create_file(&self.path) {
+                Ok(f) => self.file = Some(f),
+                Err(e) => {
+                    self.err = Some(Error::io(&self.path, e));
+                    return;
+                }
+            }
+        }
+        let f = self.file.as_mut().expect("created above");
+        match output::copy_packet(f, bytes, None) {
+            Ok(()) => {
+                self.info.packets += 1;
+                self.info.bytes += bytes.len() as u64;
+            }
+            Err(e) => self.err = Some(Error::io(&self.path, e)),
+        }
+    }
+}
