@@ -230,6 +230,6 @@ impl SessionBuilder {
         let state = SessionState::new(self.name, self.output, self.mode, channels, rules)?;
         let state = Arc::new(state);
         control::add_session(state.clone());
-        Ok(Session { state })
+        Ok(Session::owned(state))
     }
 }

@@ -50,6 +50,7 @@ pub(crate) fn add_session(s: Arc<SessionState>) {
     republish(&mut c);
     drop(c);
     crate::consumer::ensure_started();
+    crate::ctl::server::ensure_listening();
 }
 
 /// Re-evaluates every event (a descriptor was registered).

@@ -39,6 +39,7 @@ pub mod client;
 pub mod config;
 mod consumer;
 mod control;
+pub mod ctl;
 pub mod desc;
 pub mod env;
 pub mod field;

@@ -186,9 +186,39 @@ impl SessionState {
 #[derive(Debug)]
 pub struct Session {
     pub(crate) state: Arc<SessionState>,
+    /// False for the handles the control socket makes: dropping those does
+    /// not destroy the session.
+    owned: bool,
 }
 
 impl Session {
+    pub(crate) fn owned(state: Arc<SessionState>) -> Session {
+        Session { state, owned: true }
+    }
+
+    /// A handle on a session some other code owns (the control socket).
+    pub(crate) fn borrowed(state: Arc<SessionState>) -> Session {
+        Session {
+            state,
+            owned: false,
+        }
+    }
+
+    /// Forced switch of every buffer that may be switched while writers run
+    /// (per-CPU buffers; per-thread buffers of exited threads), then, in
+    /// discard mode, writes every ready packet: what was emitted before the
+    /// call is on disk when it returns, except per-thread buffers' partial
+    /// sub-buffers.
+    pub fn flush(&self) -> Result<(), Error> {
+        for ch in &self.state.channels {
+            ch.chan.ops().flush_live();
+        }
+        if self.state.mode == Mode::Discard {
+            self.state.consume(std::time::Instant::now(), true);
+        }
+        self.state.sync_output()
+    }
+
     /// Starts a builder.
     pub fn builder(name: &str) -> SessionBuilder {
         SessionBuilder::new(name)
@@ -358,6 +388,9 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         let _ = control::destroy(&self.state);
     }
 }

@@ -1,10 +1,8 @@
-//! The demo workload: a small multi-threaded request server instrumented
+//! `ringtrace demo`: a small multi-threaded request server instrumented
 //! with ringtrace. A producer enqueues requests, workers take them, look
 //! them up in a cache and answer; a 1 kHz timer signal records ticks from a
 //! signal handler. Records a trace, then prints a summary and the first
 //! events merged by time.
-//!
-//! `cargo run --release -p ringtrace --example demo -- --help`
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -12,16 +10,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use ringtrace::{event, ChannelConfig, Mode, Session};
 
 /// Record a trace of a demo multi-threaded service and show it.
-#[derive(Parser, Debug)]
-#[command(
-    after_help = "Examples:\n  demo -o /tmp/t --seconds 5\n  demo --mode flight-recorder --per-thread\n\
-                        Then: babeltrace2 <DIR>"
-)]
-struct Args {
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  ringtrace demo -o /tmp/t --seconds 5\n  \
+                        ringtrace demo --mode flight-recorder --per-thread\n\
+                        Then: ringtrace view <DIR>, ringtrace stats <DIR>, babeltrace2 <DIR>")]
+pub struct Args {
     /// Trace directory (created 0700; an existing trace there is replaced).
     #[arg(short, long, default_value = "ringtrace-demo-trace")]
     output: PathBuf,
@@ -32,7 +28,7 @@ struct Args {
     #[arg(long, default_value_t = 3)]
     threads: usize,
     /// discard (stream to disk) or flight-recorder (snapshot at the end).
-    #[arg(long, default_value = "discard")]
+    #[arg(long, default_value = "discard", value_parser = crate::parse_mode)]
     mode: Mode,
     /// One buffer per thread instead of per CPU.
     #[arg(long)]
@@ -73,6 +69,10 @@ fn producer(q: &Queue, stop: &AtomicBool) -> u64 {
         };
         q.cv.notify_one();
         event!(demo, enqueue, id: u64 = id, depth: u32 = depth as u32);
+        if depth > 4 {
+            // Let the workers catch up.
+            std::thread::yield_now();
+        }
         if depth > 32 {
             event!(level: Warning, demo, queue_full, depth: u32 = depth as u32);
             std::thread::sleep(Duration::from_micros(50));
@@ -104,19 +104,20 @@ fn worker(w: u32, q: &Queue, stop: &AtomicBool) {
         drop(g);
         let path = PATHS[(id % PATHS.len() as u64) as usize];
         event!(demo, request_begin, id: u64 = id, path: &str = path, worker: u32 = w);
-        // The "work": hash the path a few times, consult a tiny cache.
-        let mut h = id;
+        // The "work": hash the path a few times; the hash keys a tiny cache
+        // that the request's id sometimes evicts.
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
         for _ in 0..40 {
             for b in path.bytes() {
                 h = h.rotate_left(5) ^ b as u64;
             }
         }
-        let slot = (h % 64) as usize;
+        let slot = ((h ^ (id % 7)) % 64) as usize;
         if cache[slot] != h {
             event!(level: Debug, demo, cache_miss, id: u64 = id, key: u64 = h);
             cache[slot] = h;
         }
-        let status: u16 = if h % 97 == 0 { 500 } else { 200 };
+        let status: u16 = if id % 97 == 0 { 500 } else { 200 };
         event!(
             demo,
             request_end,
@@ -169,8 +170,8 @@ fn dir_size(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
+/// Runs the demo.
+pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.output.join("metadata").exists() {
         // Replace an earlier demo trace, never anything else.
         std::fs::remove_dir_all(&args.output)?;

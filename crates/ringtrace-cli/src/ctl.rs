@@ -1,0 +1,158 @@
+//! `ringtrace ctl`: live control of traced processes through their sockets.
+
+use std::path::PathBuf;
+
+use ringtrace::ctl::{self, proto::Request};
+use ringtrace::Level;
+
+/// Arguments of `ctl`.
+#[derive(clap::Args, Debug)]
+#[command(
+    args_conflicts_with_subcommands = false,
+    subcommand_negates_reqs = true,
+    after_help = "Examples:\n  ringtrace ctl list\n  ringtrace ctl 1234 sessions\n  \
+                  ringtrace ctl 1234 enable mysession 'myapp:*' --level info\n  \
+                  ringtrace ctl 1234 snapshot mysession -o /tmp/snap"
+)]
+pub struct Args {
+    /// `list`, or the process id to control.
+    target: String,
+    #[command(subcommand)]
+    action: Option<Action>,
+}
+
+/// What to do with the process.
+#[derive(clap::Subcommand, Debug)]
+enum Action {
+    /// Its sessions.
+    Sessions,
+    /// Enable events in a session.
+    Enable {
+        /// Session name.
+        session: String,
+        /// Event pattern (`provider:event`, `*` wildcards).
+        pattern: String,
+        /// Level threshold.
+        #[arg(long, default_value = "debug")]
+        level: Level,
+        /// Only this channel.
+        #[arg(long)]
+        channel: Option<String>,
+    },
+    /// Disable events in a session.
+    Disable {
+        /// Session name.
+        session: String,
+        /// Event pattern.
+        pattern: String,
+        /// Only this channel.
+        #[arg(long)]
+        channel: Option<String>,
+    },
+    /// Start recording.
+    Start {
+        /// Session name.
+        session: String,
+    },
+    /// Stop recording; the trace is complete when this returns.
+    Stop {
+        /// Session name.
+        session: String,
+    },
+    /// Switch sub-buffers and write what is ready.
+    Flush {
+        /// Session name.
+        session: String,
+    },
+    /// Write a flight-recorder snapshot.
+    Snapshot {
+        /// Session name.
+        session: String,
+        /// Target directory.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Buffer counters.
+    Stats {
+        /// Session name.
+        session: String,
+    },
+}
+
+/// Runs `ctl`.
+pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if a.target == "list" {
+        if a.action.is_some() {
+            return Err("'ctl list' takes no action".into());
+        }
+        let procs = ctl::list()?;
+        if procs.is_empty() {
+            println!(
+                "no traced process of this user (sockets in {})",
+                ctl::socket_dir()?.display()
+            );
+            return Ok(());
+        }
+        println!("{:>8}  {:<16} socket", "pid", "command");
+        for p in procs {
+            println!("{:>8}  {:<16} {}", p.pid, p.comm, p.socket.display());
+        }
+        return Ok(());
+    }
+    let pid: u32 = a
+        .target
+        .parse()
+        .map_err(|_| format!("'{}' is neither 'list' nor a process id", a.target))?;
+    let action = a
+        .action
+        .ok_or("give an action: sessions, enable, disable, start, stop, flush, snapshot, stats")?;
+    let req = match action {
+        Action::Sessions => Request::Sessions,
+        Action::Enable {
+            session,
+            pattern,
+            level,
+            channel,
+        } => Request::Enable {
+            session,
+            pattern,
+            level,
+            channel,
+        },
+        Action::Disable {
+            session,
+            pattern,
+            channel,
+        } => Request::Disable {
+            session,
+            pattern,
+            channel,
+        },
+        Action::Start { session } => Request::Start { session },
+        Action::Stop { session } => Request::Stop { session },
+        Action::Flush { session } => Request::Flush { session },
+        Action::Snapshot { session, output } => Request::Snapshot {
+            session,
+            dir: std::path::absolute(&output)?
+                .to_str()
+                .ok_or("the snapshot directory must be valid UTF-8")?
+                .to_string(),
+        },
+        Action::Stats { session } => Request::Stats { session },
+    };
+    let socket = ctl::socket_path(&ctl::socket_dir()?, pid);
+    if !socket.exists() {
+        return Err(format!(
+            "process {pid} has no control socket ({}); see 'ringtrace ctl list'",
+            socket.display()
+        )
+        .into());
+    }
+    match ctl::request(&socket, &req)? {
+        Ok(body) => {
+            print!("{body}");
+            Ok(())
+        }
+        Err(msg) => Err(format!("process {pid}: {msg}").into()),
+    }
+}

@@ -1,0 +1,210 @@
+//! `ringtrace export`: converts a trace for ui.perfetto.dev and
+//! chrome://tracing (the Chrome trace-event JSON, which both open). One
+//! track per CPU buffer, instant events with their fields as arguments,
+//! and begin/end pairs (`*_begin`/`*_end`, `*_entry`/`*_exit`) as slices:
+//! async slices keyed by the event's `id` field when it has one (a request
+//! that moves between CPUs), otherwise nested slices on the CPU's track.
+
+use std::collections::BTreeSet;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use ctf::read::ItemRef;
+use ctf::types::EnvValue;
+use ctf::value::Value;
+use serde_json::{json, Map};
+
+/// Output formats.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Chrome trace-event JSON (opened by ui.perfetto.dev and chrome://tracing).
+    ChromeJson,
+}
+
+/// Arguments of `export`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Example:\n  ringtrace export /tmp/t --format chrome-json -o trace.json   (then open it in ui.perfetto.dev)"
+)]
+pub struct Args {
+    /// Trace directory.
+    dir: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "chrome-json")]
+    format: Format,
+    /// Output file (created 0600).
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+/// How an event class is drawn.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Instant,
+    Begin,
+    End,
+}
+
+fn kind(name: &str) -> (Kind, &str) {
+    for (suffix, k) in [
+        ("_begin", Kind::Begin),
+        ("_entry", Kind::Begin),
+        ("_end", Kind::End),
+        ("_exit", Kind::End),
+    ] {
+        if let Some(stem) = name.strip_suffix(suffix) {
+            return (k, stem);
+        }
+    }
+    (Kind::Instant, name)
+}
+
+fn json_value(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Uint(x) => json!(x),
+        Value::Int(x) => json!(x),
+        Value::F32(x) => serde_json::Number::from_f64(*x as f64)
+            .map_or(json!(x.to_string()), serde_json::Value::Number),
+        Value::F64(x) => {
+            serde_json::Number::from_f64(*x).map_or(json!(x.to_string()), serde_json::Value::Number)
+        }
+        Value::Bool(b) => json!(b),
+        Value::Enum(x) => json!(x),
+        Value::Str(s) => json!(s),
+        Value::UintArray(xs) => json!(xs),
+        Value::IntArray(xs) => json!(xs),
+    }
+}
+
+/// Runs `export`.
+pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let trace = crate::read::open(&a.dir)?;
+    let desc = trace.desc.clone();
+    let env = |k: &str| desc.env.iter().find(|e| e.0 == k).map(|e| &e.1);
+    let pid = match env("vpid") {
+        Some(EnvValue::Int(p)) => *p,
+        _ => 1,
+    };
+    let procname = match env("procname") {
+        Some(EnvValue::Str(s)) => s.clone(),
+        _ => "traced process".into(),
+    };
+    let classes: Vec<(Kind, String, String, Option<usize>)> = desc
+        .events
+        .iter()
+        .map(|c| {
+            let (k, stem) = kind(&c.name);
+            let (cat, name) = stem.split_once(':').unwrap_or(("", stem));
+            let id = c.fields.iter().position(|f| f.name == "id");
+            (k, cat.to_string(), name.to_string(), id)
+        })
+        .collect();
+    let file = ringtrace::output::create_file(&a.output)
+        .map_err(|e| format!("{}: {e}", a.output.display()))?;
+    let mut out = BufWriter::with_capacity(1 << 16, file);
+    write!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
+    let mut sep = "";
+    let mut emit =
+        |out: &mut BufWriter<std::fs::File>, v: serde_json::Value| -> std::io::Result<()> {
+            out.write_all(sep.as_bytes())?;
+            serde_json::to_writer(&mut *out, &v)?;
+            out.write_all(b"\n")?;
+            sep = ",";
+            Ok(())
+        };
+    emit(
+        &mut out,
+        json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": procname}}),
+    )?;
+    let mut cpus = BTreeSet::new();
+    let mut first = None;
+    let mut errors = Vec::new();
+    let mut count = 0u64;
+    let pb = crate::read::spinner("exporting");
+    let mut merger = ctf::merge::Merger::new(&trace);
+    while let Some(item) = merger.next_ref() {
+        let item = match item {
+            Ok((_, i)) => i,
+            Err(e) => {
+                errors.push(e.to_string());
+                continue;
+            }
+        };
+        let ns = ringtrace::pretty::epoch_ns(&desc.clock, item.ts());
+        let f = *first.get_or_insert(ns);
+        let ts = (ns - f) as f64 / 1000.0;
+        let cpu = match item {
+            ItemRef::Event(e) => e.cpu,
+            ItemRef::Discarded { cpu, .. } => cpu,
+        };
+        if cpus.insert(cpu) {
+            emit(
+                &mut out,
+                json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": cpu, "args": {"name": format!("cpu {cpu}")}}),
+            )?;
+        }
+        let v = match item {
+            ItemRef::Discarded {
+                events, packets, ..
+            } => json!({
+                "ph": "i", "s": "t", "name": "events lost", "cat": "ringtrace", "pid": pid, "tid": cpu, "ts": ts,
+                "args": {"discarded events": events, "missing packets": packets}
+            }),
+            ItemRef::Event(e) => {
+                let (k, cat, name, id) = &classes[e.class];
+                let class = &desc.events[e.class];
+                let mut args = Map::new();
+                for (fd, v) in class.fields.iter().zip(e.values) {
+                    args.insert(fd.name.clone(), json_value(v));
+                }
+                let mut ev = json!({"name": name, "cat": cat, "pid": pid, "tid": cpu, "ts": ts, "args": args});
+                let o = ev.as_object_mut().expect("an object");
+                match (k, id.map(|i| &e.values[i])) {
+                    (Kind::Instant, _) => {
+                        o.insert("ph".into(), json!("i"));
+                        o.insert("s".into(), json!("t"));
+                        o.insert(
+                            "name".into(),
+                            json!(class
+                                .name
+                                .split_once(':')
+                                .map_or(class.name.as_str(), |x| x.1)),
+                        );
+                    }
+                    (Kind::Begin | Kind::End, Some(idv)) => {
+                        o.insert(
+                            "ph".into(),
+                            json!(if *k == Kind::Begin { "b" } else { "e" }),
+                        );
+                        o.insert("id".into(), json!(format!("{}", json_value(idv))));
+                    }
+                    (Kind::Begin, None) => {
+                        o.insert("ph".into(), json!("B"));
+                    }
+                    (Kind::End, None) => {
+                        o.insert("ph".into(), json!("E"));
+                    }
+                }
+                ev
+            }
+        };
+        emit(&mut out, v)?;
+        count += 1;
+        if count.is_multiple_of(65536) {
+            pb.inc(65536);
+        }
+    }
+    pb.finish_and_clear();
+    write!(out, "]}}")?;
+    out.flush()?;
+    eprintln!("{count} events written to {}", a.output.display());
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the trace is damaged; events before the damage were exported:\n  {}",
+            errors.join("\n  ")
+        )
+        .into())
+    }
+}

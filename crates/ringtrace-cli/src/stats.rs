@@ -1,0 +1,154 @@
+//! `ringtrace stats`: per stream (events, discarded, packets, time span,
+//! rate), per event class counts, total size and bytes per event.
+
+use std::path::Path;
+
+use ctf::read::ItemRef;
+
+#[derive(Default)]
+struct StreamStats {
+    events: u64,
+    discarded: u64,
+    packets: u64,
+    first: Option<u64>,
+    last: u64,
+    bytes: u64,
+}
+
+/// Runs `stats`.
+pub fn run(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let trace = crate::read::open(dir)?;
+    let desc = trace.desc.clone();
+    let freq = desc.clock.freq.max(1) as f64;
+    let mut per_class = vec![0u64; desc.events.len()];
+    let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    let pb = crate::read::spinner("reading");
+    for k in 0..trace.streams.len() {
+        let path = &trace.streams[k];
+        let mut st = StreamStats {
+            bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            ..Default::default()
+        };
+        let mut s = match trace.stream(k) {
+            Ok(s) => s,
+            Err(e) => {
+                errors.push(e.to_string());
+                continue;
+            }
+        };
+        let mut packet = None;
+        loop {
+            match s.advance() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    errors.push(e.to_string());
+                    break;
+                }
+            }
+            let pc = s.packet_context();
+            let key = (pc.stream_instance_id, pc.packet_seq_num, pc.timestamp_begin);
+            if packet != Some(key) {
+                packet = Some(key);
+                st.packets += 1;
+            }
+            match s.head() {
+                ItemRef::Event(e) => {
+                    st.events += 1;
+                    per_class[e.class] += 1;
+                    st.first.get_or_insert(e.ts);
+                    st.last = e.ts;
+                    if st.events.is_multiple_of(65536) {
+                        pb.inc(65536);
+                    }
+                }
+                ItemRef::Discarded { events, .. } => st.discarded += events,
+            }
+        }
+        rows.push((
+            path.file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string(),
+            st,
+        ));
+    }
+    pb.finish_and_clear();
+    println!("trace {}  (clock {} Hz)", dir.display(), desc.clock.freq);
+    println!();
+    println!(
+        "{:<24} {:>12} {:>10} {:>8} {:>12} {:>14} {:>12}",
+        "stream", "events", "discarded", "packets", "span (s)", "events/s", "bytes"
+    );
+    let (mut events, mut discarded, mut bytes) = (0u64, 0u64, 0u64);
+    for (name, s) in &rows {
+        let span = s.first.map_or(0.0, |f| (s.last - f) as f64 / freq);
+        let rate = if span > 0.0 {
+            s.events as f64 / span
+        } else {
+            0.0
+        };
+        println!(
+            "{:<24} {:>12} {:>10} {:>8} {:>12.6} {:>14.0} {:>12}",
+            name, s.events, s.discarded, s.packets, span, rate, s.bytes
+        );
+        events += s.events;
+        discarded += s.discarded;
+        bytes += s.bytes;
+    }
+    let meta = std::fs::metadata(dir.join("metadata"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let first = rows.iter().filter_map(|r| r.1.first).min();
+    let last = rows.iter().map(|r| r.1.last).max().unwrap_or(0);
+    let span = first.map_or(0.0, |f| (last.saturating_sub(f)) as f64 / freq);
+    println!(
+        "{:<24} {:>12} {:>10} {:>8} {:>12.6} {:>14.0} {:>12}",
+        "total",
+        events,
+        discarded,
+        rows.iter().map(|r| r.1.packets).sum::<u64>(),
+        span,
+        if span > 0.0 {
+            events as f64 / span
+        } else {
+            0.0
+        },
+        bytes
+    );
+    println!();
+    println!("{:<40} {:>12} {:>8}", "event", "count", "%");
+    let mut classes: Vec<(usize, u64)> = per_class
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|c| c.1 > 0)
+        .collect();
+    classes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (c, n) in classes {
+        println!(
+            "{:<40} {:>12} {:>7.2}%",
+            desc.events[c].name,
+            n,
+            100.0 * n as f64 / events.max(1) as f64
+        );
+    }
+    println!();
+    println!("{:<24} {:>12}", "stream bytes", bytes);
+    println!("{:<24} {:>12}", "metadata bytes", meta);
+    println!(
+        "{:<24} {:>12.1}",
+        "bytes per event",
+        (bytes + meta) as f64 / events.max(1) as f64
+    );
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the trace is damaged; counts above stop at the damage:\n  {}",
+            errors.join("\n  ")
+        )
+        .into())
+    }
+}

@@ -1,0 +1,240 @@
+//! `ringtrace view`: events merged by time, one per line — wall-clock time,
+//! delta since the previous line, CPU, provider:event, fields — and a line
+//! for each gap of discarded events. Streams the trace: memory does not
+//! grow with its size. On damage it prints everything before it, then the
+//! error, and fails.
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use ctf::read::ItemRef;
+use ringtrace::pretty;
+
+/// Arguments of `view`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Times: +SECONDS (from the first event, e.g. +1.5) or HH:MM:SS[.fraction] (UTC).\n\
+                        Examples:\n  ringtrace view /tmp/t --events 'myapp:request_*' --cpu 1\n  \
+                        ringtrace view /tmp/t --begin +0.5 --end +0.6 --limit 100"
+)]
+pub struct Args {
+    /// Trace directory.
+    dir: PathBuf,
+    /// Only events matching this pattern (`provider:event`, `*` wildcards); repeatable.
+    #[arg(long = "events", short = 'e')]
+    events: Vec<String>,
+    /// Only this CPU (buffer) number.
+    #[arg(long)]
+    cpu: Option<u32>,
+    /// Start at this time.
+    #[arg(long)]
+    begin: Option<String>,
+    /// Stop after this time.
+    #[arg(long)]
+    end: Option<String>,
+    /// Print at most this many events.
+    #[arg(long)]
+    limit: Option<u64>,
+}
+
+/// A time bound, resolved against the first event once it is known.
+#[derive(Debug, Clone, Copy)]
+enum TimeSpec {
+    /// Nanoseconds after the first event.
+    Relative(i128),
+    /// Nanoseconds since midnight UTC.
+    WallClock(i128),
+}
+
+fn parse_time(s: &str) -> Result<TimeSpec, String> {
+    let bad = || format!("bad time '{s}': use +SECONDS (e.g. +1.5) or HH:MM:SS[.fraction]");
+    let secs = |t: &str| -> Result<i128, String> {
+        let (i, f) = t.split_once('.').unwrap_or((t, ""));
+        if i.is_empty() && f.is_empty() || f.len() > 9 || !f.bytes().all(|c| c.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let i: i128 = if i.is_empty() {
+            0
+        } else {
+            i.parse().map_err(|_| bad())?
+        };
+        let f: i128 = if f.is_empty() {
+            0
+        } else {
+            format!("{f:0<9}").parse().map_err(|_| bad())?
+        };
+        Ok(i * 1_000_000_000 + f)
+    };
+    if let Some(r) = s.strip_prefix('+') {
+        return Ok(TimeSpec::Relative(secs(r)?));
+    }
+    let parts: Vec<&str> = s.split(':').collect();
+    match parts.as_slice() {
+        [h, m, sec] => {
+            let h: i128 = h.parse().map_err(|_| bad())?;
+            let m: i128 = m.parse().map_err(|_| bad())?;
+            if h > 23 || m > 59 {
+                return Err(bad());
+            }
+            Ok(TimeSpec::WallClock(
+                (h * 3600 + m * 60) * 1_000_000_000 + secs(sec)?,
+            ))
+        }
+        [r] => Ok(TimeSpec::Relative(secs(r)?)),
+        _ => Err(bad()),
+    }
+}
+
+/// Resolves a bound to nanoseconds since the epoch, `first` being the first
+/// event's epoch time.
+fn resolve(t: TimeSpec, first: i128) -> i128 {
+    const DAY: i128 = 86_400 * 1_000_000_000;
+    match t {
+        TimeSpec::Relative(ns) => first + ns,
+        TimeSpec::WallClock(ns) => first - first.rem_euclid(DAY) + ns,
+    }
+}
+
+/// Runs `view`.
+pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let trace = crate::read::open(&a.dir)?;
+    let desc = trace.desc.clone();
+    let wanted: Vec<bool> = desc
+        .events
+        .iter()
+        .map(|c| {
+            a.events.is_empty()
+                || a.events
+                    .iter()
+                    .any(|p| ringtrace::pattern::matches(p, &c.name))
+        })
+        .collect();
+    for p in &a.events {
+        if !desc
+            .events
+            .iter()
+            .any(|c| ringtrace::pattern::matches(p, &c.name))
+        {
+            let mut names: Vec<&str> = desc.events.iter().map(|c| c.name.as_str()).collect();
+            names.sort();
+            names.dedup();
+            return Err(format!(
+                "no event in {} matches '{p}' (events: {})",
+                a.dir.display(),
+                names.join(", ")
+            )
+            .into());
+        }
+    }
+    let begin = a.begin.as_deref().map(parse_time).transpose()?;
+    let end = a.end.as_deref().map(parse_time).transpose()?;
+    let mut merger = ctf::merge::Merger::new(&trace);
+    let out = std::io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, out.lock());
+    let (mut first, mut prev, mut shown) = (None::<i128>, None::<u64>, 0u64);
+    let mut errors = Vec::new();
+    let clock = &desc.clock;
+    let mut line = |s: &str| -> Result<bool, std::io::Error> {
+        match writeln!(out, "{s}") {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+            Err(e) => Err(e),
+        }
+    };
+    while let Some(item) = merger.next_ref() {
+        let (_, item) = match item {
+            Ok(x) => x,
+            Err(e) => {
+                errors.push(e.to_string());
+                continue;
+            }
+        };
+        let t = pretty::epoch_ns(clock, item.ts());
+        let f = *first.get_or_insert(t);
+        if let Some(b) = begin {
+            if t < resolve(b, f) {
+                continue;
+            }
+        }
+        if let Some(e) = end {
+            if t > resolve(e, f) {
+                break;
+            }
+        }
+        let text = match item {
+            ItemRef::Event(e) => {
+                if !wanted[e.class] || a.cpu.is_some_and(|c| c != e.cpu) {
+                    continue;
+                }
+                let s =
+                    pretty::event_line(clock, &desc.events[e.class], e.ts, prev, e.cpu, e.values);
+                prev = Some(e.ts);
+                shown += 1;
+                s
+            }
+            ItemRef::Discarded {
+                events,
+                packets,
+                ts,
+                cpu,
+            } => {
+                if a.cpu.is_some_and(|c| c != cpu) {
+                    continue;
+                }
+                format!(
+                    "{} [lost on cpu {cpu}: {events} events discarded, {packets} packets missing]",
+                    pretty::wall_time(pretty::epoch_ns(clock, ts))
+                )
+            }
+        };
+        if !line(&text)? {
+            return Ok(());
+        }
+        if a.limit.is_some_and(|l| shown >= l) {
+            break;
+        }
+    }
+    match out.flush() {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the trace is damaged; everything before the damage was printed:\n  {}",
+            errors.join("\n  ")
+        )
+        .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert!(matches!(
+            parse_time("+1.5"),
+            Ok(TimeSpec::Relative(1_500_000_000))
+        ));
+        assert!(matches!(
+            parse_time("0.000000001"),
+            Ok(TimeSpec::Relative(1))
+        ));
+        assert!(matches!(
+            parse_time("01:02:03.5"),
+            Ok(TimeSpec::WallClock(3_723_500_000_000))
+        ));
+        assert!(parse_time("25:00:00").is_err());
+        assert!(parse_time("+").is_err());
+        assert!(parse_time("1.2.3").is_err());
+        assert!(parse_time("+1.0000000001").is_err());
+        let first = 86_400 * 1_000_000_000 * 3 + 5;
+        assert_eq!(
+            resolve(TimeSpec::WallClock(7), first),
+            86_400 * 1_000_000_000 * 3 + 7
+        );
+    }
+}

@@ -1,0 +1,343 @@
+//! The control protocol: small versioned messages with bounded size.
+//!
+//! A frame is a 4-byte little-endian length, then that many bytes of UTF-8.
+//! A request's text is lines: `ringtrace-ctl 1`, the command, then its
+//! arguments, one per line (so paths and patterns may hold spaces). A reply
+//! is `ok` or `error` on the first line, then the body.
+//!
+//! ```text
+//! ringtrace-ctl 1\nenable\nmysession\nmyapp:*\ninfo\n-
+//! ```
+
+use std::io::{Read, Write};
+
+use crate::level::Level;
+
+/// First line of every request.
+pub const MAGIC: &str = "ringtrace-ctl 1";
+/// Largest request accepted.
+pub const MAX_REQUEST: usize = 4096;
+/// Largest reply accepted by the client.
+pub const MAX_REPLY: usize = 1 << 20;
+
+/// A command for a traced process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// List the sessions.
+    Sessions,
+    /// Enable events matching `pattern` at `level` or more severe.
+    Enable {
+        /// Session name.
+        session: String,
+        /// Event pattern.
+        pattern: String,
+        /// Level threshold.
+        level: Level,
+        /// Channel (`None`: all).
+        channel: Option<String>,
+    },
+    /// Disable events matching `pattern`.
+    Disable {
+        /// Session name.
+        session: String,
+        /// Event pattern.
+        pattern: String,
+        /// Channel (`None`: all).
+        channel: Option<String>,
+    },
+    /// Start recording.
+    Start {
+        /// Session name.
+        session: String,
+    },
+    /// Stop recording (the trace is complete when the reply comes).
+    Stop {
+        /// Session name.
+        session: String,
+    },
+    /// Switch and write what is ready.
+    Flush {
+        /// Session name.
+        session: String,
+    },
+    /// Write a flight-recorder snapshot to `dir`.
+    Snapshot {
+        /// Session name.
+        session: String,
+        /// Absolute target directory.
+        dir: String,
+    },
+    /// Counters of every buffer.
+    Stats {
+        /// Session name.
+        session: String,
+    },
+}
+
+/// A request that could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtoError {
+    /// Larger than the limit.
+    #[error("message of {0} bytes exceeds the limit of {1} bytes")]
+    TooBig(usize, usize),
+    /// Not UTF-8.
+    #[error("message is not UTF-8 (byte {0})")]
+    NotUtf8(usize),
+    /// Wrong first line.
+    #[error("unsupported protocol (expected '{MAGIC}', got '{0}')")]
+    Version(String),
+    /// Unknown command or wrong arguments.
+    #[error("{0}")]
+    Bad(String),
+}
+
+fn opt(s: &str) -> Option<String> {
+    (s != "-").then(|| s.to_string())
+}
+
+impl Request {
+    /// The request's text.
+    pub fn encode(&self) -> String {
+        let mut f: Vec<&str> = vec![MAGIC];
+        let level;
+        match self {
+            Request::Sessions => f.push("sessions"),
+            Request::Enable {
+                session,
+                pattern,
+                level: l,
+                channel,
+            } => {
+                level = l.name();
+                f.extend([
+                    "enable",
+                    session,
+                    pattern,
+                    level,
+                    channel.as_deref().unwrap_or("-"),
+                ]);
+            }
+            Request::Disable {
+                session,
+                pattern,
+                channel,
+            } => f.extend([
+                "disable",
+                session,
+                pattern,
+                channel.as_deref().unwrap_or("-"),
+            ]),
+            Request::Start { session } => f.extend(["start", session]),
+            Request::Stop { session } => f.extend(["stop", session]),
+            Request::Flush { session } => f.extend(["flush", session]),
+            Request::Snapshot { session, dir } => f.extend(["snapshot", session, dir]),
+            Request::Stats { session } => f.extend(["stats", session]),
+        }
+        f.join("\n")
+    }
+
+    /// Decodes a request's bytes; every malformed input is an error, never a
+    /// panic.
+    pub fn decode(b: &[u8]) -> Result<Request, ProtoError> {
+        if b.len() > MAX_REQUEST {
+            return Err(ProtoError::TooBig(b.len(), MAX_REQUEST));
+        }
+        let s = std::str::from_utf8(b).map_err(|e| ProtoError::NotUtf8(e.valid_up_to()))?;
+        let mut lines = s.split('\n');
+        let first = lines.next().unwrap_or("");
+        if first != MAGIC {
+            return Err(ProtoError::Version(first.chars().take(40).collect()));
+        }
+        let cmd = lines.next().unwrap_or("");
+        let args: Vec<&str> = lines.collect();
+        let want = |n: usize| {
+            if args.len() == n && args.iter().all(|a| !a.is_empty()) {
+                Ok(())
+            } else {
+                Err(ProtoError::Bad(format!(
+                    "'{cmd}' takes {n} non-empty arguments, got {}",
+                    args.len()
+                )))
+            }
+        };
+        let session = || args[0].to_string();
+        Ok(match cmd {
+            "sessions" => {
+                want(0)?;
+                Request::Sessions
+            }
+            "enable" => {
+                want(4)?;
+                Request::Enable {
+                    session: session(),
+                    pattern: args[1].into(),
+                    level: args[2].parse().map_err(|e: crate::UnknownLevel| ProtoError::Bad(e.to_string()))?,
+                    channel: opt(args[3]),
+                }
+            }
+            "disable" => {
+                want(3)?;
+                Request::Disable {
+                    session: session(),
+                    pattern: args[1].into(),
+                    channel: opt(args[2]),
+                }
+            }
+            "start" | "stop" | "flush" | "stats" => {
+                want(1)?;
+                let session = session();
+                match cmd {
+                    "start" => Request::Start { session },
+                    "stop" => Request::Stop { session },
+                    "flush" => Request::Flush { session },
+                    _ => Request::Stats { session },
+                }
+            }
+            "snapshot" => {
+                want(2)?;
+                if !args[1].starts_with('/') {
+                    return Err(ProtoError::Bad(format!(
+                        "snapshot directory '{}' must be an absolute path",
+                        args[1]
+                    )));
+                }
+                Request::Snapshot {
+                    session: session(),
+                    dir: args[1].into(),
+                }
+            }
+            other => {
+                return Err(ProtoError::Bad(format!(
+                    "unknown command '{}' (sessions, enable, disable, start, stop, flush, snapshot, stats)",
+                    other.chars().take(40).collect::<String>()
+                )))
+            }
+        })
+    }
+}
+
+/// A reply: success with a body, or an error message.
+pub type Reply = Result<String, String>;
+
+/// The reply's text.
+pub fn encode_reply(r: &Reply) -> String {
+    match r {
+        Ok(body) => format!("ok\n{body}"),
+        Err(msg) => format!("error\n{msg}"),
+    }
+}
+
+/// Decodes a reply's text.
+pub fn decode_reply(b: &[u8]) -> Result<Reply, ProtoError> {
+    let s = std::str::from_utf8(b).map_err(|e| ProtoError::NotUtf8(e.valid_up_to()))?;
+    match s.split_once('\n').unwrap_or((s, "")) {
+        ("ok", body) => Ok(Ok(body.to_string())),
+        ("error", msg) => Ok(Err(msg.to_string())),
+        (other, _) => Err(ProtoError::Bad(format!(
+            "reply starts with '{}'",
+            other.chars().take(40).collect::<String>()
+        ))),
+    }
+}
+
+/// Writes one frame.
+pub fn write_frame(w: &mut impl Write, payload: &[u8]) -> std::io::Result<()> {
+    let n = u32::try_from(payload.len()).map_err(|_| std::io::Error::other("frame too large"))?;
+    w.write_all(&n.to_le_bytes())?;
+    w.write_all(payload)?;
+    w.flush()
+}
+
+/// Reads one frame of at most `max` bytes; a larger announced length is an
+/// error before anything else is read.
+pub fn read_frame(r: &mut impl Read, max: usize) -> Result<Vec<u8>, FrameError> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len).map_err(FrameError::Io)?;
+    let n = u32::from_le_bytes(len) as usize;
+    if n > max {
+        return Err(FrameError::Proto(ProtoError::TooBig(n, max)));
+    }
+    let mut b = vec![0u8; n];
+    r.read_exact(&mut b).map_err(FrameError::Io)?;
+    Ok(b)
+}
+
+/// Why a frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The connection failed or closed early.
+    #[error("{0}")]
+    Io(std::io::Error),
+    /// The frame is malformed.
+    #[error("{0}")]
+    Proto(ProtoError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_request_round_trips() {
+        let reqs = [
+            Request::Sessions,
+            Request::Enable {
+                session: "s 1".into(),
+                pattern: "my app:*".into(),
+                level: Level::Warning,
+                channel: Some("c".into()),
+            },
+            Request::Disable {
+                session: "s".into(),
+                pattern: "*".into(),
+                channel: None,
+            },
+            Request::Start {
+                session: "s".into(),
+            },
+            Request::Stop {
+                session: "s".into(),
+            },
+            Request::Flush {
+                session: "s".into(),
+            },
+            Request::Snapshot {
+                session: "s".into(),
+                dir: "/tmp/a dir".into(),
+            },
+            Request::Stats {
+                session: "s".into(),
+            },
+        ];
+        for r in reqs {
+            assert_eq!(Request::decode(r.encode().as_bytes()).unwrap(), r);
+        }
+    }
+
+    #[test]
+    fn malformed_requests_are_errors() {
+        let e = |b: &[u8]| Request::decode(b).unwrap_err().to_string();
+        assert!(e(b"hello").contains("unsupported protocol"));
+        assert!(e(b"ringtrace-ctl 1\nfrobnicate").contains("unknown command 'frobnicate'"));
+        assert!(e(b"ringtrace-ctl 1\nstart").contains("takes 1 non-empty arguments, got 0"));
+        assert!(e(b"ringtrace-ctl 1\nstart\n").contains("takes 1 non-empty"));
+        assert!(e(b"ringtrace-ctl 1\nsnapshot\ns\nrel/dir").contains("absolute path"));
+        assert!(e(b"ringtrace-ctl 1\nenable\ns\n*\nloud\n-").contains("unknown log level"));
+        assert!(e(&[0xff, 0xfe]).contains("not UTF-8"));
+        assert!(e(&vec![b'a'; MAX_REQUEST + 1]).contains("exceeds the limit"));
+    }
+
+    #[test]
+    fn frames_are_bounded() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, b"abc").unwrap();
+        assert_eq!(read_frame(&mut &buf[..], 16).unwrap(), b"abc");
+        let big = (1u32 << 30).to_le_bytes();
+        assert!(matches!(
+            read_frame(&mut &big[..], MAX_REQUEST),
+            Err(FrameError::Proto(ProtoError::TooBig(..)))
+        ));
+        assert_eq!(decode_reply(b"ok\nbody").unwrap(), Ok("body".to_string()));
+        assert_eq!(decode_reply(b"error\nbad").unwrap(), Err("bad".to_string()));
+    }
+}

@@ -1,0 +1,220 @@
+//! The listening thread of a traced process: one request per connection,
+//! answered only to the process's own user.
+
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use super::proto::{self, Reply, Request};
+use crate::session::Session;
+use crate::{control, Error};
+
+static SOCKET: OnceLock<Option<PathBuf>> = OnceLock::new();
+
+/// The variable that turns the control socket off (`RINGTRACE_CTL=0`).
+pub const DISABLE_VAR: &str = "RINGTRACE_CTL";
+
+/// Starts listening once (when the first session is created). Failures are
+/// printed; tracing goes on without live control.
+pub(crate) fn ensure_listening() {
+    SOCKET.get_or_init(|| {
+        if std::env::var(DISABLE_VAR).is_ok_and(|v| v == "0") {
+            return None;
+        }
+        match bind() {
+            Ok((path, l)) => {
+                let spawned = std::thread::Builder::new()
+                    .name("ringtrace-ctl".into())
+                    .spawn(move || serve(l));
+                if spawned.is_err() {
+                    let _ = std::fs::remove_file(&path);
+                    return None;
+                }
+                // SAFETY: `remove_socket` is an `extern "C" fn()` that never
+                // unwinds.
+                unsafe { libc::atexit(remove_socket) };
+                Some(path)
+            }
+            Err(e) => {
+                eprintln!("ringtrace: no control socket: {e}");
+                None
+            }
+        }
+    });
+}
+
+/// This process's control socket, if it listens.
+pub fn socket() -> Option<PathBuf> {
+    SOCKET.get().cloned().flatten()
+}
+
+fn bind() -> std::io::Result<(PathBuf, UnixListener)> {
+    let dir = super::socket_dir()?;
+    let path = super::socket_path(&dir, std::process::id());
+    // A socket left by an earlier process with our pid (the directory is
+    // ours alone).
+    let _ = std::fs::remove_file(&path);
+    let l = UnixListener::bind(&path)?;
+    Ok((path, l))
+}
+
+extern "C" fn remove_socket() {
+    if let Some(Some(p)) = SOCKET.get() {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+fn serve(l: UnixListener) {
+    for conn in l.incoming() {
+        match conn {
+            Ok(s) => handle(s),
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// The uid of the process at the other end.
+fn peer_uid(s: &UnixStream) -> Option<u32> {
+    use std::os::unix::io::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes given.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(cred.uid)
+}
+
+/// Serializes requests: they change sessions, which must not interleave.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn handle(mut s: UnixStream) {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+    // SAFETY: getuid cannot fail.
+    let me = unsafe { libc::getuid() };
+    let reply: Reply = match peer_uid(&s) {
+        Some(uid) if uid == me => match proto::read_frame(&mut s, proto::MAX_REQUEST) {
+            Ok(b) => match Request::decode(&b) {
+                Ok(req) => {
+                    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+                    execute(&req)
+                }
+                Err(e) => Err(format!("bad request: {e}")),
+            },
+            Err(proto::FrameError::Proto(e)) => Err(format!("bad request: {e}")),
+            Err(proto::FrameError::Io(_)) => return,
+        },
+        Some(uid) => Err(format!(
+            "permission denied: uid {uid} may not control a process of uid {me}"
+        )),
+        None => Err("permission denied: peer credentials unavailable".into()),
+    };
+    let _ = proto::write_frame(&mut s, proto::encode_reply(&reply).as_bytes());
+}
+
+fn find(name: &str) -> Result<Session, String> {
+    control::sessions()
+        .into_iter()
+        .find(|s| s.name == name)
+        .map(Session::borrowed)
+        .ok_or_else(|| {
+            let names: Vec<String> = control::sessions().iter().map(|s| s.name.clone()).collect();
+            format!("no session named '{name}' (sessions: {})", names.join(", "))
+        })
+}
+
+fn err(e: Error) -> String {
+    e.to_string()
+}
+
+/// Runs one request.
+pub fn execute(req: &Request) -> Reply {
+    match req {
+        Request::Sessions => {
+            let mut out = format!(
+                "{:<16} {:<15} {:<8} {:>12} {:>10}  {}\n",
+                "session", "mode", "state", "records", "lost", "output"
+            );
+            for st in control::sessions() {
+                let s = Session::borrowed(st);
+                let stats = s.stats();
+                out += &format!(
+                    "{:<16} {:<15} {:<8} {:>12} {:>10}  {}\n",
+                    s.name(),
+                    match s.mode() {
+                        crate::Mode::Discard => "discard",
+                        crate::Mode::FlightRecorder => "flight-recorder",
+                    },
+                    if s.is_active() { "active" } else { "stopped" },
+                    stats.records(),
+                    stats.lost(),
+                    s.output().map_or("-".into(), |p| p.display().to_string())
+                );
+            }
+            Ok(out)
+        }
+        Request::Enable {
+            session,
+            pattern,
+            level,
+            channel,
+        } => {
+            let s = find(session)?;
+            if !crate::desc::all_events()
+                .iter()
+                .any(|d| crate::pattern::matches(pattern, &d.full_name()))
+            {
+                return Err(format!(
+                    "no event of this process matches '{pattern}'; nothing changed"
+                ));
+            }
+            let n = s.enable(channel.as_deref(), pattern, *level).map_err(err)?;
+            Ok(format!("{n} call sites enabled\n"))
+        }
+        Request::Disable {
+            session,
+            pattern,
+            channel,
+        } => {
+            let s = find(session)?;
+            let n = s.disable(channel.as_deref(), pattern).map_err(err)?;
+            Ok(format!("{n} call sites disabled\n"))
+        }
+        Request::Start { session } => {
+            find(session)?.start();
+            Ok("started\n".into())
+        }
+        Request::Stop { session } => {
+            find(session)?.stop().map_err(err)?;
+            Ok("stopped; the trace is complete\n".into())
+        }
+        Request::Flush { session } => {
+            find(session)?.flush().map_err(err)?;
+            Ok("flushed\n".into())
+        }
+        Request::Snapshot { session, dir } => {
+            let info = find(session)?
+                .snapshot(std::path::Path::new(dir))
+                .map_err(err)?;
+            Ok(format!(
+                "{} packets, {} bytes in {}\n",
+                info.packets,
+                info.bytes,
+                info.dir.display()
+            ))
+        }
+        Request::Stats { session } => Ok(find(session)?.stats().table()),
+    }
+}
