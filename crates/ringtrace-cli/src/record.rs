@@ -93,14 +93,17 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         .map(|m| m.len())
         .sum();
     println!();
-    println!("{:<20} {}", "program", status);
-    println!("{:<20} {}", "trace", dir.display());
-    println!("{:<20} {:>14}", "events", events);
-    println!("{:<20} {:>14}", "discarded", discarded);
-    println!("{:<20} {:>14}", "bytes", bytes);
     println!(
-        "{:<20} {:>14.1}",
-        "bytes per event",
+        "ringtrace record: {} {status}, trace in {}",
+        a.command[0],
+        dir.display()
+    );
+    println!("{:<24} {:>14}", "trace events", events);
+    println!("{:<24} {:>14}", "trace discarded events", discarded);
+    println!("{:<24} {:>14}", "trace bytes", bytes);
+    println!(
+        "{:<24} {:>14.1}",
+        "trace bytes per event",
         bytes as f64 / events.max(1) as f64
     );
     if !errors.is_empty() {

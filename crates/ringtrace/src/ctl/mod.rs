@@ -21,7 +21,11 @@ pub fn socket_dir() -> std::io::Result<PathBuf> {
         Some(x) if !x.is_empty() => Path::new(&x).join("ringtrace"),
         _ => PathBuf::from(format!("/tmp/ringtrace-{uid}")),
     };
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+    {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
@@ -94,8 +98,17 @@ pub fn request(socket: &Path, req: &proto::Request) -> Result<proto::Reply, Stri
     let t = Some(std::time::Duration::from_secs(30));
     let _ = s.set_read_timeout(t);
     let _ = s.set_write_timeout(t);
-    proto::write_frame(&mut s, req.encode().as_bytes()).map_err(|e| format!("sending: {e}"))?;
-    let b = proto::read_frame(&mut s, proto::MAX_REPLY)
-        .map_err(|e| format!("reading the reply: {e}"))?;
+    // A process that refuses the peer replies without reading: the write
+    // may fail while its reply is waiting to be read.
+    let sent = proto::write_frame(&mut s, req.encode().as_bytes());
+    let b = match proto::read_frame(&mut s, proto::MAX_REPLY) {
+        Ok(b) => b,
+        Err(e) => {
+            return Err(match sent {
+                Err(se) => format!("sending: {se}"),
+                Ok(()) => format!("reading the reply: {e}"),
+            })
+        }
+    };
     proto::decode_reply(&b).map_err(|e| format!("reply: {e}"))
 }

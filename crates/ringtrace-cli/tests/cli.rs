@@ -1,0 +1,586 @@
+//! The `ringtrace` command end to end: every subcommand, and bad input — a
+//! missing directory, a truncated stream file, corrupt metadata, an unknown
+//! event pattern — each a clear message and a non-zero exit, never a panic.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+
+fn bin() -> Command {
+    Command::cargo_bin("ringtrace").unwrap()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ringtrace-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+struct Out {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Out {
+    let o = bin().args(args).output().unwrap();
+    let out = Out {
+        ok: o.status.success(),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+    };
+    assert!(!out.stderr.contains("panicked"), "panic: {}", out.stderr);
+    out
+}
+
+/// One demo trace shared by the reading tests.
+fn demo_trace() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = tmp("demo");
+        let o = run(&[
+            "demo",
+            "-o",
+            d.to_str().unwrap(),
+            "--seconds",
+            "0.3",
+            "--show",
+            "5",
+        ]);
+        assert!(o.ok, "{}", o.stderr);
+        assert!(o.stdout.contains("events recorded"), "{}", o.stdout);
+        assert!(o.stdout.contains("first 5 events"), "{}", o.stdout);
+        d
+    })
+}
+
+/// Events in a trace, counted by our reader.
+fn count_events(dir: &Path) -> u64 {
+    let t = ctf::read::Trace::open(dir).unwrap();
+    ctf::merge::Merger::new(&t)
+        .filter(|i| matches!(i, Ok((_, ctf::read::Item::Event(_)))))
+        .count() as u64
+}
+
+fn copy_trace(from: &Path, name: &str) -> PathBuf {
+    let to = tmp(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+    to
+}
+
+#[test]
+fn view_prints_one_line_per_event_with_filters() {
+    let d = demo_trace().to_str().unwrap();
+    let all = run(&["view", d]);
+    assert!(all.ok, "{}", all.stderr);
+    assert_eq!(
+        all.stdout.lines().count() as u64,
+        count_events(demo_trace())
+    );
+    let o = run(&["view", d, "--limit", "10"]);
+    assert_eq!(o.stdout.lines().count(), 10);
+    let o = run(&[
+        "view",
+        d,
+        "--events",
+        "demo:enqueue",
+        "--cpu",
+        "0",
+        "--limit",
+        "50",
+    ]);
+    assert!(o.ok);
+    assert!(
+        o.stdout
+            .lines()
+            .all(|l| l.contains("demo:enqueue") && l.contains(" cpu 0 ")),
+        "{}",
+        o.stdout
+    );
+    // Lines: time, delta, cpu, name, fields.
+    let l = o.stdout.lines().next().unwrap();
+    assert!(
+        l.contains("(+0.000000000) cpu 0   demo:enqueue") && l.contains("id = "),
+        "{l}"
+    );
+    let o = run(&["view", d, "--begin", "+0.1", "--end", "+0.1001"]);
+    assert!(o.ok && !o.stdout.is_empty() && o.stdout.lines().count() < 10_000);
+}
+
+#[test]
+fn view_refuses_bad_input_clearly() {
+    let d = demo_trace().to_str().unwrap();
+    let o = run(&["view", d, "--events", "nosuch:*"]);
+    assert!(!o.ok);
+    assert!(
+        o.stderr.contains("no event in")
+            && o.stderr.contains("matches 'nosuch:*'")
+            && o.stderr.contains("demo:enqueue"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&["view", "/nonexistent/trace"]);
+    assert!(
+        !o.ok && o.stderr.contains("/nonexistent/trace: no such directory"),
+        "{}",
+        o.stderr
+    );
+    let empty = tmp("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = run(&["view", empty.to_str().unwrap()]);
+    assert!(
+        !o.ok && o.stderr.contains("not a CTF trace (no metadata file)"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&["view", d, "--begin", "yesterday"]);
+    assert!(
+        !o.ok && o.stderr.contains("bad time 'yesterday'"),
+        "{}",
+        o.stderr
+    );
+
+    // Corrupt metadata: the error names the file, line and column.
+    let bad = copy_trace(demo_trace(), "badmeta");
+    let m = std::fs::read_to_string(bad.join("metadata")).unwrap();
+    std::fs::write(
+        bad.join("metadata"),
+        m.replacen("trace {", "trace { garbage ;;", 1),
+    )
+    .unwrap();
+    for cmd in ["view", "stats", "export"] {
+        let mut args = vec![cmd, bad.to_str().unwrap()];
+        if cmd == "export" {
+            args.extend(["-o", "/tmp/never.json"]);
+        }
+        let o = run(&args);
+        assert!(!o.ok, "{cmd}");
+        assert!(
+            o.stderr.contains("metadata") && o.stderr.contains("line "),
+            "{cmd}: {}",
+            o.stderr
+        );
+    }
+
+    // A truncated stream file: everything before the damage is printed,
+    // then the error naming the file and offset, and a failure status.
+    let cut = copy_trace(demo_trace(), "truncated");
+    let victim = cut.join("demo_0");
+    let len = std::fs::metadata(&victim).unwrap().len();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&victim)
+        .unwrap();
+    f.set_len(len / 2 + 3).unwrap();
+    let o = run(&["view", cut.to_str().unwrap()]);
+    assert!(!o.ok);
+    assert!(
+        o.stderr
+            .contains("everything before the damage was printed"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("demo_0"), "{}", o.stderr);
+    let printed = o.stdout.lines().count() as u64;
+    assert!(
+        printed > 0 && printed < count_events(demo_trace()),
+        "{printed}"
+    );
+    let o = run(&["stats", cut.to_str().unwrap()]);
+    assert!(!o.ok && o.stderr.contains("damaged"), "{}", o.stderr);
+}
+
+#[test]
+fn stats_counts_streams_and_classes() {
+    let o = run(&["stats", demo_trace().to_str().unwrap()]);
+    assert!(o.ok, "{}", o.stderr);
+    let total_line = o.stdout.lines().find(|l| l.starts_with("total")).unwrap();
+    let events: u64 = total_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(events, count_events(demo_trace()));
+    for w in [
+        "demo:enqueue",
+        "demo:request_begin",
+        "bytes per event",
+        "events/s",
+    ] {
+        assert!(o.stdout.contains(w), "{w}: {}", o.stdout);
+    }
+}
+
+#[test]
+fn chrome_json_export_is_valid_and_pairs_begin_end() {
+    let out = tmp("export.json");
+    let o = run(&[
+        "export",
+        demo_trace().to_str().unwrap(),
+        "--format",
+        "chrome-json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.ok, "{}", o.stderr);
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // A real consumer: Python's json module, then structural checks.
+    let script = r#"
+import json, sys, collections
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+assert d["displayTimeUnit"] == "ns"
+phases = collections.Counter(e["ph"] for e in ev)
+open_ = {}
+for e in ev:
+    assert "pid" in e and "name" in e, e
+    if e["ph"] == "M":
+        continue
+    assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0, e
+    assert "tid" in e and isinstance(e["args"], dict), e
+    if e["ph"] == "b":
+        open_[(e["cat"], e["name"], e["id"])] = e["ts"]
+    if e["ph"] == "e":
+        k = (e["cat"], e["name"], e["id"])
+        assert k in open_ and open_.pop(k) <= e["ts"], e
+    if e["ph"] == "i":
+        assert e["s"] == "t"
+print(sum(1 for e in ev if e["ph"] != "M"), phases["b"], phases["e"], len(open_))
+"#;
+    let py = Command::new("python3")
+        .args(["-c", script, out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let s = String::from_utf8(py.stdout).unwrap();
+    let nums: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    assert_eq!(nums[0], count_events(demo_trace()), "every event exported");
+    assert!(
+        nums[1] > 0 && nums[1] == nums[2] + nums[3],
+        "request_begin/end pairs: {s}"
+    );
+}
+
+#[test]
+fn record_runs_a_traced_program_and_summarizes() {
+    let d = tmp("record");
+    let inner = tmp("record-inner");
+    let me = assert_cmd::cargo::cargo_bin("ringtrace");
+    // The ringtrace binary itself is a program built with ringtrace.
+    let o = run(&[
+        "record",
+        "-o",
+        d.to_str().unwrap(),
+        "--events",
+        "demo:request_*",
+        "--",
+        me.to_str().unwrap(),
+        "demo",
+        "-o",
+        inner.to_str().unwrap(),
+        "--seconds",
+        "0.2",
+        "--show",
+        "0",
+    ]);
+    assert!(o.ok, "{}", o.stderr);
+    let events: u64 = o
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("trace events"))
+        .unwrap()
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(events > 0);
+    assert_eq!(events, count_events(&d));
+    let t = ctf::read::Trace::open(&d).unwrap();
+    for i in ctf::merge::Merger::new(&t) {
+        if let ctf::read::Item::Event(e) = i.unwrap().1 {
+            assert!(t.desc.events[e.class].name.starts_with("demo:request_"));
+        }
+    }
+    let o = run(&[
+        "record",
+        "-o",
+        tmp("record-none").to_str().unwrap(),
+        "--",
+        "/bin/true",
+    ]);
+    assert!(
+        !o.ok && o.stderr.contains("is '/bin/true' built with ringtrace?"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&["record", "-o", "/tmp/x", "--", "/nonexistent/program"]);
+    assert!(
+        !o.ok && o.stderr.contains("cannot run '/nonexistent/program'"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// A running demo process with its pid, killed on drop.
+struct Traced(std::process::Child);
+
+impl Drop for Traced {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_for_socket(pid: u32, list_env: &[(&str, &str)]) {
+    let t = Instant::now();
+    loop {
+        let o = bin()
+            .args(["ctl", "list"])
+            .envs(list_env.iter().copied())
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(&pid.to_string()))
+        {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "process {pid} never listed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn ctl_controls_a_running_process_and_survives_bad_requests() {
+    let d = tmp("ctl");
+    let child = bin()
+        .args([
+            "demo",
+            "-o",
+            d.to_str().unwrap(),
+            "--seconds",
+            "20",
+            "--show",
+            "0",
+            "--mode",
+            "flight-recorder",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let traced = Traced(child);
+    wait_for_socket(pid, &[]);
+    let p = pid.to_string();
+    let o = run(&["ctl", &p, "sessions"]);
+    assert!(
+        o.ok && o.stdout.contains("demo")
+            && o.stdout.contains("flight-recorder")
+            && o.stdout.contains("active"),
+        "{}{}",
+        o.stdout,
+        o.stderr
+    );
+    let o = run(&["ctl", &p, "stats", "demo"]);
+    assert!(o.ok && o.stdout.contains("records"), "{}", o.stdout);
+    let o = run(&["ctl", &p, "enable", "demo", "nosuch:*"]);
+    assert!(
+        !o.ok
+            && o.stderr
+                .contains("no event of this process matches 'nosuch:*'"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&["ctl", &p, "stop", "nosession"]);
+    assert!(
+        !o.ok
+            && o.stderr
+                .contains("no session named 'nosession' (sessions: demo)"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&["ctl", &p, "disable", "demo", "demo:timer_tick"]);
+    assert!(o.ok, "{}", o.stderr);
+
+    // Malformed and oversized requests get an error reply; the process
+    // keeps tracing.
+    let sock = ringtrace::ctl::socket_path(&ringtrace::ctl::socket_dir().unwrap(), pid);
+    for frame in [
+        {
+            let mut f = 5u32.to_le_bytes().to_vec();
+            f.extend(b"hello");
+            f
+        },
+        (1u32 << 31).to_le_bytes().to_vec(),
+        {
+            let mut f = 3u32.to_le_bytes().to_vec();
+            f.extend([0xff, 0xfe, 0xfd]);
+            f
+        },
+    ] {
+        use std::io::{Read, Write};
+        let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+        s.write_all(&frame).unwrap();
+        let mut reply = Vec::new();
+        s.read_to_end(&mut reply).unwrap();
+        let text = String::from_utf8_lossy(&reply[4..]);
+        assert!(text.starts_with("error\nbad request"), "{text}");
+    }
+    let o = run(&[
+        "ctl",
+        &p,
+        "snapshot",
+        "demo",
+        "-o",
+        tmp("ctl-snap").to_str().unwrap(),
+    ]);
+    assert!(o.ok && o.stdout.contains("packets"), "{}", o.stderr);
+    assert!(count_events(&tmp_path("ctl-snap")) > 0);
+    let o = run(&["ctl", &p, "stop", "demo"]);
+    assert!(o.ok && o.stdout.contains("stopped"), "{}", o.stderr);
+    let o = run(&["ctl", &p, "sessions"]);
+    assert!(o.ok && o.stdout.contains("stopped"), "{}", o.stdout);
+    drop(traced);
+    let o = run(&["ctl", "999999999", "sessions"]);
+    assert!(
+        !o.ok && o.stderr.contains("has no control socket"),
+        "{}",
+        o.stderr
+    );
+}
+
+fn tmp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("ringtrace-cli-{}-{name}", std::process::id()))
+}
+
+/// Other users are refused: a process run as `nobody` refuses root's
+/// requests (SO_PEERCRED), and a client that dropped to `nobody` cannot
+/// reach root's sockets. Needs root (to switch users); skipped otherwise.
+#[test]
+fn other_users_are_refused() {
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("SKIPPED: needs root to run processes as nobody");
+        return;
+    }
+    const NOBODY: u32 = 65534;
+    let base = tmp("nobody");
+    std::fs::create_dir_all(&base).unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = base.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::os::unix::fs::chown(&home, Some(NOBODY), Some(NOBODY)).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // The binary where nobody can execute it.
+    let exe = base.join("ringtrace");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("ringtrace"), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rundir = home.join("run");
+    let child = {
+        use std::os::unix::process::CommandExt;
+        Command::new(&exe)
+            .args([
+                "demo",
+                "-o",
+                home.join("t").to_str().unwrap(),
+                "--seconds",
+                "20",
+                "--show",
+                "0",
+            ])
+            .env("XDG_RUNTIME_DIR", &rundir)
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let pid = child.id();
+    let _traced = Traced(child);
+    let sock = rundir.join("ringtrace").join(format!("{pid}.sock"));
+    let t = Instant::now();
+    while !sock.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no socket {}",
+            sock.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Root can reach the socket (root ignores directory modes) but the
+    // process checks the peer's uid.
+    let reply = ringtrace::ctl::request(&sock, &ringtrace::ctl::proto::Request::Sessions).unwrap();
+    assert_eq!(
+        reply,
+        Err(format!(
+            "permission denied: uid 0 may not control a process of uid {NOBODY}"
+        ))
+    );
+    // A client running as nobody cannot even reach root's sockets: they
+    // live in a 0700 directory of root's.
+    let root_run = base.join("rootrun");
+    std::fs::create_dir_all(&root_run).unwrap();
+    std::fs::set_permissions(&root_run, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let env = [("XDG_RUNTIME_DIR", root_run.to_str().unwrap())];
+    let d = tmp("nobody-client");
+    let root_traced = Traced(
+        bin()
+            .args([
+                "demo",
+                "-o",
+                d.to_str().unwrap(),
+                "--seconds",
+                "20",
+                "--show",
+                "0",
+            ])
+            .envs(env)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let root_pid = root_traced.0.id();
+    wait_for_socket(root_pid, &env);
+    let o = {
+        use std::os::unix::process::CommandExt;
+        Command::new(&exe)
+            .args(["ctl", &root_pid.to_string(), "sessions"])
+            .envs(env)
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .output()
+            .unwrap()
+    };
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("ermission denied") || err.contains("must be a directory owned by"),
+        "{err}"
+    );
+    // Root's own request still works: both traced processes run on.
+    let o = bin()
+        .args(["ctl", &root_pid.to_string(), "sessions"])
+        .envs(env)
+        .output()
+        .unwrap();
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("active"));
+}
