@@ -584,3 +584,100 @@ fn other_users_are_refused() {
         .unwrap();
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("active"));
 }
+
+/// The Perfetto export parsed back by Google's protobuf runtime (Python)
+/// with Perfetto's field numbers for the messages we write; trace_processor
+/// is not packaged for Debian. Tracks are declared before use, timestamps
+/// never go back, slices pair up on every track, every event is there.
+#[test]
+fn perfetto_export_parses_with_the_perfetto_protos() {
+    let out = tmp("export.pftrace");
+    let o = run(&[
+        "export",
+        demo_trace().to_str().unwrap(),
+        "--format",
+        "perfetto",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.ok, "{}", o.stderr);
+    let script = r#"
+import sys, collections
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+F = descriptor_pb2.FieldDescriptorProto
+O, R = F.LABEL_OPTIONAL, F.LABEL_REPEATED
+fdp = descriptor_pb2.FileDescriptorProto(name="perfetto_subset.proto", package="perfetto.protos", syntax="proto2")
+def msg(name, fields):
+    m = fdp.message_type.add(name=name)
+    for n, num, t, lab, tn in fields:
+        f = m.field.add(name=n, number=num, type=t, label=lab)
+        if tn:
+            f.type_name = ".perfetto.protos." + tn
+msg("DebugAnnotation", [("bool_value", 2, F.TYPE_BOOL, O, None), ("uint_value", 3, F.TYPE_UINT64, O, None),
+    ("int_value", 4, F.TYPE_INT64, O, None), ("double_value", 5, F.TYPE_DOUBLE, O, None),
+    ("string_value", 6, F.TYPE_STRING, O, None), ("name", 10, F.TYPE_STRING, O, None)])
+msg("TrackEvent", [("debug_annotations", 4, F.TYPE_MESSAGE, R, "DebugAnnotation"), ("type", 9, F.TYPE_INT32, O, None),
+    ("track_uuid", 11, F.TYPE_UINT64, O, None), ("categories", 22, F.TYPE_STRING, R, None), ("name", 23, F.TYPE_STRING, O, None)])
+msg("ProcessDescriptor", [("pid", 1, F.TYPE_INT32, O, None), ("process_name", 6, F.TYPE_STRING, O, None)])
+msg("TrackDescriptor", [("uuid", 1, F.TYPE_UINT64, O, None), ("name", 2, F.TYPE_STRING, O, None),
+    ("process", 3, F.TYPE_MESSAGE, O, "ProcessDescriptor"), ("parent_uuid", 5, F.TYPE_UINT64, O, None)])
+msg("TracePacket", [("timestamp", 8, F.TYPE_UINT64, O, None), ("trusted_packet_sequence_id", 10, F.TYPE_UINT32, O, None),
+    ("track_event", 11, F.TYPE_MESSAGE, O, "TrackEvent"), ("sequence_flags", 13, F.TYPE_UINT32, O, None),
+    ("track_descriptor", 60, F.TYPE_MESSAGE, O, "TrackDescriptor")])
+msg("Trace", [("packet", 1, F.TYPE_MESSAGE, R, "TracePacket")])
+pool = descriptor_pool.DescriptorPool()
+pool.Add(fdp)
+Trace = message_factory.MessageFactory(pool).GetPrototype(pool.FindMessageTypeByName("perfetto.protos.Trace"))
+t = Trace()
+t.ParseFromString(open(sys.argv[1], "rb").read())
+assert t.packet[0].sequence_flags == 1 and t.packet[0].track_descriptor.process.pid > 0
+tracks, depth, last, events = set(), collections.Counter(), 0, 0
+for p in t.packet:
+    assert p.trusted_packet_sequence_id == 1
+    if p.HasField("track_descriptor"):
+        tracks.add(p.track_descriptor.uuid)
+        continue
+    e = p.track_event
+    assert e.track_uuid in tracks, e
+    assert p.timestamp >= last
+    last = p.timestamp
+    assert e.name and len(e.categories) == 1 and all(a.name for a in e.debug_annotations)
+    if e.type == 1:
+        depth[e.track_uuid] += 1
+    elif e.type == 2:
+        depth[e.track_uuid] -= 1
+        assert depth[e.track_uuid] >= 0, "end without begin"
+    else:
+        assert e.type == 3
+    events += 1
+print(events, len(tracks), sum(depth.values()))
+"#;
+    // Debian's python3 (python3-protobuf lives in its dist-packages), not
+    // whatever python3 comes first on the PATH.
+    let python = if Path::new("/usr/bin/python3").exists() {
+        "/usr/bin/python3"
+    } else {
+        "python3"
+    };
+    let py = Command::new(python)
+        .args(["-c", script, out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "{} (apt-get install python3-protobuf)",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let s = String::from_utf8(py.stdout).unwrap();
+    let nums: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    assert_eq!(
+        nums[0],
+        count_events(demo_trace()),
+        "every event exported: {s}"
+    );
+    assert!(nums[1] >= 3, "process, cpu and lane tracks: {s}");
+    assert!(
+        nums[2] <= 8,
+        "at most the requests in flight at the end stay open: {s}"
+    );
+}

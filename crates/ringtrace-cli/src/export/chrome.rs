@@ -1,65 +1,18 @@
-//! `ringtrace export`: converts a trace for ui.perfetto.dev and
-//! chrome://tracing (the Chrome trace-event JSON, which both open). One
-//! track per CPU buffer, instant events with their fields as arguments,
-//! and begin/end pairs (`*_begin`/`*_end`, `*_entry`/`*_exit`) as slices:
-//! async slices keyed by the event's `id` field when it has one (a request
-//! that moves between CPUs), otherwise nested slices on the CPU's track.
+//! The Chrome trace-event JSON export (opened by ui.perfetto.dev and
+//! chrome://tracing): async slices keyed by the event's `id` field when it
+//! has one (a request that moves between CPUs), otherwise nested slices on
+//! the CPU's track.
 
 use std::collections::BTreeSet;
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
 
 use ctf::read::ItemRef;
-use ctf::types::EnvValue;
 use ctf::value::Value;
 use serde_json::{json, Map};
 
-/// Output formats.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// Chrome trace-event JSON (opened by ui.perfetto.dev and chrome://tracing).
-    ChromeJson,
-}
+use super::{kind, process, Args, Kind};
 
-/// Arguments of `export`.
-#[derive(clap::Args, Debug)]
-#[command(
-    after_help = "Example:\n  ringtrace export /tmp/t --format chrome-json -o trace.json   (then open it in ui.perfetto.dev)"
-)]
-pub struct Args {
-    /// Trace directory.
-    dir: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "chrome-json")]
-    format: Format,
-    /// Output file (created 0600).
-    #[arg(short, long)]
-    output: PathBuf,
-}
-
-/// How an event class is drawn.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Instant,
-    Begin,
-    End,
-}
-
-fn kind(name: &str) -> (Kind, &str) {
-    for (suffix, k) in [
-        ("_begin", Kind::Begin),
-        ("_entry", Kind::Begin),
-        ("_end", Kind::End),
-        ("_exit", Kind::End),
-    ] {
-        if let Some(stem) = name.strip_suffix(suffix) {
-            return (k, stem);
-        }
-    }
-    (Kind::Instant, name)
-}
-
-fn json_value(v: &Value) -> serde_json::Value {
+pub(crate) fn json_value(v: &Value) -> serde_json::Value {
     match v {
         Value::Uint(x) => json!(x),
         Value::Int(x) => json!(x),
@@ -76,19 +29,11 @@ fn json_value(v: &Value) -> serde_json::Value {
     }
 }
 
-/// Runs `export`.
-pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+/// Writes the chrome-json export.
+pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let trace = crate::read::open(&a.dir)?;
     let desc = trace.desc.clone();
-    let env = |k: &str| desc.env.iter().find(|e| e.0 == k).map(|e| &e.1);
-    let pid = match env("vpid") {
-        Some(EnvValue::Int(p)) => *p,
-        _ => 1,
-    };
-    let procname = match env("procname") {
-        Some(EnvValue::Str(s)) => s.clone(),
-        _ => "traced process".into(),
-    };
+    let (pid, procname) = process(&desc);
     let classes: Vec<(Kind, String, String, Option<usize>)> = desc
         .events
         .iter()

@@ -1,0 +1,97 @@
+//! `ringtrace export`: converts a trace for ui.perfetto.dev and
+//! chrome://tracing. One track per CPU buffer, instant events with their
+//! fields as arguments, and begin/end pairs (`*_begin`/`*_end`,
+//! `*_entry`/`*_exit`) as slices. Two formats: Chrome trace-event JSON
+//! (`chrome.rs`) and Perfetto's protobuf trace (`perfetto.rs`).
+
+mod chrome;
+mod perfetto;
+
+use std::path::PathBuf;
+
+use ctf::types::{EnvValue, TraceDesc};
+
+/// Output formats.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Chrome trace-event JSON (opened by ui.perfetto.dev and chrome://tracing).
+    ChromeJson,
+    /// Perfetto protobuf trace (`.pftrace`, opened by ui.perfetto.dev and trace_processor).
+    Perfetto,
+}
+
+/// Arguments of `export`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  ringtrace export /tmp/t --format chrome-json -o trace.json\n  \
+                        ringtrace export /tmp/t --format perfetto -o trace.pftrace\n\
+                        Then open the file in ui.perfetto.dev."
+)]
+pub struct Args {
+    /// Trace directory.
+    pub(crate) dir: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "chrome-json")]
+    pub(crate) format: Format,
+    /// Output file (created 0600).
+    #[arg(short, long)]
+    pub(crate) output: PathBuf,
+}
+
+/// How an event class is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Instant,
+    Begin,
+    End,
+}
+
+/// The kind of an event class by its name, and the name without the
+/// begin/end suffix.
+pub(crate) fn kind(name: &str) -> (Kind, &str) {
+    for (suffix, k) in [
+        ("_begin", Kind::Begin),
+        ("_entry", Kind::Begin),
+        ("_end", Kind::End),
+        ("_exit", Kind::End),
+    ] {
+        if let Some(stem) = name.strip_suffix(suffix) {
+            return (k, stem);
+        }
+    }
+    (Kind::Instant, name)
+}
+
+/// The traced process's pid and name, from the trace's env block.
+pub(crate) fn process(desc: &TraceDesc) -> (i64, String) {
+    let env = |k: &str| desc.env.iter().find(|e| e.0 == k).map(|e| &e.1);
+    let pid = match env("vpid") {
+        Some(EnvValue::Int(p)) => *p,
+        _ => 1,
+    };
+    let name = match env("procname") {
+        Some(EnvValue::Str(s)) => s.clone(),
+        _ => "traced process".into(),
+    };
+    (pid, name)
+}
+
+/// Runs `export`.
+pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+    match a.format {
+        Format::ChromeJson => chrome::write(&a),
+        Format::Perfetto => perfetto::write(&a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_by_suffix() {
+        assert_eq!(kind("a:req_begin"), (Kind::Begin, "a:req"));
+        assert_eq!(kind("a:sys_exit"), (Kind::End, "a:sys"));
+        assert_eq!(kind("a:tick"), (Kind::Instant, "a:tick"));
+    }
+}
