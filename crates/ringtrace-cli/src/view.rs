@@ -134,6 +134,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let (mut first, mut prev, mut shown) = (None::<i128>, None::<u64>, 0u64);
     let mut errors = Vec::new();
     let clock = &desc.clock;
+    let mut lines = pretty::LineWriter::default();
     let mut line = |s: &str| -> Result<bool, std::io::Error> {
         match writeln!(out, "{s}") {
             Ok(()) => Ok(true),
@@ -166,11 +167,10 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 if !wanted[e.class] || a.cpu.is_some_and(|c| c != e.cpu) {
                     continue;
                 }
-                let s =
-                    pretty::event_line(clock, &desc.events[e.class], e.ts, prev, e.cpu, e.values);
+                let s = lines.line(clock, &desc.events[e.class], e.ts, prev, e.cpu, e.values);
                 prev = Some(e.ts);
                 shown += 1;
-                s
+                std::borrow::Cow::Borrowed(s)
             }
             ItemRef::Discarded {
                 events,
@@ -181,10 +181,10 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 if a.cpu.is_some_and(|c| c != cpu) {
                     continue;
                 }
-                format!(
+                std::borrow::Cow::Owned(format!(
                     "{} [lost on cpu {cpu}: {events} events discarded, {packets} packets missing]",
                     pretty::wall_time(pretty::epoch_ns(clock, ts))
-                )
+                ))
             }
         };
         if !line(&text)? {

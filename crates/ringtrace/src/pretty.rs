@@ -13,9 +13,21 @@ use ctf::value::Value;
 /// Converts clock ticks to nanoseconds since the epoch with the trace's
 /// clock description.
 pub fn epoch_ns(clock: &ClockDesc, ts: u64) -> i128 {
-    let freq = clock.freq.max(1) as i128;
-    let ticks = ts as i128 + clock.offset as i128;
-    clock.offset_s as i128 * 1_000_000_000 + ticks * 1_000_000_000 / freq
+    let freq = clock.freq.max(1);
+    // In u64: (ts % freq) * 1e9 stays below 2^64 for any clock up to 18 GHz.
+    let ticks_ns = |t: u64| -> i128 {
+        if freq <= 18_000_000_000 {
+            ((t / freq) as i128) * 1_000_000_000 + ((t % freq) * 1_000_000_000 / freq) as i128
+        } else {
+            t as i128 * 1_000_000_000 / freq as i128
+        }
+    };
+    let base = clock.offset_s as i128 * 1_000_000_000;
+    if clock.offset >= 0 {
+        base + ticks_ns(ts.saturating_add(clock.offset as u64))
+    } else {
+        base + ticks_ns(ts) - ticks_ns(clock.offset.unsigned_abs())
+    }
 }
 
 /// `HH:MM:SS.nnnnnnnnn` (UTC) of an epoch time in nanoseconds.
@@ -25,11 +37,37 @@ pub fn wall_time(ns: i128) -> String {
     format!("{:02}:{:02}:{:02}.{n:09}", s / 3600, s / 60 % 60, s % 60)
 }
 
+/// Appends `v` in decimal, zero-padded to at least `width` digits.
+fn push_u64(out: &mut String, v: u64, width: usize) {
+    let mut b = itoa::Buffer::new();
+    let digits = b.format(v);
+    for _ in digits.len()..width {
+        out.push('0');
+    }
+    out.push_str(digits);
+}
+
+/// Pads `out` with spaces up to byte length `len`.
+fn pad_to(out: &mut String, len: usize) {
+    while out.len() < len {
+        out.push(' ');
+    }
+}
+
 /// A value as text (strings quoted, byte sequences in hex).
 pub fn value(ty: &FieldType, v: &Value, out: &mut String) {
     let _ = match v {
-        Value::Uint(x) => write!(out, "{x}"),
-        Value::Int(x) => write!(out, "{x}"),
+        Value::Uint(x) => {
+            push_u64(out, *x, 1);
+            Ok(())
+        }
+        Value::Int(x) => {
+            if *x < 0 {
+                out.push('-');
+            }
+            push_u64(out, x.unsigned_abs(), 1);
+            Ok(())
+        }
         Value::F32(x) => write!(out, "{x}"),
         Value::F64(x) => write!(out, "{x}"),
         Value::Bool(b) => write!(out, "{b}"),
@@ -40,6 +78,16 @@ pub fn value(ty: &FieldType, v: &Value, out: &mut String) {
             },
             _ => write!(out, "{x}"),
         },
+        Value::Str(s)
+            if !s
+                .bytes()
+                .any(|c| c == b'"' || c == b'\\' || c < 0x20 || c == 0x7f) =>
+        {
+            out.push('"');
+            out.push_str(s);
+            out.push('"');
+            Ok(())
+        }
         Value::Str(s) => write!(out, "{s:?}"),
         Value::UintArray(xs) => {
             out.push('[');
@@ -68,23 +116,67 @@ pub fn event_line(
     cpu: u32,
     values: &[Value],
 ) -> String {
-    let mut s = wall_time(epoch_ns(clock, ts));
-    let delta = prev.map_or(0, |p| ts.saturating_sub(p)) as u128 * 1_000_000_000
-        / clock.freq.max(1) as u128;
-    let _ = write!(
-        s,
-        " (+{}.{:09}) cpu {cpu:<3} {:<28}",
-        delta / 1_000_000_000,
-        delta % 1_000_000_000,
-        class.name
-    );
-    for (i, (f, v)) in class.fields.iter().zip(values).enumerate() {
-        s.push_str(if i == 0 { " " } else { ", " });
-        s.push_str(&f.name);
-        s.push_str(" = ");
-        value(&f.ty, v, &mut s);
+    let mut w = LineWriter::default();
+    w.line(clock, class, ts, prev, cpu, values).to_string()
+}
+
+/// Writes event lines into one reused buffer, caching the `HH:MM:SS.`
+/// prefix of the current second: what `ringtrace view` runs per event.
+#[derive(Debug, Default)]
+pub struct LineWriter {
+    buf: String,
+    /// (second since the epoch, "HH:MM:SS.")
+    sec: Option<(i128, String)>,
+}
+
+impl LineWriter {
+    /// The line of one event (see [`event_line`]); valid until the next call.
+    pub fn line(
+        &mut self,
+        clock: &ClockDesc,
+        class: &EventClass,
+        ts: u64,
+        prev: Option<u64>,
+        cpu: u32,
+        values: &[Value],
+    ) -> &str {
+        let ns = epoch_ns(clock, ts);
+        let (sec, frac) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
+        if self.sec.as_ref().is_none_or(|c| c.0 != sec) {
+            let mut p = wall_time(sec * 1_000_000_000);
+            p.truncate(p.len() - 9);
+            self.sec = Some((sec, p));
+        }
+        let s = &mut self.buf;
+        s.clear();
+        s.push_str(&self.sec.as_ref().expect("set above").1);
+        push_u64(s, frac as u64, 9);
+        let ticks = prev.map_or(0, |p| ts.saturating_sub(p));
+        let freq = clock.freq.max(1);
+        let delta = match ticks.checked_mul(1_000_000_000) {
+            Some(x) => x / freq,
+            None => (ticks as u128 * 1_000_000_000 / freq as u128).min(u64::MAX as u128) as u64,
+        };
+        s.push_str(" (+");
+        push_u64(s, delta / 1_000_000_000, 1);
+        s.push('.');
+        push_u64(s, delta % 1_000_000_000, 9);
+        s.push_str(") cpu ");
+        let start = s.len();
+        push_u64(s, cpu as u64, 1);
+        pad_to(s, start + 3);
+        s.push(' ');
+        let start = s.len();
+        s.push_str(&class.name);
+        pad_to(s, start + 28);
+        for (i, (f, v)) in class.fields.iter().zip(values).enumerate() {
+            s.push_str(if i == 0 { " " } else { ", " });
+            s.push_str(&f.name);
+            s.push_str(" = ");
+            value(&f.ty, v, s);
+        }
+        &self.buf
     }
-    s
 }
 
 #[cfg(test)]
