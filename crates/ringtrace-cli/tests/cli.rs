@@ -113,7 +113,11 @@ fn view_prints_one_line_per_event_with_filters() {
     // A 10 ms window: some events, fewer than all, every one inside it.
     let o = run(&["view", d, "--begin", "+0.1", "--end", "+0.11"]);
     let n = o.stdout.lines().count() as u64;
-    assert!(o.ok && n > 0 && n < count_events(demo_trace()), "{n}: {}", o.stderr);
+    assert!(
+        o.ok && n > 0 && n < count_events(demo_trace()),
+        "{n}: {}",
+        o.stderr
+    );
 }
 
 #[test]
