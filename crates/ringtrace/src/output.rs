@@ -15,6 +15,19 @@ pub fn create_dir(dir: &Path) -> std::io::Result<()> {
     DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
+/// Creates a directory for a new trace: 0700, and refused if it already
+/// holds one (a `metadata` file), so that a trace is never overwritten.
+pub fn create_trace_dir(dir: &Path) -> Result<(), crate::Error> {
+    create_dir(dir).map_err(|e| crate::Error::io(dir, e))?;
+    if dir.join("metadata").exists() {
+        return Err(crate::Error::Config(format!(
+            "{} already holds a trace: choose another directory or remove it",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Creates (truncating) a file with mode 0600.
 pub fn create_file(path: &Path) -> std::io::Result<File> {
     OpenOptions::new()

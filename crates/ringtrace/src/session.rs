@@ -74,7 +74,7 @@ impl SessionState {
         let desc = metadata::trace_desc(uuid, &clock, &name, cfgs.len());
         let file = match (&output, mode) {
             (Some(dir), Mode::Discard) => {
-                output::create_dir(dir).map_err(|e| Error::io(dir, e))?;
+                output::create_trace_dir(dir)?;
                 let f = MetadataFile::create(dir, &desc).map_err(|e| Error::io(dir, e))?;
                 Some(f)
             }
@@ -317,7 +317,7 @@ impl Session {
                 st.name
             )));
         }
-        output::create_dir(dir).map_err(|e| Error::io(dir, e))?;
+        output::create_trace_dir(dir)?;
         {
             let meta = lock(&st.meta);
             MetadataFile::create(dir, &meta.desc).map_err(|e| Error::io(dir, e))?;

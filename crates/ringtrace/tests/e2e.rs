@@ -350,6 +350,26 @@ fn enable_disable_and_levels_apply_to_running_sessions() {
 
 #[test]
 fn bad_configurations_are_refused_with_a_reason() {
+    // An existing trace is never overwritten, by a session or a snapshot.
+    let taken = tmpdir("taken");
+    let first = Session::builder("first").output(&taken).create().unwrap();
+    let e = Session::builder("second")
+        .output(&taken)
+        .create()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("already holds a trace"), "{e}");
+    let fr = Session::builder("fr")
+        .mode(Mode::FlightRecorder)
+        .create()
+        .unwrap();
+    let e = fr.snapshot(&taken).unwrap_err().to_string();
+    assert!(e.contains("already holds a trace"), "{e}");
+    drop(first);
+    assert!(
+        read_all(&taken).0.is_empty(),
+        "the first session's trace is intact"
+    );
     let e = Session::builder("x").create().unwrap_err().to_string();
     assert!(e.contains("needs an output directory"), "{e}");
     let e = Session::builder("x")
