@@ -60,12 +60,14 @@ pub struct ChannelConfig {
     /// within that delay (per-CPU buffers, and per-thread buffers of exited
     /// threads).
     pub switch_timer: Option<Duration>,
-    /// How often the consumer looks for ready sub-buffers.
+    /// Longest wait of the consumer between two looks for ready
+    /// sub-buffers; it looks more often while writers are fast (a quarter of
+    /// the buffer's fill time, at least every 0.5 ms).
     pub read_timer: Duration,
 }
 
 impl ChannelConfig {
-    /// Defaults: per CPU, 4 × 256 KiB, read timer 20 ms, no switch timer.
+    /// Defaults: per CPU, 4 × 256 KiB, read timer 5 ms, no switch timer.
     pub fn new(name: &str) -> ChannelConfig {
         ChannelConfig {
             name: name.to_string(),
@@ -74,7 +76,7 @@ impl ChannelConfig {
             buffers: Buffers::PerCpu,
             thread_pool: 64,
             switch_timer: None,
-            read_timer: Duration::from_millis(20),
+            read_timer: Duration::from_millis(5),
         }
     }
 

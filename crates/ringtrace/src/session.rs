@@ -120,6 +120,7 @@ impl SessionState {
                 .map(|c| c.cfg.switch_timer.map(|p| now + p))
                 .collect(),
             next_read: channels.iter().map(|c| now + c.cfg.read_timer).collect(),
+            last_read: channels.iter().map(|_| (0, now)).collect(),
             written: channels
                 .iter()
                 .map(|c| vec![(0, 0); c.chan.ops().buffers()])
@@ -247,6 +248,9 @@ impl Session {
     /// Starts recording: one store, seen by every probe at once.
     pub fn start(&self) {
         self.state.active.store(true, Relaxed);
+        // The consumer looks at the buffers at once, then as often as they
+        // fill (see `sink.rs`).
+        lock(&self.state.sink).read_now();
         crate::consumer::wake();
     }
 

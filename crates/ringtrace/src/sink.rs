@@ -5,13 +5,51 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::client::PacketSink;
 use crate::config::Mode;
 use crate::output;
 use crate::session::{lock, SessionState, SnapshotInfo};
 use crate::Error;
+
+/// Shortest read period.
+const MIN_READ_PERIOD: Duration = Duration::from_micros(500);
+
+/// When to read a channel again: writers never wake the consumer (no
+/// system call on the write path), so the poll period must be shorter than
+/// the time the writers take to fill a buffer. At the rate of the last
+/// period (`bytes` in `elapsed`), a quarter of a buffer of `capacity`
+/// bytes; never longer than the read timer, never shorter than 0.5 ms.
+fn read_period(bytes: u64, elapsed: Duration, capacity: u64, read_timer: Duration) -> Duration {
+    if bytes == 0 {
+        return read_timer.max(MIN_READ_PERIOD);
+    }
+    let fill_ns = (capacity / 4) as u128 * elapsed.as_nanos().max(1) / bytes as u128;
+    Duration::from_nanos(fill_ns.min(u64::MAX as u128) as u64)
+        .clamp(MIN_READ_PERIOD, read_timer.max(MIN_READ_PERIOD))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_period_follows_the_write_rate() {
+        let ms = Duration::from_millis;
+        // Idle: the read timer.
+        assert_eq!(read_period(0, ms(5), 4 << 20, ms(5)), ms(5));
+        // 4 MiB buffer, 1 MiB written in 5 ms: a quarter buffer in 5 ms.
+        assert_eq!(read_period(1 << 20, ms(5), 4 << 20, ms(20)), ms(5));
+        // Ten times faster: 0.5 ms.
+        assert_eq!(
+            read_period(10 << 20, ms(5), 4 << 20, ms(20)),
+            Duration::from_micros(500)
+        );
+        // Slow writers: capped by the read timer.
+        assert_eq!(read_period(1, ms(5), 4 << 20, ms(5)), ms(5));
+    }
+}
 
 /// The consumer's state of a session: stream files and timers.
 #[derive(Debug)]
@@ -21,6 +59,9 @@ pub(crate) struct Sink {
     /// Per channel: when the switch and read timers fire next.
     pub(crate) next_switch: Vec<Option<Instant>>,
     pub(crate) next_read: Vec<Instant>,
+    /// Per channel: bytes reserved in all its buffers at the last read, and
+    /// when; the write rate sets the next read (see `read_period`).
+    pub(crate) last_read: Vec<(u64, Instant)>,
     /// Packets and bytes written, per channel per buffer.
     pub(crate) written: Vec<Vec<(u64, u64)>>,
     /// Header and context of the last packet written, per channel per buffer.
@@ -29,6 +70,14 @@ pub(crate) struct Sink {
     /// and counted as lost rather than blocking the writers.
     pub(crate) error: Option<String>,
     pub(crate) dropped_packets: u64,
+}
+
+impl Sink {
+    /// Makes every channel's read timer due now.
+    pub(crate) fn read_now(&mut self) {
+        let now = Instant::now();
+        self.next_read.iter_mut().for_each(|t| *t = now);
+    }
 }
 
 impl SessionState {
@@ -55,7 +104,16 @@ impl SessionState {
                     }
                     ops.recycle();
                 }
-                sink.next_read[ci] = now + ch.cfg.read_timer;
+                let written: u64 = (0..ops.buffers()).map(|b| ops.stats(b).bytes_written).sum();
+                let (before, then) = sink.last_read[ci];
+                sink.last_read[ci] = (written, now);
+                let period = read_period(
+                    written.wrapping_sub(before),
+                    now.saturating_duration_since(then),
+                    (ch.cfg.subbuf_size * ch.cfg.num_subbuf) as u64,
+                    ch.cfg.read_timer,
+                );
+                sink.next_read[ci] = now + period;
             }
             for d in [sink.next_switch[ci], Some(sink.next_read[ci])]
                 .into_iter()
@@ -140,9 +198,11 @@ impl SessionState {
         }
     }
 
-    fn drain_buffer(&self, sink: &mut Sink, ci: usize, b: usize) {
+    /// Copies buffer `b`'s ready packets to its stream file; returns how
+    /// many.
+    fn drain_buffer(&self, sink: &mut Sink, ci: usize, b: usize) -> usize {
         let Some(dir) = self.output.as_deref() else {
-            return;
+            return 0;
         };
         let name = &self.channels[ci].cfg.name;
         let ops = self.channels[ci].chan.ops();
@@ -195,7 +255,7 @@ impl SessionState {
                 name,
                 ci,
             },
-        );
+        )
     }
 }
 

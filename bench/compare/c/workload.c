@@ -1,0 +1,70 @@
+/* The LTTng-UST side of bench/compare: THREADS threads each emit
+ * EVENTS/THREADS events (u64 or str16) as fast as they can; prints the
+ * wall time of the slowest thread's loop in nanoseconds.
+ * usage: workload EVENTS THREADS u64|str16 */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "tp.h"
+
+static uint64_t per_thread;
+static int use_str;
+static pthread_barrier_t start;
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void *run(void *arg)
+{
+	uint64_t *elapsed = arg, i, t0;
+	const char *s = "0123456789abcde";
+
+	pthread_barrier_wait(&start);
+	t0 = now_ns();
+	if (use_str)
+		for (i = 0; i < per_thread; i++)
+			tracepoint(bench, str16, s);
+	else
+		for (i = 0; i < per_thread; i++)
+			tracepoint(bench, u64, i);
+	*elapsed = now_ns() - t0;
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t events, worst = 0, elapsed[64];
+	pthread_t th[64];
+	int threads, k;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s EVENTS THREADS u64|str16\n", argv[0]);
+		return 2;
+	}
+	events = strtoull(argv[1], NULL, 10);
+	threads = atoi(argv[2]);
+	use_str = strcmp(argv[3], "str16") == 0;
+	if (threads < 1 || threads > 64 || events == 0) {
+		fprintf(stderr, "bad arguments\n");
+		return 2;
+	}
+	per_thread = events / threads;
+	pthread_barrier_init(&start, NULL, threads);
+	for (k = 0; k < threads; k++)
+		pthread_create(&th[k], NULL, run, &elapsed[k]);
+	for (k = 0; k < threads; k++) {
+		pthread_join(th[k], NULL);
+		if (elapsed[k] > worst)
+			worst = elapsed[k];
+	}
+	printf("elapsed_ns=%llu events=%llu\n", (unsigned long long)worst,
+	       (unsigned long long)(per_thread * threads));
+	return 0;
+}

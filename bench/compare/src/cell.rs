@@ -1,0 +1,114 @@
+//! What one measurement is: a tracer, a payload, a mode, a thread count;
+//! and what it gives: ns per event (per writer thread), events lost, trace
+//! bytes per event. Each cell is the median of its runs.
+
+/// The event's payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payload {
+    /// One u64 field.
+    U64,
+    /// A string of 15 characters (16 bytes with its terminator).
+    Str16,
+}
+
+impl Payload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Payload::U64 => "u64",
+            Payload::Str16 => "str16",
+        }
+    }
+}
+
+/// Discard (stream to disk) or flight recorder (overwrite in memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Discard,
+    Flight,
+    /// Compiled in, no session enabling the event.
+    Dormant,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Discard => "discard",
+            Mode::Flight => "flight-recorder",
+            Mode::Dormant => "dormant",
+        }
+    }
+}
+
+/// One run's result.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Run {
+    /// Wall time of the slowest writer thread's loop, ns.
+    pub elapsed_ns: u64,
+    /// Events each thread emitted.
+    pub per_thread: u64,
+    /// Events lost (dropped and counted).
+    pub lost: u64,
+    /// Bytes of trace written (stream files and metadata), if any.
+    pub bytes: Option<u64>,
+}
+
+/// A cell: the median of its runs.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub tracer: &'static str,
+    pub payload: Payload,
+    pub mode: Mode,
+    pub threads: usize,
+    pub runs: Vec<Run>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+impl Cell {
+    /// Median ns per event per writer thread.
+    pub fn ns(&self) -> f64 {
+        median(
+            self.runs
+                .iter()
+                .map(|r| r.elapsed_ns as f64 / r.per_thread.max(1) as f64)
+                .collect(),
+        )
+    }
+
+    /// Median events lost.
+    pub fn lost(&self) -> f64 {
+        median(self.runs.iter().map(|r| r.lost as f64).collect())
+    }
+
+    /// Median trace bytes per event written.
+    pub fn bytes_per_event(&self) -> Option<f64> {
+        let v: Vec<f64> = self
+            .runs
+            .iter()
+            .filter_map(|r| {
+                let written = (r.per_thread * self.threads as u64).saturating_sub(r.lost);
+                r.bytes.map(|b| b as f64 / written.max(1) as f64)
+            })
+            .collect();
+        (!v.is_empty()).then(|| median(v))
+    }
+
+    /// The cell as one JSON object.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tracer": self.tracer,
+            "payload": self.payload.name(),
+            "mode": self.mode.name(),
+            "threads": self.threads,
+            "runs": self.runs.len(),
+            "events_per_run": self.runs.first().map_or(0, |r| r.per_thread * self.threads as u64),
+            "ns_per_event": self.ns(),
+            "lost_median": self.lost(),
+            "bytes_per_event": self.bytes_per_event(),
+            "ns_per_event_runs": self.runs.iter().map(|r| r.elapsed_ns as f64 / r.per_thread.max(1) as f64).collect::<Vec<_>>(),
+        })
+    }
+}

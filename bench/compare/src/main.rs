@@ -1,0 +1,264 @@
+//! `bench/compare`: ringtrace against LTTng-UST and two naive baselines,
+//! the same work on the same machine in the same run. N events with one u64
+//! field or a 16-byte string; discard and flight-recorder modes; 1 and 2
+//! threads (and 4 and 8 without --quick); dormant probes; sub-buffers
+//! 4 × 1 MiB per CPU for both tracers. Each cell is the median of --runs
+//! runs. Then a workload-overhead table (a syscall loop with entry/exit
+//! events: absent, dormant, flight recorder, discard to disk).
+//!
+//! `cargo run --release -p compare -- [--quick] [--json FILE]`; the last
+//! line printed is `ratio lttng-ust/ringtrace (1 thread, discard, u64): X.XX`.
+
+mod baselines;
+mod cell;
+mod lttng;
+mod ours;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use cell::{Cell, Mode, Payload, Run};
+use clap::Parser;
+
+/// ringtrace against LTTng-UST, same work, same machine, same run.
+#[derive(Parser, Debug)]
+struct Args {
+    /// Under two minutes: 1 M events per run, 1 and 2 threads.
+    #[arg(long)]
+    quick: bool,
+    /// Write one JSON object per cell to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Events per run (default 10 M, 1 M with --quick).
+    #[arg(long)]
+    events: Option<u64>,
+    /// Runs per cell (median).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Scratch directory for traces.
+    #[arg(long, default_value = "target/compare")]
+    scratch: PathBuf,
+}
+
+const TRACERS: [&str; 5] = [
+    "lttng-ust",
+    "ringtrace per-cpu",
+    "ringtrace per-thread",
+    "mutex ring",
+    "crossbeam channel",
+];
+
+fn measure(
+    tracer: &str,
+    bin: &std::path::Path,
+    p: Payload,
+    m: Mode,
+    t: usize,
+    n: u64,
+    scratch: &std::path::Path,
+) -> Result<Run, String> {
+    match tracer {
+        "lttng-ust" => lttng::run(bin, p, m, t, n, scratch),
+        "ringtrace per-cpu" => ours::run(false, p, m, t, n, scratch),
+        "ringtrace per-thread" => ours::run(true, p, m, t, n, scratch),
+        "mutex ring" => Ok(baselines::mutex_ring(p, t, n)),
+        _ => Ok(baselines::crossbeam(p, t, n)),
+    }
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("compare: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let a = Args::parse();
+    let n = a
+        .events
+        .unwrap_or(if a.quick { 1_000_000 } else { 10_000_000 });
+    let runs = a.runs.max(1);
+    std::fs::create_dir_all(&a.scratch).map_err(|e| format!("{}: {e}", a.scratch.display()))?;
+    let scratch = std::fs::canonicalize(&a.scratch).map_err(|e| e.to_string())?;
+    lttng::ensure_installed()?;
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("c");
+    let bin = lttng::build_workload(&src, &scratch)?;
+    let _daemon = lttng::start_daemon()?;
+    let _ = ringtrace::clock(); // calibrate once, outside the measurements
+
+    // (payload, mode, threads, tracers)
+    let mut plan: Vec<(Payload, Mode, usize, Vec<&'static str>)> = Vec::new();
+    for p in [Payload::U64, Payload::Str16] {
+        for m in [Mode::Discard, Mode::Flight] {
+            for t in [1, 2] {
+                plan.push((p, m, t, TRACERS.to_vec()));
+            }
+        }
+        plan.push((p, Mode::Dormant, 1, vec!["lttng-ust", "ringtrace per-cpu"]));
+    }
+    if !a.quick {
+        // More threads than CPUs: behaviour under migration.
+        for t in [4, 8] {
+            plan.push((Payload::U64, Mode::Discard, t, TRACERS[..3].to_vec()));
+        }
+    }
+    let total: usize = plan.iter().map(|c| c.3.len()).sum::<usize>() * runs;
+    let started = Instant::now();
+    let mut done = 0;
+    let mut cells: Vec<Cell> = Vec::new();
+    for (p, m, t, tracers) in &plan {
+        let mut group: Vec<Cell> = tracers
+            .iter()
+            .map(|tr| Cell {
+                tracer: tr,
+                payload: *p,
+                mode: *m,
+                threads: *t,
+                runs: Vec::new(),
+            })
+            .collect();
+        // Interleave the tracers run by run: they see the same machine.
+        for _ in 0..runs {
+            for c in group.iter_mut() {
+                let r = measure(c.tracer, &bin, *p, *m, *t, n, &scratch)?;
+                c.runs.push(r);
+                done += 1;
+                eprint!(
+                    "\r[{done}/{total}] {:>5.0} s  {} {} {} thread(s)          ",
+                    started.elapsed().as_secs_f64(),
+                    p.name(),
+                    m.name(),
+                    t
+                );
+            }
+        }
+        cells.extend(group);
+    }
+    eprintln!();
+    print_tables(&cells, n, runs);
+    let overhead = overhead_table(&scratch, if a.quick { 200_000 } else { 2_000_000 })?;
+    if let Some(path) = &a.json {
+        let mut v: Vec<serde_json::Value> = cells.iter().map(Cell::json).collect();
+        v.extend(overhead);
+        let text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("\n{} cells written to {}", v.len(), path.display());
+    }
+    let find = |tr: &str| {
+        cells
+            .iter()
+            .find(|c| {
+                c.tracer == tr
+                    && c.payload == Payload::U64
+                    && c.mode == Mode::Discard
+                    && c.threads == 1
+            })
+            .map(Cell::ns)
+    };
+    let (l, pc, pt) = (
+        find("lttng-ust"),
+        find("ringtrace per-cpu"),
+        find("ringtrace per-thread"),
+    );
+    if let (Some(l), Some(pc), Some(pt)) = (l, pc, pt) {
+        println!();
+        println!(
+            "ratio lttng-ust/ringtrace per-cpu (1 thread, discard, u64): {:.2}",
+            l / pc
+        );
+        println!(
+            "ratio lttng-ust/ringtrace (1 thread, discard, u64): {:.2}",
+            l / pc.min(pt)
+        );
+    }
+    Ok(())
+}
+
+fn print_tables(cells: &[Cell], n: u64, runs: usize) {
+    println!("\n{n} events per run, median of {runs} runs; ns per event per writer thread\n");
+    let mut keys: Vec<(Payload, Mode, usize)> = Vec::new();
+    for c in cells {
+        let k = (c.payload, c.mode, c.threads);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for (p, m, t) in keys {
+        let group: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| (c.payload, c.mode, c.threads) == (p, m, t))
+            .collect();
+        let lttng_ns = group
+            .iter()
+            .find(|c| c.tracer == "lttng-ust")
+            .map(|c| c.ns());
+        println!("{} payload, {}, {} thread(s)", p.name(), m.name(), t);
+        println!(
+            "  {:<22} {:>10} {:>12} {:>12} {:>16}",
+            "tracer", "ns/event", "lost", "bytes/event", "lttng-ust/this"
+        );
+        for c in group {
+            let ratio = lttng_ns.map_or("-".to_string(), |l| format!("{:.2}", l / c.ns()));
+            let bpe = c
+                .bytes_per_event()
+                .map_or("-".to_string(), |b| format!("{b:.1}"));
+            println!(
+                "  {:<22} {:>10.1} {:>12.0} {:>12} {:>16}",
+                c.tracer,
+                c.ns(),
+                c.lost(),
+                bpe,
+                ratio
+            );
+        }
+        println!();
+    }
+}
+
+fn overhead_table(
+    scratch: &std::path::Path,
+    per_thread: u64,
+) -> Result<Vec<serde_json::Value>, String> {
+    use ours::Tracing;
+    println!("Workload overhead: getppid() loop with syscall_entry/syscall_exit events, 2 threads, {per_thread} calls each (median of 3)\n");
+    println!(
+        "  {:<18} {:>14} {:>10} {:>14} {:>12}",
+        "tracing", "syscalls/s", "overhead", "events/s", "trace MiB/s"
+    );
+    let mut base = None;
+    let mut out = Vec::new();
+    for tr in [
+        Tracing::Absent,
+        Tracing::Dormant,
+        Tracing::Flight,
+        Tracing::Discard,
+    ] {
+        let mut samples = Vec::new();
+        for _ in 0..3 {
+            samples.push(ours::overhead(tr, 2, per_thread, scratch)?);
+        }
+        samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (ops, records, bytes) = samples[1];
+        let b = *base.get_or_insert(ops);
+        let secs = (2 * per_thread) as f64 / ops;
+        let ev_s = records as f64 / secs;
+        let mib_s = bytes as f64 / secs / (1 << 20) as f64;
+        let mib = if tr == Tracing::Discard {
+            format!("{mib_s:.1}")
+        } else {
+            "-".into()
+        };
+        println!(
+            "  {:<18} {:>14.0} {:>9.1}% {:>14.0} {:>12}",
+            tr.name(),
+            ops,
+            (b / ops - 1.0) * 100.0,
+            ev_s,
+            mib
+        );
+        out.push(serde_json::json!({"workload": "syscall loop", "tracing": tr.name(), "syscalls_per_s": ops,
+            "overhead_percent": (b / ops - 1.0) * 100.0, "events_per_s": ev_s, "trace_mib_per_s": mib_s}));
+    }
+    Ok(out)
+}

@@ -1,0 +1,187 @@
+//! The ringtrace side: the same loop as the C workload, in this process,
+//! through a session configured like the LTTng one (4 × 1 MiB sub-buffers
+//! per CPU, or per thread).
+
+use std::path::Path;
+use std::sync::Barrier;
+use std::time::Instant;
+
+use ringtrace::{event, ChannelConfig, Session};
+
+use crate::cell::{Mode, Payload, Run};
+
+const S16: &str = "0123456789abcde";
+
+fn emit(payload: Payload, n: u64) {
+    match payload {
+        Payload::U64 => {
+            for i in 0..n {
+                event!(cmpbench, u64, v: u64 = i);
+            }
+        }
+        Payload::Str16 => {
+            for _ in 0..n {
+                event!(cmpbench, str16, s: &str = std::hint::black_box(S16));
+            }
+        }
+    }
+}
+
+/// Runs `threads` writers of `events` events in total; returns the slowest
+/// thread's loop time.
+pub fn run_threads(threads: usize, per_thread: u64, f: impl Fn(u64) + Sync) -> u64 {
+    let barrier = Barrier::new(threads);
+    std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                sc.spawn(|| {
+                    barrier.wait();
+                    let t = Instant::now();
+                    f(per_thread);
+                    t.elapsed().as_nanos() as u64
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).max().unwrap_or(0)
+    })
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// One ringtrace run.
+pub fn run(
+    per_thread_buffers: bool,
+    payload: Payload,
+    mode: Mode,
+    threads: usize,
+    events: u64,
+    scratch: &Path,
+) -> Result<Run, String> {
+    let per_thread = events / threads as u64;
+    if mode == Mode::Dormant {
+        let elapsed = run_threads(threads, per_thread, |n| emit(payload, n));
+        return Ok(Run {
+            elapsed_ns: elapsed,
+            per_thread,
+            lost: 0,
+            bytes: None,
+        });
+    }
+    let dir = scratch.join("ringtrace");
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut ch = ChannelConfig::new("ch").subbufs(1 << 20, 4);
+    if per_thread_buffers {
+        ch = ch.per_thread();
+    }
+    let mut b = Session::builder("compare").channel(ch).enable("cmpbench:*");
+    b = match mode {
+        Mode::Discard => b.output(&dir),
+        _ => b.mode(ringtrace::Mode::FlightRecorder),
+    };
+    let s = b.create().map_err(|e| e.to_string())?;
+    s.start();
+    let elapsed = run_threads(threads, per_thread, |n| emit(payload, n));
+    s.stop().map_err(|e| e.to_string())?;
+    let st = s.stats();
+    let bytes = (mode == Mode::Discard).then(|| dir_bytes(&dir));
+    s.destroy().map_err(|e| e.to_string())?;
+    Ok(Run {
+        elapsed_ns: elapsed,
+        per_thread,
+        lost: st.lost(),
+        bytes,
+    })
+}
+
+/// How the syscall workload is traced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tracing {
+    /// No probe compiled in.
+    Absent,
+    /// Probes compiled in, no session.
+    Dormant,
+    /// A flight-recorder session.
+    Flight,
+    /// A discard session writing to disk.
+    Discard,
+}
+
+impl Tracing {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tracing::Absent => "absent",
+            Tracing::Dormant => "dormant",
+            Tracing::Flight => "flight recorder",
+            Tracing::Discard => "discard to disk",
+        }
+    }
+}
+
+fn syscall_plain(n: u64) {
+    for _ in 0..n {
+        // getppid(2): the cheapest real system call.
+        std::hint::black_box(std::os::unix::process::parent_id());
+    }
+}
+
+fn syscall_traced(n: u64) {
+    for i in 0..n {
+        event!(cmpwork, syscall_entry, nr: u32 = 110, seq: u64 = i);
+        let r = std::os::unix::process::parent_id();
+        event!(cmpwork, syscall_exit, ret: i64 = r as i64);
+    }
+}
+
+/// A syscall-heavy loop (getppid, with entry/exit events) on `threads`
+/// threads: (syscalls per second, events recorded, trace bytes).
+pub fn overhead(
+    tracing: Tracing,
+    threads: usize,
+    per_thread: u64,
+    scratch: &Path,
+) -> Result<(f64, u64, u64), String> {
+    let dir = scratch.join("overhead");
+    let _ = std::fs::remove_dir_all(&dir);
+    let session = match tracing {
+        Tracing::Absent | Tracing::Dormant => None,
+        Tracing::Flight | Tracing::Discard => {
+            let mut b = Session::builder("overhead")
+                .channel(ChannelConfig::new("ch").subbufs(1 << 20, 4))
+                .enable("cmpwork:*");
+            b = if tracing == Tracing::Discard {
+                b.output(&dir)
+            } else {
+                b.mode(ringtrace::Mode::FlightRecorder)
+            };
+            let s = b.create().map_err(|e| e.to_string())?;
+            s.start();
+            Some(s)
+        }
+    };
+    let elapsed = run_threads(threads, per_thread, |n| {
+        if tracing == Tracing::Absent {
+            syscall_plain(n)
+        } else {
+            syscall_traced(n)
+        }
+    });
+    let (mut records, mut bytes) = (0, 0);
+    if let Some(s) = session {
+        s.stop().map_err(|e| e.to_string())?;
+        records = s.stats().records();
+        bytes = dir_bytes(&dir);
+        s.destroy().map_err(|e| e.to_string())?;
+    }
+    let ops = (per_thread * threads as u64) as f64 / (elapsed as f64 / 1e9);
+    Ok((ops, records, bytes))
+}
