@@ -4,7 +4,8 @@
 //! threads (and 4 and 8 without --quick); dormant probes; sub-buffers
 //! 4 × 1 MiB per CPU for both tracers. Each cell is the median of --runs
 //! runs. Then a workload-overhead table (a syscall loop with entry/exit
-//! events: absent, dormant, flight recorder, discard to disk).
+//! events: absent, dormant, flight recorder, discard to disk) and the ring
+//! buffer tables of the 002 paper (`ring.rs`).
 //!
 //! `cargo run --release -p compare -- [--quick] [--json FILE]`; the last
 //! line printed is `ratio lttng-ust/ringtrace (1 thread, discard, u64): X.XX`.
@@ -13,6 +14,7 @@ mod baselines;
 mod cell;
 mod lttng;
 mod ours;
+mod ring;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -138,9 +140,14 @@ fn run() -> Result<(), String> {
     eprintln!();
     print_tables(&cells, n, runs);
     let overhead = overhead_table(&scratch, if a.quick { 200_000 } else { 2_000_000 })?;
+    let ring = ring::tables(
+        if a.quick { 1_000_000 } else { 10_000_000 },
+        if a.quick { 2.0 } else { 10.0 },
+    )?;
     if let Some(path) = &a.json {
         let mut v: Vec<serde_json::Value> = cells.iter().map(Cell::json).collect();
         v.extend(overhead);
+        v.extend(ring);
         let text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         println!("\n{} cells written to {}", v.len(), path.display());

@@ -336,20 +336,31 @@ impl<C: Config> Buffer<C> {
             self.wr.last_ts.store(ts, Relaxed);
             return Ok(self.slot(w, w + len, ts));
         }
-        self.reserve_slow(&mut slot_size)
+        self.reserve_slow(&mut slot_size, (w, ts))
     }
 
+    /// The reserve loop. `first` is the fast path's (write count, clock)
+    /// pair: read in that order, it is exactly what the loop's first
+    /// iteration would read, so reusing it saves a clock read on every
+    /// sub-buffer switch and every dropped record.
     #[cold]
     #[inline(never)]
     fn reserve_slow<F: FnMut(SlotCtx<'_>) -> usize>(
         &self,
         slot_size: &mut F,
+        first: (u64, u64),
     ) -> Result<Slot<'_, C>, Lost> {
         let geo = self.geo;
         let s = geo.subbuf_size();
+        let mut first = Some(first);
         let (w, begin, end, ts, switch_old, switch_new, lost) = loop {
-            let w = self.wr.w.load(Acquire);
-            let ts = self.cfg.clock();
+            let (w, ts) = match first.take() {
+                Some(pair) => pair,
+                None => {
+                    let w = self.wr.w.load(Acquire);
+                    (w, self.cfg.clock())
+                }
+            };
             let off = geo.sb_offset(w);
             let mut begin = w;
             let mut len = slot_size(SlotCtx {

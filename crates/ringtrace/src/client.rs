@@ -184,6 +184,23 @@ impl AnyChannel {
         }
     }
 
+    /// Forced switch of every buffer, so that a reader gets the partly
+    /// filled sub-buffers too. Call it only when no thread is writing to the
+    /// channel (see `ChannelOps::flush_quiescent`).
+    pub fn flush_quiescent(&self) -> usize {
+        self.ops().flush_quiescent()
+    }
+
+    /// Records committed and records lost (every cause), summed over the
+    /// channel's buffers.
+    pub fn totals(&self) -> (u64, u64) {
+        let o = self.ops();
+        (0..o.buffers()).fold((0, o.records_lost_no_buffer()), |(r, l), b| {
+            let s = o.stats(b);
+            (r + s.records, l + s.lost.total())
+        })
+    }
+
     /// The consumer's view of the channel.
     pub(crate) fn ops(&self) -> &dyn ChannelOps {
         match self {
