@@ -3,6 +3,7 @@
 //! stream files. It sleeps until the earliest timer, or until woken by a
 //! session starting.
 
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -18,24 +19,39 @@ static CONSUMER: OnceLock<Consumer> = OnceLock::new();
 /// Longest sleep when no session has a timer due.
 const IDLE: Duration = Duration::from_millis(100);
 
-/// Starts the consumer thread once.
+/// The process the consumer thread runs in (a fork child has none).
+static THREAD_PID: AtomicU32 = AtomicU32::new(0);
+
+/// Starts the consumer thread once per process.
 pub(crate) fn ensure_started() {
-    let mut first = false;
-    CONSUMER.get_or_init(|| {
-        first = true;
-        Consumer {
-            wake: Mutex::new(false),
-            cv: Condvar::new(),
-        }
+    CONSUMER.get_or_init(|| Consumer {
+        wake: Mutex::new(false),
+        cv: Condvar::new(),
     });
-    if first {
-        let spawned = std::thread::Builder::new()
-            .name("ringtrace-consumer".into())
-            .spawn(run);
-        if let Err(e) = spawned {
-            eprintln!("ringtrace: cannot start the consumer thread: {e}; streams are written only on stop");
-        }
+    let pid = std::process::id();
+    let old = THREAD_PID.load(Relaxed);
+    if old == pid
+        || THREAD_PID
+            .compare_exchange(old, pid, Relaxed, Relaxed)
+            .is_err()
+    {
+        return;
     }
+    let spawned = std::thread::Builder::new()
+        .name("ringtrace-consumer".into())
+        .spawn(run);
+    if let Err(e) = spawned {
+        eprintln!(
+            "ringtrace: cannot start the consumer thread: {e}; streams are written only on stop"
+        );
+    }
+}
+
+/// `fork` preparation: the consumer's wake lock, held across the fork.
+pub(crate) fn hold_for_fork() -> Option<std::sync::MutexGuard<'static, bool>> {
+    CONSUMER
+        .get()
+        .map(|c| c.wake.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// Makes the consumer look at the sessions now.

@@ -38,6 +38,26 @@ fn control() -> MutexGuard<'static, Control> {
     CONTROL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `fork` preparation: the lock is held across the fork, so the child's
+/// copy is consistent (see `fork.rs`).
+pub(crate) struct ForkHold(#[allow(dead_code)] MutexGuard<'static, Control>);
+
+pub(crate) fn hold_for_fork() -> ForkHold {
+    ForkHold(control())
+}
+
+impl ForkHold {
+    /// In the child: every inherited session stops recording here (one
+    /// store each, probes see it at once) and leaves the control list, so
+    /// that nothing in the child touches the parent's buffers, files or
+    /// metadata. Sessions the child creates afterwards are its own.
+    pub(crate) fn forget_sessions(&mut self) {
+        for s in self.0.sessions.drain(..) {
+            s.active.store(false, Relaxed);
+        }
+    }
+}
+
 /// The sessions, for the consumer.
 pub(crate) fn sessions() -> Vec<Arc<SessionState>> {
     control().sessions.clone()
@@ -45,6 +65,7 @@ pub(crate) fn sessions() -> Vec<Arc<SessionState>> {
 
 /// Adds a created session and publishes the probes its rules ask for.
 pub(crate) fn add_session(s: Arc<SessionState>) {
+    crate::fork::install();
     let mut c = control();
     c.sessions.push(s);
     republish(&mut c);
@@ -175,6 +196,10 @@ fn wanted_probes(sessions: &[Arc<SessionState>], desc: &'static EventDesc) -> Ve
 
 /// Stops a session and completes its trace (see `Session::stop`).
 pub(crate) fn stop(s: &Arc<SessionState>) -> Result<(), Error> {
+    if s.inherited() {
+        // The parent's session: its probes are already off here.
+        return Ok(());
+    }
     s.active.store(false, Relaxed);
     let quiescent = {
         let _c = control();
@@ -203,7 +228,7 @@ pub(crate) fn stop(s: &Arc<SessionState>) -> Result<(), Error> {
 /// Stops and removes a session; its probes disappear, its buffers are freed
 /// when the last published list naming them is reclaimed.
 pub(crate) fn destroy(s: &Arc<SessionState>) -> Result<(), Error> {
-    if s.destroyed.load(Relaxed) {
+    if s.destroyed.load(Relaxed) || s.inherited() {
         return Ok(());
     }
     let r = stop(s);

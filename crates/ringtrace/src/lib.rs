@@ -43,6 +43,7 @@ pub mod ctl;
 pub mod desc;
 pub mod env;
 pub mod field;
+mod fork;
 pub mod level;
 pub mod metadata;
 pub mod output;
@@ -101,6 +102,9 @@ pub enum Error {
     /// in a debugger, or stalled): its sub-buffer could not be closed.
     #[error("session '{0}': a thread stayed inside a probe for over 2 s; its current sub-buffer is not in the trace")]
     StuckWriter(String),
+    /// The session belongs to the parent of this forked process.
+    #[error("session '{0}' belongs to the parent process (this process is a fork child); create a new session here")]
+    Inherited(String),
 }
 
 impl Error {

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ctf::types::{EventClass, TraceDesc};
 use ringbuf::{Backing, ChannelAttr};
@@ -55,6 +55,9 @@ pub(crate) struct SessionState {
     pub(crate) meta: Mutex<Meta>,
     pub(crate) sink: Mutex<Sink>,
     snapshots: AtomicU64,
+    /// The process that created the session: a child of `fork` inherits
+    /// the memory but not the session (see `fork.rs`).
+    pub(crate) pid: u32,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -62,6 +65,13 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl SessionState {
+    /// Whether this process is a `fork` child of the session's creator: its
+    /// buffers, files and locks belong to the parent, so every operation is
+    /// refused or a no-op here, and its probes are off (`fork.rs`).
+    pub(crate) fn inherited(&self) -> bool {
+        self.pid != std::process::id()
+    }
+
     pub(crate) fn new(
         name: String,
         output: Option<PathBuf>,
@@ -109,29 +119,7 @@ impl SessionState {
                 chan: Arc::new(chan),
             });
         }
-        let now = Instant::now();
-        let sink = Sink {
-            files: channels
-                .iter()
-                .map(|c| (0..c.chan.ops().buffers()).map(|_| None).collect())
-                .collect(),
-            next_switch: channels
-                .iter()
-                .map(|c| c.cfg.switch_timer.map(|p| now + p))
-                .collect(),
-            next_read: channels.iter().map(|c| now + c.cfg.read_timer).collect(),
-            last_read: channels.iter().map(|_| (0, now)).collect(),
-            written: channels
-                .iter()
-                .map(|c| vec![(0, 0); c.chan.ops().buffers()])
-                .collect(),
-            last_header: channels
-                .iter()
-                .map(|c| vec![None; c.chan.ops().buffers()])
-                .collect(),
-            error: None,
-            dropped_packets: 0,
-        };
+        let sink = Sink::empty(&channels);
         Ok(SessionState {
             name,
             mode,
@@ -147,6 +135,7 @@ impl SessionState {
             sink: Mutex::new(sink),
             channels,
             snapshots: AtomicU64::new(0),
+            pid: std::process::id(),
         })
     }
 
@@ -211,6 +200,9 @@ impl Session {
     /// call is on disk when it returns, except per-thread buffers' partial
     /// sub-buffers.
     pub fn flush(&self) -> Result<(), Error> {
+        if self.state.inherited() {
+            return Ok(());
+        }
         for ch in &self.state.channels {
             ch.chan.ops().flush_live();
         }
@@ -247,6 +239,9 @@ impl Session {
 
     /// Starts recording: one store, seen by every probe at once.
     pub fn start(&self) {
+        if self.state.inherited() {
+            return;
+        }
         self.state.active.store(true, Relaxed);
         // The consumer looks at the buffers at once, then as often as they
         // fill (see `sink.rs`).
@@ -315,6 +310,9 @@ impl Session {
     /// directory instead and refuse this.
     pub fn snapshot(&self, dir: &Path) -> Result<SnapshotInfo, Error> {
         let st = &self.state;
+        if st.inherited() {
+            return Err(Error::Inherited(st.name.clone()));
+        }
         if st.mode != Mode::FlightRecorder {
             return Err(Error::Config(format!(
                 "session '{}' is in discard mode: its trace is streamed to its directory; snapshots need a flight-recorder session",
@@ -357,7 +355,20 @@ impl Session {
     /// Counters of every buffer.
     pub fn stats(&self) -> SessionStats {
         let st = &self.state;
-        let sink = lock(&st.sink);
+        // In a fork child the sink lock may have been held by a thread that
+        // does not exist here.
+        let held;
+        let sink = if st.inherited() {
+            match st.sink.try_lock() {
+                Ok(g) => g,
+                Err(_) => {
+                    held = Mutex::new(Sink::empty(&st.channels));
+                    lock(&held)
+                }
+            }
+        } else {
+            lock(&st.sink)
+        };
         SessionStats {
             name: st.name.clone(),
             mode: st.mode,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::client::PacketSink;
 use crate::config::Mode;
 use crate::output;
-use crate::session::{lock, SessionState, SnapshotInfo};
+use crate::session::{lock, ChannelState, SessionState, SnapshotInfo};
 use crate::Error;
 
 /// Shortest read period.
@@ -73,6 +73,33 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
+    /// The state of a new session: no file yet, timers from now.
+    pub(crate) fn empty(channels: &[ChannelState]) -> Sink {
+        let now = Instant::now();
+        Sink {
+            files: channels
+                .iter()
+                .map(|c| (0..c.chan.ops().buffers()).map(|_| None).collect())
+                .collect(),
+            next_switch: channels
+                .iter()
+                .map(|c| c.cfg.switch_timer.map(|p| now + p))
+                .collect(),
+            next_read: channels.iter().map(|c| now + c.cfg.read_timer).collect(),
+            last_read: channels.iter().map(|_| (0, now)).collect(),
+            written: channels
+                .iter()
+                .map(|c| vec![(0, 0); c.chan.ops().buffers()])
+                .collect(),
+            last_header: channels
+                .iter()
+                .map(|c| vec![None; c.chan.ops().buffers()])
+                .collect(),
+            error: None,
+            dropped_packets: 0,
+        }
+    }
+
     /// Makes every channel's read timer due now.
     pub(crate) fn read_now(&mut self) {
         let now = Instant::now();

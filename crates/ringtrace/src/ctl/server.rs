@@ -60,8 +60,12 @@ fn bind() -> std::io::Result<(PathBuf, UnixListener)> {
 }
 
 extern "C" fn remove_socket() {
+    // Only the process that bound it (a fork child exits too, and its
+    // parent's socket must stay).
     if let Some(Some(p)) = SOCKET.get() {
-        let _ = std::fs::remove_file(p);
+        if p.file_stem().and_then(|s| s.to_str()) == Some(&std::process::id().to_string()) {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 

@@ -1,0 +1,106 @@
+//! fork() of a traced process: the child neither writes into the parent's
+//! buffers nor deadlocks; inherited sessions are off in the child and its
+//! handles refuse or ignore operations; a session the child creates is its
+//! own; the parent's trace is exact.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use ringtrace::{event, Session};
+
+#[test]
+fn fork_children_trace_into_their_own_sessions_only() {
+    let parent_dir = tmpdir("fork-parent");
+    let child_dir = tmpdir("fork-child");
+    let s = Session::builder("parent")
+        .output(&parent_dir)
+        .enable("forktest:*")
+        .create()
+        .unwrap();
+    s.start();
+    // Keep the consumer busy across the fork.
+    let busy = std::thread::spawn(|| {
+        for i in 0..200_000u64 {
+            event!(forktest, busy, i: u64 = i);
+        }
+    });
+    for i in 0..1000u64 {
+        event!(forktest, before, i: u64 = i);
+    }
+    // SAFETY: the child only runs this crate's code (tracing, sessions) and
+    // then `_exit`s; it never returns into the test harness.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = std::panic::catch_unwind(|| {
+            // Inherited: off here, and its handle is inert.
+            assert!(!s.is_active());
+            for i in 0..5000u64 {
+                event!(forktest, in_child, i: u64 = i);
+            }
+            assert!(matches!(
+                s.snapshot(&child_dir.join("x")),
+                Err(ringtrace::Error::Inherited(_))
+            ));
+            assert!(s.stop().is_ok());
+            // A session of its own works, consumer included.
+            let mine = Session::builder("child")
+                .output(&child_dir)
+                .enable("forktest:in_child")
+                .create()
+                .unwrap();
+            mine.start();
+            for i in 0..5000u64 {
+                event!(forktest, in_child, i: u64 = i);
+            }
+            mine.stop().unwrap();
+            assert_eq!(mine.stats().records(), 5000);
+            mine.destroy().unwrap();
+            drop(s);
+        })
+        .map_or(3, |_| 0);
+        // SAFETY: leaves the child at once, without running the parent's
+        // exit handlers or the test harness.
+        unsafe { libc::_exit(code) };
+    }
+    for i in 0..1000u64 {
+        event!(forktest, after, i: u64 = i);
+    }
+    let t = Instant::now();
+    let status = loop {
+        let mut st = 0;
+        // SAFETY: waits for our own child.
+        let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+        if r == pid {
+            break st;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the fork child hangs"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "child status {status:#x}"
+    );
+    busy.join().unwrap();
+    s.stop().unwrap();
+    let (evs, discarded) = read_all(&parent_dir);
+    let count = |n: &str| evs.iter().filter(|e| e.name == n).count();
+    assert_eq!(
+        count("forktest:in_child"),
+        0,
+        "the child wrote into the parent's trace"
+    );
+    assert_eq!(
+        (count("forktest:before"), count("forktest:after")),
+        (1000, 1000)
+    );
+    assert_eq!(count("forktest:busy") as u64 + discarded, 200_000);
+    let (child_evs, _) = read_all(&child_dir);
+    assert_eq!(child_evs.len(), 5000);
+    assert!(child_evs.iter().all(|e| e.name == "forktest:in_child"));
+}
