@@ -38,9 +38,28 @@ pub fn create_file(path: &Path) -> std::io::Result<File> {
         .open(path)
 }
 
+/// Appends one packet to `out`, whole or not at all: if the copy fails
+/// part way (disk full, file size limit), the file is cut back to where the
+/// packet began, so the stream stays a sequence of complete packets that
+/// readers accept.
+pub fn copy_packet(out: &mut File, bytes: &[u8], src: Option<(&File, u64)>) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let start = out.stream_position()?;
+    let r = copy_packet_bytes(out, bytes, src);
+    if r.is_err() {
+        let _ = out.set_len(start);
+        let _ = out.seek(SeekFrom::Start(start));
+    }
+    r
+}
+
 /// Appends `bytes` to `out`; when the bytes sit in `src` at `offset`, the
 /// kernel copies them (`sendfile`) without passing through user space.
-pub fn copy_packet(out: &mut File, bytes: &[u8], src: Option<(&File, u64)>) -> std::io::Result<()> {
+fn copy_packet_bytes(
+    out: &mut File,
+    bytes: &[u8],
+    src: Option<(&File, u64)>,
+) -> std::io::Result<()> {
     if let Some((f, off)) = src {
         let mut off = off as libc::off_t;
         let mut left = bytes.len();

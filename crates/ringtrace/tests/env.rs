@@ -103,3 +103,72 @@ fn bad_environment_is_reported_and_the_program_runs_untraced() {
     );
     assert!(!std::path::Path::new("/tmp/never-created-by-ringtrace").exists());
 }
+
+/// The output cannot take the trace (a file size limit stands for a full
+/// disk): the traced program neither blocks nor crashes, the drops are
+/// reported, and the trace written so far stays readable by babeltrace2.
+#[test]
+fn output_trouble_never_blocks_the_program_and_keeps_the_trace_readable() {
+    use std::os::unix::process::CommandExt;
+    let dir = tmpdir("env-fsize");
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "child_program_heavy",
+        "--exact",
+        "--test-threads=1",
+        "--nocapture",
+    ])
+    .env(CHILD, "1")
+    .env(
+        "RINGTRACE_SESSION",
+        format!("{},discard,subbuf=16k,count=4,envtest:*", dir.display()),
+    );
+    // 300 kB of file at most: the memfd buffers of 5 × 16 KiB fit under it,
+    // the trace does not.
+    // SAFETY: between fork and exec the closure only calls setrlimit and
+    // signal, both async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 300_000,
+                rlim_max: 300_000,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let t = std::time::Instant::now();
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(60));
+    assert!(
+        err.contains("writing the trace failed") && err.contains("packets dropped"),
+        "{err}"
+    );
+    // Every stream file holds whole packets only: both readers accept it.
+    let (evs, _) = read_all(&dir);
+    assert!(!evs.is_empty());
+    let size: u64 = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert!(size <= 300_000 * 3, "{size}");
+    if let Some(bt) = babeltrace2() {
+        let o = bt2(bt, &dir);
+        assert_eq!(o.events.len(), evs.len());
+    }
+}
+
+/// A heavier traced program: more events than the size limit allows.
+#[test]
+fn child_program_heavy() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    for i in 0..300_000u64 {
+        event!(envtest, tick, i: u64 = i);
+    }
+}
