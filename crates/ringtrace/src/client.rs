@@ -246,6 +246,8 @@ pub(crate) trait ChannelOps: std::marker::Sync + Send {
     /// Per-thread channels: gives drained buffers of exited threads back to
     /// the pool.
     fn recycle(&self) -> usize;
+    /// Whether the reader has consumed everything written to every buffer.
+    fn drained(&self) -> bool;
 }
 
 impl<C: Config> ChannelOps for Channel<C> {
@@ -306,6 +308,10 @@ impl<C: Config> ChannelOps for Channel<C> {
 
     fn recycle(&self) -> usize {
         Channel::recycle(self)
+    }
+
+    fn drained(&self) -> bool {
+        Channel::buffers(self).iter().all(|b| b.is_drained())
     }
 }
 

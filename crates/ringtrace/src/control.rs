@@ -152,12 +152,19 @@ fn republish(c: &mut Control) {
     reclaim(c);
 }
 
+/// How long a control operation waits to free replaced lists.
+const RECLAIM_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Frees the retired lists once a grace period has passed.
 fn reclaim(c: &mut Control) {
     if c.retired.is_empty() {
         return;
     }
-    if rcu::DOMAIN.synchronize(GRACE_TIMEOUT) {
+    // Freeing can wait: a thread stuck inside a probe (stopped in a
+    // debugger, or stalled between reserve and commit) must not make every
+    // control operation wait for it. What is not freed now is freed after
+    // a later grace period.
+    if rcu::DOMAIN.synchronize(RECLAIM_TIMEOUT) {
         for p in c.retired.drain(..) {
             // SAFETY: `p` came from `Box::into_raw` in `republish`, was
             // unpublished before this grace period began, and is freed once.
@@ -218,7 +225,12 @@ pub(crate) fn stop(s: &Arc<SessionState>) -> Result<(), Error> {
         s.close_lost_tail();
         s.sync_output()?;
     }
-    if quiescent {
+    // Some thread is stuck inside a probe, maybe of another session: this
+    // session is complete anyway if every one of its records reached the
+    // trace (discard mode: every buffer drained after the switch).
+    let complete =
+        quiescent || (s.mode == Mode::Discard && s.channels.iter().all(|c| c.chan.ops().drained()));
+    if complete {
         Ok(())
     } else {
         Err(Error::StuckWriter(s.name.clone()))
