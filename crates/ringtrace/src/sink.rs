@@ -131,15 +131,21 @@ impl SessionState {
                     }
                     ops.recycle();
                 }
-                let written: u64 = (0..ops.buffers()).map(|b| ops.stats(b).bytes_written).sum();
-                let (before, then) = sink.last_read[ci];
-                sink.last_read[ci] = (written, now);
-                let period = read_period(
-                    written.wrapping_sub(before),
-                    now.saturating_duration_since(then),
-                    (ch.cfg.subbuf_size * ch.cfg.num_subbuf) as u64,
-                    ch.cfg.read_timer,
-                );
+                // A flight recorder is read only by snapshots: its timer
+                // keeps its period.
+                let period = if self.mode == Mode::Discard {
+                    let written: u64 = (0..ops.buffers()).map(|b| ops.stats(b).bytes_written).sum();
+                    let (before, then) = sink.last_read[ci];
+                    sink.last_read[ci] = (written, now);
+                    read_period(
+                        written.wrapping_sub(before),
+                        now.saturating_duration_since(then),
+                        (ch.cfg.subbuf_size * ch.cfg.num_subbuf) as u64,
+                        ch.cfg.read_timer,
+                    )
+                } else {
+                    ch.cfg.read_timer
+                };
                 sink.next_read[ci] = now + period;
             }
             for d in [sink.next_switch[ci], Some(sink.next_read[ci])]
