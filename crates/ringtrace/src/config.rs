@@ -64,6 +64,10 @@ pub struct ChannelConfig {
     /// sub-buffers; it looks more often while writers are fast (a quarter of
     /// the buffer's fill time, at least every 0.5 ms).
     pub read_timer: Duration,
+    /// How long the sub-buffer at the read position may wait for a commit
+    /// (the writers having moved past it) before the consumer reports a
+    /// stalled writer.
+    pub stall_timeout: Duration,
 }
 
 impl ChannelConfig {
@@ -77,6 +81,7 @@ impl ChannelConfig {
             thread_pool: 64,
             switch_timer: None,
             read_timer: Duration::from_millis(5),
+            stall_timeout: Duration::from_secs(5),
         }
     }
 
@@ -96,6 +101,12 @@ impl ChannelConfig {
     /// Sets the switch timer.
     pub fn switch_timer(mut self, period: Duration) -> Self {
         self.switch_timer = Some(period);
+        self
+    }
+
+    /// Sets the stall timeout.
+    pub fn stall_timeout(mut self, t: Duration) -> Self {
+        self.stall_timeout = t;
         self
     }
 

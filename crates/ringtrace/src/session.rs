@@ -386,7 +386,14 @@ impl Session {
                         name: c.cfg.name.clone(),
                         lost_no_buffer: ops.records_lost_no_buffer(),
                         buffers: (0..ops.buffers())
-                            .map(|b| BufferStats::new(b, ops.stats(b), sink.written[ci][b]))
+                            .map(|b| {
+                                BufferStats::new(
+                                    b,
+                                    ops.stats(b),
+                                    sink.written[ci][b],
+                                    sink.stalled[ci][b].is_some(),
+                                )
+                            })
                             .collect(),
                     }
                 })

@@ -69,6 +69,10 @@ pub(crate) struct Sink {
     /// First output error (the disk is full...): later packets are consumed
     /// and counted as lost rather than blocking the writers.
     pub(crate) error: Option<String>,
+    /// Per channel, per buffer: sub-buffers consumed at the last progress,
+    /// and when; and whether a stall was reported (and since when).
+    progress: Vec<Vec<(u64, Instant)>>,
+    pub(crate) stalled: Vec<Vec<Option<Instant>>>,
     pub(crate) dropped_packets: u64,
 }
 
@@ -97,6 +101,14 @@ impl Sink {
                 .collect(),
             error: None,
             dropped_packets: 0,
+            progress: channels
+                .iter()
+                .map(|c| vec![(0, now); c.chan.ops().buffers()])
+                .collect(),
+            stalled: channels
+                .iter()
+                .map(|c| vec![None; c.chan.ops().buffers()])
+                .collect(),
         }
     }
 
@@ -128,6 +140,7 @@ impl SessionState {
                 if self.mode == Mode::Discard {
                     for b in 0..ops.buffers() {
                         self.drain_buffer(&mut sink, ci, b);
+                        self.watch_stall(&mut sink, ci, b, now);
                     }
                     ops.recycle();
                 }
@@ -156,6 +169,34 @@ impl SessionState {
             }
         }
         next
+    }
+
+    /// A buffer whose writers have moved past the sub-buffer at the read
+    /// position while the reader got nothing for the stall timeout: that
+    /// sub-buffer waits for a commit that does not come. Reported once (on
+    /// stderr and in the statistics) until the buffer moves again.
+    fn watch_stall(&self, sink: &mut Sink, ci: usize, b: usize, now: Instant) {
+        let ch = &self.channels[ci];
+        let st = ch.chan.ops().stats(b);
+        let s = ch.cfg.subbuf_size as u64;
+        let (seen, since) = sink.progress[ci][b];
+        if st.consumed != seen || st.bytes_written < (st.consumed + 1) * s {
+            sink.progress[ci][b] = (st.consumed, now);
+            sink.stalled[ci][b] = None;
+            return;
+        }
+        if sink.stalled[ci][b].is_none()
+            && now.saturating_duration_since(since) >= ch.cfg.stall_timeout
+        {
+            sink.stalled[ci][b] = Some(now);
+            eprintln!(
+                "ringtrace: session '{}', channel '{}', buffer {b}: a sub-buffer has waited {:.1} s for a commit \
+                 (a writer stalled between reserve and commit); the records behind it wait, other buffers flow",
+                self.name,
+                ch.cfg.name,
+                now.saturating_duration_since(since).as_secs_f64()
+            );
+        }
     }
 
     /// Reports the first output error, if any. Stream files are written

@@ -26,12 +26,23 @@ pub struct BufferStats {
     pub packets_written: u64,
     /// Bytes written to the stream file.
     pub bytes_written: u64,
+    /// The consumer found the sub-buffer at the read position waiting for a
+    /// commit for longer than the channel's stall timeout: a writer stalled
+    /// between reserve and commit (records behind it wait; other buffers
+    /// flow).
+    pub stalled: bool,
 }
 
 impl BufferStats {
-    pub(crate) fn new(index: usize, s: ringbuf::BufferStats, written: (u64, u64)) -> BufferStats {
+    pub(crate) fn new(
+        index: usize,
+        s: ringbuf::BufferStats,
+        written: (u64, u64),
+        stalled: bool,
+    ) -> BufferStats {
         BufferStats {
             index,
+            stalled,
             records: s.records,
             lost_full: s.lost.full,
             lost_wrap: s.lost.wrap,
@@ -75,6 +86,7 @@ impl ChannelStats {
             t.overruns += b.overruns;
             t.packets_written += b.packets_written;
             t.bytes_written += b.bytes_written;
+            t.stalled |= b.stalled;
         }
         t
     }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
 
@@ -13,6 +13,8 @@ use common::*;
 use ringtrace::{event, FieldKind, FieldValue, Session};
 
 static STALLED: AtomicBool = AtomicBool::new(false);
+/// The CPU whose buffer holds the stalled reservation.
+static STALLED_CPU: AtomicUsize = AtomicUsize::new(usize::MAX);
 static RELEASE: Mutex<Option<mpsc::Receiver<()>>> = Mutex::new(None);
 
 /// A field whose serialization blocks until the test releases it: the
@@ -25,6 +27,9 @@ impl FieldValue for Stall {
         8
     }
     fn encode(&self, out: &mut [u8]) -> usize {
+        // The slot was reserved on this CPU's buffer (the thread does not
+        // migrate between reserve and this call: no system call between).
+        STALLED_CPU.store(ringbuf::cpu::current(), Ordering::SeqCst);
         STALLED.store(true, Ordering::SeqCst);
         if let Some(rx) = RELEASE.lock().unwrap().take() {
             let _ = rx.recv();
@@ -41,6 +46,11 @@ fn a_stalled_writer_blocks_nothing_else() {
     let d1 = tmpdir("stalled-1");
     let s1 = Session::builder("stalled")
         .output(&d1)
+        .channel(
+            ringtrace::ChannelConfig::new("c")
+                .subbufs(4096, 4)
+                .stall_timeout(std::time::Duration::from_millis(100)),
+        )
         .enable("stalltest:*")
         .create()
         .unwrap();
@@ -51,14 +61,33 @@ fn a_stalled_writer_blocks_nothing_else() {
     while !STALLED.load(Ordering::SeqCst) {
         std::thread::yield_now();
     }
-    // Other threads keep recording into the same session.
-    std::thread::spawn(|| {
+    // Other threads keep recording into the same session; this one on the
+    // stalled CPU, so that its buffer moves past the stalled sub-buffer.
+    let cpu = STALLED_CPU.load(Ordering::SeqCst);
+    std::thread::spawn(move || {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; the call only
+        // reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
         for i in 0..10_000u64 {
             event!(stalltest, other, i: u64 = i);
         }
     })
     .join()
     .unwrap();
+    // The consumer reports the stalled sub-buffer (stats; and on stderr).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !s1.stats().channels[0].buffers[cpu].stalled {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no stall reported on cpu {cpu}: {:?}",
+            s1.stats().channels[0].buffers
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     // Another session lives its whole life meanwhile.
     let d2 = tmpdir("stalled-2");
     let s2 = Session::builder("meanwhile").output(&d2).create().unwrap();
@@ -83,13 +112,19 @@ fn a_stalled_writer_blocks_nothing_else() {
     tx.send(()).unwrap();
     stuck.join().unwrap();
     s1.stop().unwrap();
-    let (evs, _) = read_all(&d1);
-    // 10 000 from the other thread, 100 emitted for the second session
-    // (which the first one records too).
-    assert_eq!(
-        evs.iter().filter(|e| e.name == "stalltest:other").count(),
-        10_100
+    assert!(
+        !s1.stats().channels[0].buffers[cpu].stalled,
+        "the stall clears"
     );
+    // 10 000 from the other thread, 100 emitted for the second session
+    // (which the first one records too); the stalled sub-buffer made its
+    // buffer drop records meanwhile, every one of them counted.
+    let st = s1.stats();
+    let (evs, discarded) = read_all(&d1);
+    assert_eq!(evs.len() as u64, st.records());
+    assert_eq!(discarded, st.lost());
+    let others = evs.iter().filter(|e| e.name == "stalltest:other").count() as u64;
+    assert_eq!(others + st.lost(), 10_100);
     assert_eq!(
         evs.iter().filter(|e| e.name == "stalltest:stuck").count(),
         1
