@@ -225,18 +225,24 @@ fn stats_counts_streams_and_classes() {
     }
 }
 
-#[test]
-fn chrome_json_export_is_valid_and_pairs_begin_end() {
-    let out = tmp("export.json");
+/// Exports the demo trace in `format` to a scratch file named `name`.
+fn export_demo(format: &str, name: &str) -> PathBuf {
+    let out = tmp(name);
     let o = run(&[
         "export",
         demo_trace().to_str().unwrap(),
         "--format",
-        "chrome-json",
+        format,
         "-o",
         out.to_str().unwrap(),
     ]);
     assert!(o.ok, "{}", o.stderr);
+    out
+}
+
+#[test]
+fn chrome_json_export_is_valid_and_pairs_begin_end() {
+    let out = export_demo("chrome-json", "export.json");
     assert_eq!(
         std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
         0o600
@@ -597,16 +603,7 @@ fn other_users_are_refused() {
 /// never go back, slices pair up on every track, every event is there.
 #[test]
 fn perfetto_export_parses_with_the_perfetto_protos() {
-    let out = tmp("export.pftrace");
-    let o = run(&[
-        "export",
-        demo_trace().to_str().unwrap(),
-        "--format",
-        "perfetto",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.ok, "{}", o.stderr);
+    let out = export_demo("perfetto", "export.pftrace");
     let script = r#"
 import sys, collections
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory

@@ -10,7 +10,7 @@ use ctf::read::ItemRef;
 use ctf::value::Value;
 use serde_json::{json, Map};
 
-use super::{kind, process, Args, Kind};
+use super::{classes, process, Args, Kind};
 
 pub(crate) fn json_value(v: &Value) -> serde_json::Value {
     match v {
@@ -34,16 +34,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let trace = crate::read::open(&a.dir)?;
     let desc = trace.desc.clone();
     let (pid, procname) = process(&desc);
-    let classes: Vec<(Kind, String, String, Option<usize>)> = desc
-        .events
-        .iter()
-        .map(|c| {
-            let (k, stem) = kind(&c.name);
-            let (cat, name) = stem.split_once(':').unwrap_or(("", stem));
-            let id = c.fields.iter().position(|f| f.name == "id");
-            (k, cat.to_string(), name.to_string(), id)
-        })
-        .collect();
+    let classes = classes(&desc);
     let file = ringtrace::output::create_file(&a.output)
         .map_err(|e| format!("{}: {e}", a.output.display()))?;
     let mut out = BufWriter::with_capacity(1 << 16, file);

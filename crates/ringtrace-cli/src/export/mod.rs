@@ -62,6 +62,21 @@ pub(crate) fn kind(name: &str) -> (Kind, &str) {
     (Kind::Instant, name)
 }
 
+/// How each event class of `desc` is drawn: its kind, its category (the
+/// provider), its name (without a begin/end suffix), and the position of
+/// its `id` field, which keys begin/end pairs when present.
+pub(crate) fn classes(desc: &TraceDesc) -> Vec<(Kind, String, String, Option<usize>)> {
+    desc.events
+        .iter()
+        .map(|c| {
+            let (k, stem) = kind(&c.name);
+            let (cat, name) = stem.split_once(':').unwrap_or(("", stem));
+            let id = c.fields.iter().position(|f| f.name == "id");
+            (k, cat.to_string(), name.to_string(), id)
+        })
+        .collect()
+}
+
 /// The traced process's pid and name, from the trace's env block.
 pub(crate) fn process(desc: &TraceDesc) -> (i64, String) {
     let env = |k: &str| desc.env.iter().find(|e| e.0 == k).map(|e| &e.1);

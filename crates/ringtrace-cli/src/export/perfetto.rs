@@ -19,7 +19,7 @@ use ctf::read::ItemRef;
 use ctf::value::Value;
 use prost::Message;
 
-use super::{kind, process, Args, Kind};
+use super::{classes, process, Args, Kind};
 
 #[derive(Clone, PartialEq, Message)]
 struct TracePacket {
@@ -155,20 +155,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let trace = crate::read::open(&a.dir)?;
     let desc = trace.desc.clone();
     let (pid, procname) = process(&desc);
-    let classes: Vec<(Kind, String, String, Option<usize>)> = desc
-        .events
-        .iter()
-        .map(|c| {
-            let (k, stem) = kind(&c.name);
-            let (cat, name) = stem.split_once(':').unwrap_or(("", stem));
-            (
-                k,
-                cat.to_string(),
-                name.to_string(),
-                c.fields.iter().position(|f| f.name == "id"),
-            )
-        })
-        .collect();
+    let classes = classes(&desc);
     let file = ringtrace::output::create_file(&a.output)
         .map_err(|e| format!("{}: {e}", a.output.display()))?;
     let mut out = Out {
