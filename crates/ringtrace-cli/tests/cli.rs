@@ -225,6 +225,22 @@ fn stats_counts_streams_and_classes() {
     }
 }
 
+/// Runs a Python checker on `file`; it must succeed and print numbers.
+fn python_check(python: &str, script: &str, file: &Path) -> (String, Vec<u64>) {
+    let py = Command::new(python)
+        .args(["-c", script, file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "{} (Debian packages: python3, python3-protobuf)",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let s = String::from_utf8(py.stdout).unwrap();
+    let nums = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    (s, nums)
+}
+
 /// Exports the demo trace in `format` to a scratch file named `name`.
 fn export_demo(format: &str, name: &str) -> PathBuf {
     let out = tmp(name);
@@ -270,17 +286,7 @@ for e in ev:
         assert e["s"] == "t"
 print(sum(1 for e in ev if e["ph"] != "M"), phases["b"], phases["e"], len(open_))
 "#;
-    let py = Command::new("python3")
-        .args(["-c", script, out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        py.status.success(),
-        "{}",
-        String::from_utf8_lossy(&py.stderr)
-    );
-    let s = String::from_utf8(py.stdout).unwrap();
-    let nums: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    let (s, nums) = python_check("python3", script, &out);
     assert_eq!(nums[0], count_events(demo_trace()), "every event exported");
     assert!(
         nums[1] > 0 && nums[1] == nums[2] + nums[3],
@@ -662,17 +668,7 @@ print(events, len(tracks), sum(depth.values()))
     } else {
         "python3"
     };
-    let py = Command::new(python)
-        .args(["-c", script, out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        py.status.success(),
-        "{} (apt-get install python3-protobuf)",
-        String::from_utf8_lossy(&py.stderr)
-    );
-    let s = String::from_utf8(py.stdout).unwrap();
-    let nums: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    let (s, nums) = python_check(python, script, &out);
     assert_eq!(
         nums[0],
         count_events(demo_trace()),

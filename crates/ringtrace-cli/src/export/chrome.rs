@@ -133,14 +133,5 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     pb.finish_and_clear();
     write!(out, "]}}")?;
     out.flush()?;
-    eprintln!("{count} events written to {}", a.output.display());
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "the trace is damaged; events before the damage were exported:\n  {}",
-            errors.join("\n  ")
-        )
-        .into())
-    }
+    super::finish(count, a, errors)
 }

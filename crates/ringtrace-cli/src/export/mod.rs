@@ -91,6 +91,25 @@ pub(crate) fn process(desc: &TraceDesc) -> (i64, String) {
     (pid, name)
 }
 
+/// Reports what an export wrote; fails if the trace was damaged (the events
+/// before the damage are in the file).
+pub(crate) fn finish(
+    count: u64,
+    a: &Args,
+    errors: Vec<String>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    eprintln!("{count} events written to {}", a.output.display());
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the trace is damaged; events before the damage were exported:\n  {}",
+            errors.join("\n  ")
+        )
+        .into())
+    }
+}
+
 /// Runs `export`.
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     match a.format {
