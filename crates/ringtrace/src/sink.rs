@@ -13,6 +13,9 @@ use crate::output;
 use crate::session::{lock, ChannelState, SessionState, SnapshotInfo};
 use crate::Error;
 
+/// Read period of flight-recorder channels.
+const IDLE_READ_PERIOD: Duration = Duration::from_secs(1);
+
 /// Shortest read period.
 const MIN_READ_PERIOD: Duration = Duration::from_micros(500);
 
@@ -144,8 +147,8 @@ impl SessionState {
                     }
                     ops.recycle();
                 }
-                // A flight recorder is read only by snapshots: its timer
-                // keeps its period.
+                // A flight recorder is read only by snapshots: nothing to
+                // poll for (its switch timer keeps its own deadline).
                 let period = if self.mode == Mode::Discard {
                     let written: u64 = (0..ops.buffers()).map(|b| ops.stats(b).bytes_written).sum();
                     let (before, then) = sink.last_read[ci];
@@ -157,7 +160,7 @@ impl SessionState {
                         ch.cfg.read_timer,
                     )
                 } else {
-                    ch.cfg.read_timer
+                    ch.cfg.read_timer.max(IDLE_READ_PERIOD)
                 };
                 sink.next_read[ci] = now + period;
             }
