@@ -258,11 +258,10 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 fn read_back(dir: &Path, n: usize) -> Result<(Vec<String>, u64, u64), Box<dyn std::error::Error>> {
     let trace = ctf::read::Trace::open(dir)?;
     let desc = trace.desc.clone();
-    let mut merger = ctf::merge::Merger::new(&trace);
     let (mut prev, mut lines, mut events, mut discarded) = (None, Vec::new(), 0u64, 0u64);
-    while let Some(item) = merger.next_ref() {
-        match item? {
-            (_, ctf::read::ItemRef::Event(e)) => {
+    let errors = crate::read::walk(&trace, |item| {
+        match item {
+            ctf::read::ItemRef::Event(e) => {
                 if lines.len() < n {
                     let class = &desc.events[e.class];
                     lines.push(ringtrace::pretty::event_line(
@@ -277,13 +276,15 @@ fn read_back(dir: &Path, n: usize) -> Result<(Vec<String>, u64, u64), Box<dyn st
                 prev = Some(e.ts);
                 events += 1;
             }
-            (_, ctf::read::ItemRef::Discarded { events: d, cpu, .. }) => {
+            ctf::read::ItemRef::Discarded { events: d, cpu, .. } => {
                 if lines.len() < n {
                     lines.push(format!("[{d} events discarded on cpu {cpu}]"));
                 }
                 discarded += d;
             }
         }
-    }
+        Ok::<_, std::convert::Infallible>(true)
+    })?;
+    crate::read::damage(&errors, "the demo's own trace could not be read back")?;
     Ok((lines, events, discarded))
 }

@@ -78,15 +78,13 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     let trace = crate::read::open(&dir)?;
     let (mut events, mut discarded) = (0u64, 0u64);
-    let mut merger = ctf::merge::Merger::new(&trace);
-    let mut errors = Vec::new();
-    while let Some(item) = merger.next_ref() {
+    let errors = crate::read::walk(&trace, |item| {
         match item {
-            Ok((_, ctf::read::ItemRef::Event(_))) => events += 1,
-            Ok((_, ctf::read::ItemRef::Discarded { events: d, .. })) => discarded += d,
-            Err(e) => errors.push(e.to_string()),
+            ctf::read::ItemRef::Event(_) => events += 1,
+            ctf::read::ItemRef::Discarded { events: d, .. } => discarded += d,
         }
-    }
+        Ok::<_, std::convert::Infallible>(true)
+    })?;
     let bytes: u64 = std::fs::read_dir(&dir)?
         .flatten()
         .filter_map(|e| e.metadata().ok())
@@ -106,9 +104,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         "trace bytes per event",
         bytes as f64 / events.max(1) as f64
     );
-    if !errors.is_empty() {
-        return Err(format!("the trace is damaged:\n  {}", errors.join("\n  ")).into());
-    }
+    crate::read::damage(&errors, "the counts above stop at the damage")?;
     if !status.success() {
         return Err(format!("'{}' {status}", a.command[0]).into());
     }

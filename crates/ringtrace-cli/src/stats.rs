@@ -142,13 +142,5 @@ pub fn run(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
         "bytes per event",
         (bytes + meta) as f64 / events.max(1) as f64
     );
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "the trace is damaged; counts above stop at the damage:\n  {}",
-            errors.join("\n  ")
-        )
-        .into())
-    }
+    crate::read::damage(&errors, "counts above stop at the damage")
 }

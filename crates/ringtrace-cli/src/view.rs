@@ -128,44 +128,26 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     let begin = a.begin.as_deref().map(parse_time).transpose()?;
     let end = a.end.as_deref().map(parse_time).transpose()?;
-    let mut merger = ctf::merge::Merger::new(&trace);
     let out = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, out.lock());
     let (mut first, mut prev, mut shown) = (None::<i128>, None::<u64>, 0u64);
-    let mut errors = Vec::new();
     let clock = &desc.clock;
     let mut lines = pretty::LineWriter::default();
-    let mut line = |s: &str| -> Result<bool, std::io::Error> {
-        match writeln!(out, "{s}") {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
-            Err(e) => Err(e),
-        }
-    };
-    while let Some(item) = merger.next_ref() {
-        let (_, item) = match item {
-            Ok(x) => x,
-            Err(e) => {
-                errors.push(e.to_string());
-                continue;
-            }
-        };
+    // A reader that went away (`| head`) ends the output quietly.
+    let mut reader_gone = false;
+    let errors = crate::read::walk(&trace, |item| -> Result<bool, std::io::Error> {
         let t = pretty::epoch_ns(clock, item.ts());
         let f = *first.get_or_insert(t);
-        if let Some(b) = begin {
-            if t < resolve(b, f) {
-                continue;
-            }
+        if begin.is_some_and(|b| t < resolve(b, f)) {
+            return Ok(true);
         }
-        if let Some(e) = end {
-            if t > resolve(e, f) {
-                break;
-            }
+        if end.is_some_and(|e| t > resolve(e, f)) {
+            return Ok(false);
         }
         let text = match item {
             ItemRef::Event(e) => {
                 if !wanted[e.class] || a.cpu.is_some_and(|c| c != e.cpu) {
-                    continue;
+                    return Ok(true);
                 }
                 let s = lines.line(clock, &desc.events[e.class], e.ts, prev, e.cpu, e.values);
                 prev = Some(e.ts);
@@ -179,7 +161,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 cpu,
             } => {
                 if a.cpu.is_some_and(|c| c != cpu) {
-                    continue;
+                    return Ok(true);
                 }
                 std::borrow::Cow::Owned(format!(
                     "{} [lost on cpu {cpu}: {events} events discarded, {packets} packets missing]",
@@ -187,26 +169,24 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 ))
             }
         };
-        if !line(&text)? {
-            return Ok(());
+        match writeln!(out, "{text}") {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                reader_gone = true;
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
         }
-        if a.limit.is_some_and(|l| shown >= l) {
-            break;
-        }
-    }
+        Ok(a.limit.is_none_or(|l| shown < l))
+    })?;
     match out.flush() {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
         _ => {}
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "the trace is damaged; everything before the damage was printed:\n  {}",
-            errors.join("\n  ")
-        )
-        .into())
+    if reader_gone {
+        return Ok(());
     }
+    crate::read::damage(&errors, "everything before the damage was printed")
 }
 
 #[cfg(test)]

@@ -54,18 +54,9 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let mut cpus = BTreeSet::new();
     let mut first = None;
-    let mut errors = Vec::new();
     let mut count = 0u64;
     let pb = crate::read::spinner("exporting");
-    let mut merger = ctf::merge::Merger::new(&trace);
-    while let Some(item) = merger.next_ref() {
-        let item = match item {
-            Ok((_, i)) => i,
-            Err(e) => {
-                errors.push(e.to_string());
-                continue;
-            }
-        };
+    let errors = crate::read::walk(&trace, |item| -> Result<bool, Box<dyn std::error::Error>> {
         let ns = ringtrace::pretty::epoch_ns(&desc.clock, item.ts());
         let f = *first.get_or_insert(ns);
         let ts = (ns - f) as f64 / 1000.0;
@@ -129,7 +120,8 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         if count.is_multiple_of(65536) {
             pb.inc(65536);
         }
-    }
+        Ok(true)
+    })?;
     pb.finish_and_clear();
     write!(out, "]}}")?;
     out.flush()?;

@@ -99,15 +99,7 @@ pub(crate) fn finish(
     errors: Vec<String>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("{count} events written to {}", a.output.display());
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "the trace is damaged; events before the damage were exported:\n  {}",
-            errors.join("\n  ")
-        )
-        .into())
-    }
+    crate::read::damage(&errors, "events before the damage were exported")
 }
 
 /// Runs `export`.

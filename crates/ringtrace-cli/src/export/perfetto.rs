@@ -178,17 +178,9 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     // Per slice name: the id each lane holds (None: free).
     let mut lanes: HashMap<String, Vec<Option<String>>> = HashMap::new();
     let mut lane_uuid: HashMap<(String, usize), u64> = HashMap::new();
-    let (mut errors, mut count) = (Vec::new(), 0u64);
+    let mut count = 0u64;
     let pb = crate::read::spinner("exporting");
-    let mut merger = ctf::merge::Merger::new(&trace);
-    while let Some(item) = merger.next_ref() {
-        let item = match item {
-            Ok((_, i)) => i,
-            Err(e) => {
-                errors.push(e.to_string());
-                continue;
-            }
-        };
+    let errors = crate::read::walk(&trace, |item| -> Result<bool, Box<dyn std::error::Error>> {
         let ts = ringtrace::pretty::epoch_ns(&desc.clock, item.ts()).max(0) as u64;
         let cpu = match item {
             ItemRef::Event(e) => e.cpu,
@@ -288,7 +280,8 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         if count.is_multiple_of(65536) {
             pb.inc(65536);
         }
-    }
+        Ok(true)
+    })?;
     pb.finish_and_clear();
     out.w.flush()?;
     super::finish(count, a, errors)
