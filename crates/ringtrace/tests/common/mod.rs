@@ -103,6 +103,32 @@ pub fn read_all(dir: &Path) -> (Vec<Ev>, u64) {
     (evs, discarded)
 }
 
+/// Checks each stream file on its own (not merged, which would sort them):
+/// its events' timestamps never go back, the order the writers' reserve
+/// loop must give. Returns the events per stream.
+pub fn assert_streams_ordered(dir: &Path) -> Vec<usize> {
+    let trace = Trace::open(dir).unwrap();
+    (0..trace.streams.len())
+        .map(|k| {
+            let mut s = trace.stream(k).unwrap();
+            let (mut last, mut n) = (0u64, 0);
+            while let Some(item) = s.next_item().unwrap() {
+                if let Item::Event(e) = item {
+                    assert!(
+                        e.ts >= last,
+                        "{}: timestamp {} after {last}",
+                        trace.streams[k].display(),
+                        e.ts
+                    );
+                    last = e.ts;
+                    n += 1;
+                }
+            }
+            n
+        })
+        .collect()
+}
+
 /// The u64 of an unsigned field value.
 pub fn uint(v: &Value) -> u64 {
     match v {
