@@ -355,6 +355,24 @@ fn record_runs_a_traced_program_and_summarizes() {
     );
 }
 
+/// A long-running traced process: `exe demo` writing to `dir` for 20 s,
+/// with `extra` arguments, output discarded.
+fn demo_command(exe: &Path, dir: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(exe);
+    c.args([
+        "demo",
+        "-o",
+        dir.to_str().unwrap(),
+        "--seconds",
+        "20",
+        "--show",
+        "0",
+    ])
+    .args(extra)
+    .stdout(Stdio::null());
+    c
+}
+
 /// A running demo process with its pid, killed on drop.
 struct Traced(std::process::Child);
 
@@ -390,21 +408,13 @@ fn wait_for_socket(pid: u32, list_env: &[(&str, &str)]) {
 #[test]
 fn ctl_controls_a_running_process_and_survives_bad_requests() {
     let d = tmp("ctl");
-    let child = bin()
-        .args([
-            "demo",
-            "-o",
-            d.to_str().unwrap(),
-            "--seconds",
-            "20",
-            "--show",
-            "0",
-            "--mode",
-            "flight-recorder",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = demo_command(
+        &assert_cmd::cargo::cargo_bin("ringtrace"),
+        &d,
+        &["--mode", "flight-recorder"],
+    )
+    .spawn()
+    .unwrap();
     let pid = child.id();
     let traced = Traced(child);
     wait_for_socket(pid, &[]);
@@ -515,20 +525,10 @@ fn other_users_are_refused() {
     let rundir = home.join("run");
     let child = {
         use std::os::unix::process::CommandExt;
-        Command::new(&exe)
-            .args([
-                "demo",
-                "-o",
-                home.join("t").to_str().unwrap(),
-                "--seconds",
-                "20",
-                "--show",
-                "0",
-            ])
+        demo_command(&exe, &home.join("t"), &[])
             .env("XDG_RUNTIME_DIR", &rundir)
             .uid(NOBODY)
             .gid(NOBODY)
-            .stdout(Stdio::null())
             .spawn()
             .unwrap()
     };
@@ -561,18 +561,8 @@ fn other_users_are_refused() {
     let env = [("XDG_RUNTIME_DIR", root_run.to_str().unwrap())];
     let d = tmp("nobody-client");
     let root_traced = Traced(
-        bin()
-            .args([
-                "demo",
-                "-o",
-                d.to_str().unwrap(),
-                "--seconds",
-                "20",
-                "--show",
-                "0",
-            ])
+        demo_command(&assert_cmd::cargo::cargo_bin("ringtrace"), &d, &[])
             .envs(env)
-            .stdout(Stdio::null())
             .spawn()
             .unwrap(),
     );
