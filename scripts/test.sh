@@ -24,6 +24,8 @@ step "Miri"
 MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p ringbuf --lib --test sequential --test equations
 # The tracer's RCU (threads, publish/reclaim), fields, patterns, levels.
 MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p ringtrace --lib
+# The C API's payload serialization (strlen on C strings, raw slices).
+MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p ringtrace-ffi --lib
 
 step "benchmarks and examples build"
 cargo bench --workspace --no-run -q

@@ -147,6 +147,12 @@ impl SessionBuilder {
         }
     }
 
+    /// Renames the session.
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = name.to_string();
+        self
+    }
+
     /// The trace directory (required in discard mode).
     pub fn output(mut self, dir: impl Into<PathBuf>) -> Self {
         self.output = Some(dir.into());

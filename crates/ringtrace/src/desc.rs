@@ -3,7 +3,7 @@
 //! reads: the enabled flag and the published probe list. The linker gathers
 //! every descriptor into [`EVENTS`], so there is no start-up list to keep.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering::*};
 use std::sync::Mutex;
 
 use crate::field::FieldKind;
@@ -38,6 +38,9 @@ pub struct EventDesc {
     enabled: AtomicBool,
     /// The channels to record into, published by `control.rs` (RCU).
     pub(crate) probes: AtomicPtr<ProbeList>,
+    /// A second copy of `enabled` kept where a foreign call site reads it
+    /// (the C API's descriptor), or null.
+    mirror: AtomicPtr<AtomicU8>,
 }
 
 impl EventDesc {
@@ -59,6 +62,7 @@ impl EventDesc {
             line,
             enabled: AtomicBool::new(false),
             probes: AtomicPtr::new(std::ptr::null_mut()),
+            mirror: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -72,6 +76,21 @@ impl EventDesc {
 
     pub(crate) fn set_enabled(&self, on: bool) {
         self.enabled.store(on, Relaxed);
+        let m = self.mirror.load(Acquire);
+        // SAFETY: `mirror_enabled_to` only stores `'static` references.
+        if let Some(m) = unsafe { m.as_ref() } {
+            m.store(on as u8, Relaxed);
+        }
+    }
+
+    /// Keeps `flag` equal to the enabled state (1 or 0) from now on: the
+    /// dormant check of a call site that cannot read this descriptor
+    /// directly (a C call site reads its own byte). Call before
+    /// [`register`]ing the descriptor.
+    pub fn mirror_enabled_to(&self, flag: &'static AtomicU8) {
+        flag.store(self.is_enabled() as u8, Relaxed);
+        self.mirror
+            .store(flag as *const AtomicU8 as *mut AtomicU8, Release);
     }
 
     /// `provider:name`, as patterns and the metadata name it.
@@ -99,7 +118,16 @@ static DYNAMIC: Mutex<Vec<&'static EventDesc>> = Mutex::new(Vec::new());
 /// Adds a descriptor built at run time; sessions whose enable rules match
 /// start recording it at once.
 pub fn register(desc: &'static EventDesc) {
-    DYNAMIC.lock().unwrap_or_else(|e| e.into_inner()).push(desc);
+    register_all(&[desc]);
+}
+
+/// Adds several descriptors built at run time, with one update of the
+/// sessions' probe lists.
+pub fn register_all(descs: &[&'static EventDesc]) {
+    DYNAMIC
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend_from_slice(descs);
     crate::control::refresh();
 }
 

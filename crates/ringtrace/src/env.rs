@@ -93,8 +93,15 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
 static ENV_SESSION: Mutex<Option<Session>> = Mutex::new(None);
 
 /// Creates and starts the session [`VAR`] describes, if set. Called before
-/// `main`; errors are printed, and the program runs untraced.
+/// `main` (and by the C API's registration, which may run first); only the
+/// first call does anything. Errors are printed, and the program runs
+/// untraced.
 pub fn start_from_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(start_now);
+}
+
+fn start_now() {
     let Ok(v) = std::env::var(VAR) else {
         return;
     };

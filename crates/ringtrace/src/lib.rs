@@ -56,7 +56,7 @@ mod sink;
 pub mod stats;
 
 pub use config::{Buffers, ChannelConfig, Mode, SessionBuilder};
-pub use desc::{all_events, register, EventDesc, FieldDesc, EVENTS};
+pub use desc::{all_events, register, register_all, EventDesc, FieldDesc, EVENTS};
 pub use field::{FieldKind, FieldValue};
 pub use level::{Level, UnknownLevel};
 pub use session::{Session, SnapshotInfo};

@@ -1,0 +1,218 @@
+//! `ringtrace_emit`: records an enabled C event. The field words are
+//! serialized following the descriptor's static kinds, exactly as the Rust
+//! `event!` macro's values are (see `ringtrace::field`): little-endian
+//! integers and floats, one byte per bool, NUL-terminated strings, a u32
+//! length then the bytes. No allocation, lock or system call.
+
+use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicPtr, Ordering::Acquire};
+
+use rt::{EventDesc, FieldDesc, FieldKind};
+
+use crate::event::{RtArg, RtEvent, MAX_FIELDS};
+
+/// What a NULL string records.
+const NULL_STR: &[u8] = b"(null)";
+
+/// The bytes of one string or byte-sequence argument.
+///
+/// # Safety
+/// For `Str`, `a.ptr` is null or a NUL-terminated string; for `Bytes`, null
+/// or `a.bits` readable bytes.
+unsafe fn body(kind: FieldKind, a: &RtArg) -> &[u8] {
+    match kind {
+        FieldKind::Str if a.ptr.is_null() => NULL_STR,
+        FieldKind::Str => {
+            // SAFETY: NUL-terminated (caller's contract).
+            let n = unsafe { libc::strlen(a.ptr as *const c_char) };
+            // SAFETY: `n` bytes before the NUL are readable.
+            unsafe { std::slice::from_raw_parts(a.ptr as *const u8, n) }
+        }
+        FieldKind::Bytes if a.ptr.is_null() => &[],
+        FieldKind::Bytes => {
+            let n = a.bits.min(u32::MAX as u64) as usize;
+            // SAFETY: `bits` readable bytes (caller's contract), cut to u32::MAX.
+            unsafe { std::slice::from_raw_parts(a.ptr as *const u8, n) }
+        }
+        _ => &[],
+    }
+}
+
+/// Bytes a fixed-size kind takes.
+fn fixed_len(kind: FieldKind) -> usize {
+    match kind {
+        FieldKind::Unsigned(b) | FieldKind::Signed(b) => b as usize / 8,
+        FieldKind::F32 => 4,
+        FieldKind::F64 => 8,
+        FieldKind::Bool => 1,
+        FieldKind::Str => 1,
+        FieldKind::Bytes => 4,
+    }
+}
+
+/// The payload size of `args` for `fields`, and the string or byte bodies
+/// (borrowed, measured once).
+///
+/// # Safety
+/// As [`body`], for each argument.
+unsafe fn measure<'a>(
+    fields: &[FieldDesc],
+    args: &'a [RtArg],
+    bodies: &mut [&'a [u8]; MAX_FIELDS],
+) -> usize {
+    let mut len = 0usize;
+    for (i, (f, a)) in fields.iter().zip(args).enumerate() {
+        // SAFETY: readable strings and ranges (caller's contract).
+        bodies[i] = unsafe { body(f.kind, a) };
+        len += fixed_len(f.kind) + bodies[i].len();
+    }
+    len
+}
+
+/// Writes the payload [`measure`] sized into `out`.
+fn serialize(fields: &[FieldDesc], args: &[RtArg], bodies: &[&[u8]; MAX_FIELDS], out: &mut [u8]) {
+    let mut o = 0;
+    for (i, (f, a)) in fields.iter().zip(args).enumerate() {
+        let b = bodies[i];
+        match f.kind {
+            FieldKind::Str => {
+                out[o..o + b.len()].copy_from_slice(b);
+                out[o + b.len()] = 0;
+                o += b.len() + 1;
+            }
+            FieldKind::Bytes => {
+                out[o..o + 4].copy_from_slice(&(b.len() as u32).to_le_bytes());
+                out[o + 4..o + 4 + b.len()].copy_from_slice(b);
+                o += 4 + b.len();
+            }
+            k => {
+                let w = fixed_len(k);
+                out[o..o + w].copy_from_slice(&a.bits.to_le_bytes()[..w]);
+                o += w;
+            }
+        }
+    }
+}
+
+/// Records `event` with one argument per field.
+///
+/// # Safety
+/// `event` is a registered (or not yet registered) `struct ringtrace_event`;
+/// `args` has `nfields` entries whose strings and byte ranges are readable.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_emit(event: *const RtEvent, args: *const RtArg) {
+    if event.is_null() {
+        return;
+    }
+    // SAFETY: `handle` is pointer-aligned in a live descriptor and only
+    // written by registration (release store of a `'static` EventDesc).
+    let handle = unsafe { AtomicPtr::from_ptr(&raw const (*event).handle as *mut *mut c_void) }
+        .load(Acquire);
+    // SAFETY: null or a leaked `&'static EventDesc` (event.rs).
+    let Some(desc) = (unsafe { (handle as *const EventDesc).as_ref() }) else {
+        return;
+    };
+    let n = desc.fields.len();
+    if n == 0 {
+        desc.emit(0, |_| {});
+        return;
+    }
+    if args.is_null() {
+        return;
+    }
+    // SAFETY: one argument per field (caller's contract); n <= MAX_FIELDS.
+    let args = unsafe { std::slice::from_raw_parts(args, n) };
+    let mut bodies: [&[u8]; MAX_FIELDS] = [&[]; MAX_FIELDS];
+    // SAFETY: readable strings and ranges (caller's contract).
+    let len = unsafe { measure(desc.fields, args, &mut bodies) };
+    desc.emit(len, |out| serialize(desc.fields, args, &bodies, out));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctf::value::{decode, Value};
+
+    fn arg(bits: u64) -> RtArg {
+        RtArg {
+            bits,
+            ptr: std::ptr::null(),
+        }
+    }
+
+    /// Every kind is written as its CTF type (the one the Rust macro's
+    /// values get) and decodes to the value passed.
+    #[test]
+    fn payload_decodes_field_by_field() {
+        let kinds = [
+            FieldKind::Unsigned(8),
+            FieldKind::Unsigned(16),
+            FieldKind::Unsigned(32),
+            FieldKind::Unsigned(64),
+            FieldKind::Signed(8),
+            FieldKind::Signed(32),
+            FieldKind::Signed(64),
+            FieldKind::F32,
+            FieldKind::F64,
+            FieldKind::Bool,
+            FieldKind::Str,
+            FieldKind::Str,
+            FieldKind::Bytes,
+            FieldKind::Bytes,
+        ];
+        let fields: Vec<FieldDesc> = kinds
+            .iter()
+            .map(|&kind| FieldDesc { name: "f", kind })
+            .collect();
+        let s = c"héllo";
+        let bytes = [1u8, 2, 255];
+        let args = [
+            arg(0xfe),
+            arg(0xbeef),
+            arg(u32::MAX as u64),
+            arg(u64::MAX),
+            arg(-3i64 as u64),
+            arg(-70000i64 as u64),
+            arg(i64::MIN as u64),
+            arg(1.5f32.to_bits() as u64),
+            arg((-2.25f64).to_bits()),
+            arg(1),
+            RtArg {
+                bits: 0,
+                ptr: s.as_ptr().cast(),
+            },
+            arg(0),
+            RtArg {
+                bits: 3,
+                ptr: bytes.as_ptr().cast(),
+            },
+            arg(0),
+        ];
+        let mut bodies = [&[][..]; MAX_FIELDS];
+        // SAFETY: the strings and byte ranges above are live.
+        let len = unsafe { measure(&fields, &args, &mut bodies) };
+        let mut out = vec![0xaau8; len];
+        serialize(&fields, &args, &bodies, &mut out);
+        let expect = [
+            Value::Uint(0xfe),
+            Value::Uint(0xbeef),
+            Value::Uint(u32::MAX as u64),
+            Value::Uint(u64::MAX),
+            Value::Int(-3),
+            Value::Int(-70000),
+            Value::Int(i64::MIN),
+            Value::F32(1.5),
+            Value::F64(-2.25),
+            Value::Bool(true),
+            Value::Str("héllo".into()),
+            Value::Str("(null)".into()),
+            Value::UintArray(vec![1, 2, 255]),
+            Value::UintArray(vec![]),
+        ];
+        let mut off = 0;
+        for (f, e) in fields.iter().zip(expect) {
+            assert_eq!(decode(&f.kind.ctf_type(), &out, &mut off).unwrap(), e);
+        }
+        assert_eq!(off, len, "the payload is exactly what the decoder reads");
+    }
+}

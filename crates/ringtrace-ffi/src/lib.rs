@@ -1,0 +1,30 @@
+//! # ringtrace-ffi — the C and C++ API
+//!
+//! Owns: the C ABI of `include/ringtrace.h`: registration of the call-site
+//! descriptors C code puts in its `ringtrace_events` section (`event.rs`),
+//! the recording of an enabled C event (`emit.rs`), session control
+//! (`session.rs`) and the per-thread last error (`error.rs`).
+//!
+//! Must never: panic across the C boundary, allocate or lock in
+//! `ringtrace_emit`, or read a C descriptor of another layout version.
+//!
+//! ```text
+//!   RINGTRACE_EVENT(…) ─► enabled byte (mirror of the EventDesc flag) ─► ringtrace_emit
+//!        │ constructor                                                     │ field words + static kinds
+//!        ▼                                                                 ▼
+//!   ringtrace_register_events ─► EventDesc (leaked, 'static) ─► ringtrace::register_all / EventDesc::emit
+//! ```
+
+mod emit;
+mod error;
+mod event;
+mod session;
+
+pub use emit::ringtrace_emit;
+pub use error::ringtrace_last_error;
+pub use event::{ringtrace_register_events, RtArg, RtEvent, RtField, ABI};
+pub use session::{
+    ringtrace_session_create, ringtrace_session_destroy, ringtrace_session_disable,
+    ringtrace_session_enable, ringtrace_session_snapshot, ringtrace_session_start,
+    ringtrace_session_stop, RtSession,
+};

@@ -1,0 +1,383 @@
+//! The C API end to end: the C and C++ examples are built with gcc/g++
+//! through the pkg-config file (shared and static library), run, and their
+//! traces read by babeltrace2 with the values the programs recorded.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `target/<profile>`, where cargo puts libringtrace.a and libringtrace.so.
+/// Integration tests do not depend on a library that has no rlib, so the
+/// first call builds it (with this test's profile).
+fn lib_dir() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    BUILT.call_once(|| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-p", "ringtrace-ffi", "--lib"]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let st = cmd.status().expect("cargo");
+        assert!(st.success(), "cargo build -p ringtrace-ffi failed");
+    });
+    for lib in ["libringtrace.a", "libringtrace.so"] {
+        assert!(
+            dir.join(lib).exists(),
+            "{lib} missing in {}: build with cargo build -p ringtrace-ffi",
+            dir.display()
+        );
+    }
+    dir
+}
+
+fn crate_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh scratch directory.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ringtrace-ffi-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A tool the tests need, or `None` (skipped) outside CI.
+fn tool(name: &str) -> Option<&str> {
+    if Command::new(name)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return Some(name);
+    }
+    assert!(std::env::var_os("CI").is_none(), "{name} is required in CI");
+    eprintln!("SKIPPED: {name} not found");
+    None
+}
+
+/// Writes `ringtrace.pc` (from the template) into `dir`, pointing at the
+/// header in the source tree and the libraries cargo built.
+fn pkg_config_dir(dir: &Path) -> PathBuf {
+    let pc = std::fs::read_to_string(crate_dir().join("ringtrace.pc.in"))
+        .unwrap()
+        .replace(
+            "@INCLUDEDIR@",
+            crate_dir().join("include").to_str().unwrap(),
+        )
+        .replace("@LIBDIR@", lib_dir().to_str().unwrap())
+        .replace("@VERSION@", env!("CARGO_PKG_VERSION"));
+    let d = dir.join("pkgconfig");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("ringtrace.pc"), pc).unwrap();
+    d
+}
+
+fn pkg_config(pc_dir: &Path, args: &[&str]) -> Vec<String> {
+    let out = Command::new("pkg-config")
+        .env("PKG_CONFIG_PATH", pc_dir)
+        .args(args)
+        .arg("ringtrace")
+        .output()
+        .expect("pkg-config");
+    assert!(out.status.success(), "pkg-config {args:?}: {out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+#[derive(Clone, Copy)]
+enum Link {
+    Shared,
+    Static,
+}
+
+/// Compiles an example with warnings as errors; returns the executable.
+fn build(compiler: &str, source: &str, std: &str, link: Link, dir: &Path) -> PathBuf {
+    let pc = pkg_config_dir(dir);
+    let exe = dir.join(source.split('.').next().unwrap());
+    let mut cmd = Command::new(compiler);
+    cmd.args([std, "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(crate_dir().join("examples").join(source))
+        .args(pkg_config(&pc, &["--cflags"]));
+    match link {
+        Link::Shared => {
+            cmd.args(pkg_config(&pc, &["--libs"]));
+        }
+        Link::Static => {
+            cmd.arg(lib_dir().join("libringtrace.a")).args(
+                pkg_config(&pc, &["--static", "--libs-only-l"])
+                    .into_iter()
+                    .filter(|l| l != "-lringtrace"),
+            );
+        }
+    }
+    cmd.arg("-lpthread");
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{compiler} {source} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+fn run(exe: &Path, args: &[&Path], env: Option<String>) -> Output {
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env_remove("RINGTRACE_SESSION");
+    if let Some(v) = env {
+        cmd.env("RINGTRACE_SESSION", v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{} failed: {out:?}", exe.display());
+    out
+}
+
+/// The event lines babeltrace2 prints for `trace` (it must succeed and
+/// report no discarded events), without timestamp and host prefix.
+fn bt2_events(trace: &Path) -> Vec<String> {
+    let out = Command::new("babeltrace2")
+        .args(["--clock-cycles", "--no-delta"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "babeltrace2: {stderr}");
+    assert!(!stderr.contains("discarded"), "{stderr}");
+    let mut last_ts = 0u64;
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let ts: u64 = l[1..l.find(']').unwrap()].parse().unwrap();
+            assert!(ts >= last_ts, "timestamps go back at {l}");
+            last_ts = ts;
+            // "[ts] host:proc:(pid) prov:name: { cpu_id = N }, { fields }"
+            let at = l.find(") ").unwrap() + 2;
+            let rest = &l[at..];
+            let ctx_end = rest.find("}, ").unwrap();
+            let name = &rest[..rest.find(": ").unwrap()];
+            format!("{name} {}", &rest[ctx_end + 3..])
+        })
+        .collect()
+}
+
+/// The exact payload `requests.c` records for request `id` of thread `t`
+/// (the i-th of that thread).
+fn request_line(t: u64, i: u64) -> String {
+    let id = t * 1_000_000 + i;
+    let path = ["/index", "/api/v1/items", "/health"][(id % 3) as usize];
+    let ms = i as f64 * 0.5;
+    let ok = if id.is_multiple_of(2) {
+        "( \"true\" : container = 1 )"
+    } else {
+        "( \"false\" : container = 0 )"
+    };
+    format!(
+        "capp:request {{ id = {id}, delta = {delta}, path = \"{path}\", ms = {ms}, ok = {ok}, \
+         _digest_length = 4, digest = [ [0] = 0x{d0:X}, [1] = 0xAB, [2] = 0xCD, [3] = 0xEF ], \
+         small = {small}, big = {big}, ratio = 0.25, port = 8080, tiny = -1, mid = -300, thread = {t} }}",
+        delta = -(i as i64),
+        d0 = id as u8,
+        small = i as u8,
+        big = i64::MIN + i as i64,
+    )
+}
+
+/// Checks a trace of `requests.c`: every request exactly once with its
+/// values, in per-thread order; `extra` are the other events expected.
+fn check_requests(trace: &Path, extra: &[&str]) {
+    let lines = bt2_events(trace);
+    let mut next = [0u64; 2];
+    let mut others = Vec::new();
+    for l in &lines {
+        if let Some(t) = l.split("thread = ").nth(1) {
+            let t: u64 = t.trim_end_matches(" }").parse().unwrap();
+            let i = next[t as usize - 1];
+            assert_eq!(*l, request_line(t, i));
+            next[t as usize - 1] += 1;
+        } else {
+            others.push(l.as_str());
+        }
+    }
+    assert_eq!(next, [1000, 1000], "requests per thread");
+    assert_eq!(others, extra);
+}
+
+#[test]
+fn c_program_controls_a_session_shared_library() {
+    let (Some(cc), Some(_)) = (tool("gcc"), tool("babeltrace2")) else {
+        return;
+    };
+    let dir = scratch("c-shared");
+    let exe = build(cc, "requests.c", "-std=c11", Link::Shared, &dir);
+    let trace = dir.join("trace");
+    let out = run(&exe, &[&trace], None);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        stdout,
+        "error: ringtrace_session_create: RINGTRACE_SESSION: item 2 'bogus': unknown option; \
+         event patterns look like provider:event\nemitted 2003\ndone\n"
+    );
+    check_requests(
+        &trace,
+        &[
+            "capp:tick { }",
+            "capp:warn { msg = \"(null)\", _none_length = 0, none = [ ] }",
+        ],
+    );
+}
+
+#[test]
+fn c_program_traces_from_the_environment_static_library() {
+    let (Some(cc), Some(_)) = (tool("gcc"), tool("babeltrace2")) else {
+        return;
+    };
+    let dir = scratch("c-static");
+    let exe = build(cc, "requests.c", "-std=c11", Link::Static, &dir);
+    let needed = Command::new("ldd").arg(&exe).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&needed.stdout).contains("libringtrace"),
+        "linked statically"
+    );
+    let trace = dir.join("trace");
+    let out = run(
+        &exe,
+        &[],
+        Some(format!(
+            "{},per-thread,capp:request,capp:tick",
+            trace.display()
+        )),
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "emitted 2003\ndone\n"
+    );
+    // Completed by the library's exit handler; warn and debug_only are not enabled.
+    check_requests(&trace, &["capp:tick { }"]);
+}
+
+#[test]
+fn untraced_c_program_records_nothing() {
+    let Some(cc) = tool("gcc") else {
+        return;
+    };
+    let dir = scratch("c-dormant");
+    let exe = build(cc, "requests.c", "-std=c11", Link::Shared, &dir);
+    let out = run(&exe, &[], None);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "emitted 2003\ndone\n"
+    );
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        2,
+        "only pkgconfig and the program"
+    );
+}
+
+#[test]
+fn cpp_program_records_per_thread() {
+    let (Some(cxx), Some(_)) = (tool("g++"), tool("babeltrace2")) else {
+        return;
+    };
+    let dir = scratch("cpp");
+    let exe = build(cxx, "pipeline.cpp", "-std=c++17", Link::Shared, &dir);
+    let trace = dir.join("trace");
+    let out = run(&exe, &[&trace], None);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "emitted 4001\ndone\n"
+    );
+    let lines = bt2_events(&trace);
+    assert_eq!(lines.len(), 4001);
+    assert_eq!(lines.last().unwrap(), "cpp:finished { }");
+    // Each producer's events, in its order: produce i, then its 3 stages.
+    let mut produced = [0u32; 500];
+    for l in &lines[..4000] {
+        if let Some(rest) = l.strip_prefix("cpp:produce { item = ") {
+            let item: u32 = rest.split(',').next().unwrap().parse().unwrap();
+            let last = if item == 499 {
+                "true\" : container = 1"
+            } else {
+                "false\" : container = 0"
+            };
+            assert!(l.contains(last), "{l}");
+            produced[item as usize] += 1;
+        } else {
+            assert!(
+                l.contains("name = \"parse\"") && l.contains("weight = 0.5")
+                    || l.contains("name = \"plan\"") && l.contains("weight = 1.5")
+                    || l.contains("name = \"exec\"") && l.contains("weight = 3"),
+                "{l}"
+            );
+        }
+    }
+    assert!(
+        produced.iter().all(|&n| n == 2),
+        "each item produced by both threads"
+    );
+}
+
+#[test]
+fn descriptors_the_library_cannot_read_stay_dormant_with_a_message() {
+    let Some(cc) = tool("gcc") else {
+        return;
+    };
+    let dir = scratch("c-bad");
+    let src = dir.join("bad.c");
+    std::fs::write(
+        &src,
+        r#"#include <ringtrace.h>
+#include <stdio.h>
+static const struct ringtrace_field f[] = {{"x", 99}};
+static struct ringtrace_event bad_kind = {0, {0, 0, 0}, RINGTRACE_ABI, 0, "p", "bad_kind", f, 1, 6, "bad.c", 3};
+static struct ringtrace_event bad_abi = {0, {0, 0, 0}, 99, 0, "p", "bad_abi", 0, 0, 6, "bad.c", 4};
+static struct ringtrace_event bad_level = {0, {0, 0, 0}, RINGTRACE_ABI, 0, "p", "bad_level", 0, 0, 7, "bad.c", 5};
+static struct ringtrace_event *const list[] = {&bad_kind, &bad_abi, &bad_level};
+int main(void) {
+    ringtrace_register_events(list, list + 3);
+    ringtrace_register_events(list, list + 3); /* repeats are ignored */
+    ringtrace_session *s = ringtrace_session_create("s", "/nonexistent-dir/t,flight-recorder,p:*");
+    if (!s) { printf("%s\n", ringtrace_last_error()); return 1; }
+    ringtrace_session_start(s);
+    ringtrace_emit(&bad_kind, 0);
+    printf("enabled %d %d %d\n", bad_kind.enabled, bad_abi.enabled, bad_level.enabled);
+    int stop = ringtrace_session_stop(s);
+    int destroy = ringtrace_session_destroy(s);
+    printf("stop %d destroy %d null %d\n", stop, destroy, ringtrace_session_start(NULL));
+    printf("%s\n", ringtrace_last_error());
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let pc = pkg_config_dir(&dir);
+    let exe = dir.join("bad");
+    let out = Command::new(cc)
+        .args(["-std=c11", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .args(pkg_config(&pc, &["--cflags", "--libs"]))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = run(&exe, &[], None);
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "ringtrace: event at bad.c:3 not registered: field 'x': unknown kind 99\n\
+         ringtrace: event at bad.c:4 not registered: layout version 99 (this library reads 1): \
+         rebuild with this library's ringtrace.h\n\
+         ringtrace: event at bad.c:5 not registered: unknown level 7\n"
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "enabled 0 0 0\nstop 0 destroy 0 null -1\nringtrace_session_start: session is NULL\n"
+    );
+}
