@@ -1,0 +1,275 @@
+//! The `tracing` layer end to end: events and span enter/exit/close with
+//! their values in a ringtrace trace (read by our reader and by
+//! babeltrace2), class names from target and callsite, enable rules and
+//! levels, names that are not identifiers, and no allocation per event.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ctf::read::{Item, Trace};
+use ctf::value::Value;
+use ringtrace::{ChannelConfig, Level, Mode, Session};
+use ringtrace_tracing::RingtraceLayer;
+use tracing_subscriber::prelude::*;
+
+struct Counting;
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+// SAFETY: forwards to the system allocator, only counting.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        if COUNTING.with(|c| c.get()) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        if COUNTING.with(|c| c.get()) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ringtrace-tracing-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn session(dir: &Path, pattern: &str, level: Level) -> Session {
+    let s = Session::builder("layer")
+        .output(dir)
+        .mode(Mode::Discard)
+        .channel(ChannelConfig::new("c").subbufs(64 * 1024, 4))
+        .enable_level(pattern, level)
+        .create()
+        .unwrap();
+    s.start();
+    s
+}
+
+/// (event name, values) of every event, in time order.
+fn read(dir: &Path) -> Vec<(String, Vec<(String, Value)>)> {
+    let trace = Trace::open(dir).unwrap();
+    let desc = trace.desc.clone();
+    let mut out = Vec::new();
+    for item in ctf::merge::Merger::new(&trace) {
+        if let Item::Event(e) = item.unwrap().1 {
+            let class = &desc.events[e.class];
+            let names = class.fields.iter().map(|f| f.name.clone());
+            out.push((class.name.clone(), names.zip(e.values).collect()));
+        }
+    }
+    out
+}
+
+fn s(v: &str) -> Value {
+    Value::Str(v.into())
+}
+
+#[test]
+fn events_and_spans_are_recorded_with_their_values() {
+    let dir = tmpdir("values");
+    let sess = session(&dir, "layertest*", Level::Debug);
+    let sub = tracing_subscriber::registry().with(RingtraceLayer::new());
+    let line = tracing::subscriber::with_default(sub, || {
+        let span = tracing::info_span!(target: "layertest::db", "query", table = "users", rows = tracing::field::Empty);
+        span.record("rows", 3u64);
+        {
+            let _g = span.enter();
+            for i in 0..3u64 {
+                tracing::warn!(target: "layertest::db", row = i, delta = -(i as i64), ratio = i as f64 / 2.0, ok = i != 1, who = ?("dbg", i), "http.method" = "GET");
+            }
+        }
+        let line = line!() - 3;
+        drop(span);
+        tracing::info!(target: "othertarget", x = 1u64); // not enabled
+        line
+    });
+    sess.stop().unwrap();
+    let evs = read(&dir);
+    let ev_name = format!("layertest::db:event crates/ringtrace-tracing/tests/layer.rs:{line}");
+    let names: Vec<&str> = evs.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "layertest::db:query.enter",
+            &ev_name,
+            &ev_name,
+            &ev_name,
+            "layertest::db:query.exit",
+            "layertest::db:query.close"
+        ]
+    );
+    let span_id = match &evs[0].1[0] {
+        (n, Value::Uint(id)) if n == "span_id" => *id,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        evs[0].1[1..],
+        [
+            ("table".into(), s("users")),
+            ("rows".into(), Value::Uint(3))
+        ]
+    );
+    for (i, e) in evs[1..4].iter().enumerate() {
+        let i = i as u64;
+        assert_eq!(
+            e.1,
+            [
+                ("row".to_string(), Value::Uint(i)),
+                ("delta".into(), Value::Int(-(i as i64))),
+                ("ratio".into(), Value::F64(i as f64 / 2.0)),
+                ("ok".into(), Value::Bool(i != 1)),
+                ("who".into(), s(&format!("(\"dbg\", {i})"))),
+                ("http_method".into(), s("GET")),
+            ]
+        );
+    }
+    for e in &evs[4..] {
+        assert_eq!(e.1, [("span_id".to_string(), Value::Uint(span_id))]);
+    }
+    // babeltrace2 reads the same trace (names with spaces, converted field names).
+    if Command::new("babeltrace2")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        let out = Command::new("babeltrace2").arg(&dir).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text.lines().count(), 6, "{text}");
+        assert!(text.contains(&format!("{ev_name}: ")), "{text}");
+        assert!(text.contains("http_method = \"GET\""), "{text}");
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "babeltrace2 is required in CI"
+        );
+    }
+}
+
+#[test]
+fn message_and_level_rules_apply() {
+    let dir = tmpdir("levels");
+    let sess = session(&dir, "leveltest:*", Level::Warning);
+    let sub = tracing_subscriber::registry().with(RingtraceLayer::new());
+    tracing::subscriber::with_default(sub, || {
+        for i in 0..5u64 {
+            tracing::info!(target: "leveltest", i, "not recorded: info is below warning");
+            tracing::error!(target: "leveltest", i, "failed {}", i);
+        }
+    });
+    sess.stop().unwrap();
+    let evs = read(&dir);
+    assert_eq!(evs.len(), 5);
+    for (i, e) in evs.iter().enumerate() {
+        assert_eq!(
+            e.1,
+            [
+                ("message".to_string(), s(&format!("failed {i}"))),
+                ("i".into(), Value::Uint(i as u64))
+            ]
+        );
+    }
+    let trace = Trace::open(&dir).unwrap();
+    let class = trace
+        .desc
+        .events
+        .iter()
+        .find(|c| c.name.starts_with("leveltest:"))
+        .unwrap();
+    assert_eq!(class.loglevel, Level::Error as u8);
+}
+
+#[test]
+fn values_of_another_kind_are_converted_to_the_first_ones() {
+    let dir = tmpdir("convert");
+    let sess = session(&dir, "convtest:*", Level::Debug);
+    let sub = tracing_subscriber::registry().with(RingtraceLayer::new());
+    tracing::subscriber::with_default(sub, || {
+        // One span callsite; its `n` field gets a different type in each
+        // span (the class is made at the first enter: n is a u64).
+        let spans = (0..4).map(|_| {
+            tracing::info_span!(target: "convtest", "work", n = tracing::field::Empty, label = tracing::field::Empty)
+        });
+        for (k, span) in spans.enumerate() {
+            match k {
+                0 => span.record("n", 7u64).record("label", "first"),
+                1 => span.record("n", -2i64).record("label", 5u64),
+                2 => span.record("n", "text").record("label", true),
+                _ => &span, // nothing recorded
+            };
+            span.in_scope(|| {});
+        }
+    });
+    sess.stop().unwrap();
+    let enters: Vec<Vec<(String, Value)>> = read(&dir)
+        .into_iter()
+        .filter(|e| e.0 == "convtest:work.enter")
+        .map(|e| e.1[1..].to_vec())
+        .collect();
+    let row = |n: Value, l: &str| vec![("n".to_string(), n), ("label".to_string(), s(l))];
+    assert_eq!(
+        enters,
+        [
+            row(Value::Uint(7), "first"),
+            row(Value::Uint(-2i64 as u64), "5"), // i64 as u64; a number as text
+            row(Value::Uint(0), "true"),         // text into a number: 0
+            row(Value::Uint(0), ""),             // not recorded
+        ]
+    );
+}
+
+#[test]
+fn recording_a_known_callsite_does_not_allocate() {
+    let dir = tmpdir("noalloc");
+    let sess = session(&dir, "noalloctest*", Level::Debug);
+    let sub = tracing_subscriber::registry().with(RingtraceLayer::new());
+    tracing::subscriber::with_default(sub, || {
+        let emit = |n: u64| {
+            for i in 0..n {
+                tracing::info!(target: "noalloctest", seq = i, name = "a string field", dbg = ?i, ok = true);
+            }
+        };
+        emit(10); // first use: makes the class
+        let before = ALLOCS.load(Ordering::Relaxed);
+        COUNTING.with(|c| c.set(true));
+        emit(20_000);
+        COUNTING.with(|c| c.set(false));
+        assert_eq!(
+            ALLOCS.load(Ordering::Relaxed) - before,
+            0,
+            "allocations while recording"
+        );
+        // The counter sees allocations of this thread.
+        COUNTING.with(|c| c.set(true));
+        drop(std::hint::black_box(Box::new(1u64)));
+        COUNTING.with(|c| c.set(false));
+        assert_eq!(ALLOCS.load(Ordering::Relaxed) - before, 1);
+    });
+    sess.stop().unwrap();
+    let evs = read(&dir);
+    assert_eq!(evs.len(), 20_010);
+    for (i, e) in evs.iter().enumerate() {
+        let seq = if i < 10 { i } else { i - 10 };
+        assert_eq!(e.1[0], ("seq".to_string(), Value::Uint(seq as u64)));
+        assert_eq!(e.1[2], ("dbg".to_string(), s(&seq.to_string())));
+    }
+}
