@@ -4,14 +4,17 @@
 //! threads (and 4 and 8 without --quick); dormant probes; sub-buffers
 //! 4 × 1 MiB per CPU for both tracers. Each cell is the median of --runs
 //! runs. Then a workload-overhead table (a syscall loop with entry/exit
-//! events: absent, dormant, flight recorder, discard to disk) and the ring
-//! buffer tables of the 002 paper (`ring.rs`).
+//! events: absent, dormant, flight recorder, discard to disk), the
+//! front-end table (Rust macro, C API, `tracing` layer, fmt layer, LTTng-UST
+//! tracepoint: `frontends.rs`) and the ring buffer tables of the 002 paper
+//! (`ring.rs`).
 //!
 //! `cargo run --release -p compare -- [--quick] [--json FILE]`; the last
 //! line printed is `ratio lttng-ust/ringtrace (1 thread, discard, u64): X.XX`.
 
 mod baselines;
 mod cell;
+mod frontends;
 mod lttng;
 mod ours;
 mod ring;
@@ -86,6 +89,7 @@ fn run() -> Result<(), String> {
     lttng::ensure_installed()?;
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("c");
     let bin = lttng::build_workload(&src, &scratch)?;
+    let ffi_bin = frontends::build_c_workload(&src, &scratch)?;
     let _daemon = lttng::start_daemon()?;
     let _ = ringtrace::clock(); // calibrate once, outside the measurements
 
@@ -139,6 +143,7 @@ fn run() -> Result<(), String> {
     }
     eprintln!();
     print_tables(&cells, n, runs);
+    let fronts = frontends::table(&ffi_bin, &bin, n.min(5_000_000), runs, &scratch)?;
     let overhead = overhead_table(&scratch, if a.quick { 200_000 } else { 2_000_000 })?;
     let ring = ring::tables(
         if a.quick { 1_000_000 } else { 10_000_000 },
@@ -146,6 +151,7 @@ fn run() -> Result<(), String> {
     )?;
     if let Some(path) = &a.json {
         let mut v: Vec<serde_json::Value> = cells.iter().map(Cell::json).collect();
+        v.extend(fronts);
         v.extend(overhead);
         v.extend(ring);
         let text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;

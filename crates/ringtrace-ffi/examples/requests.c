@@ -58,7 +58,13 @@ int main(int argc, char **argv) {
     RINGTRACE_EVENT_LEVEL(RINGTRACE_LEVEL_DEBUG, capp, debug_only, RT_U64(x, 1));
     printf("emitted %d\n", 2 * PER_THREAD + 3);
     if (s != NULL) {
-        if (ringtrace_session_stop(s) != 0 || ringtrace_session_destroy(s) != 0) {
+        struct ringtrace_counts c;
+        if (ringtrace_session_stop(s) != 0 || ringtrace_session_counts(s, &c) != 0) {
+            fprintf(stderr, "requests: %s\n", ringtrace_last_error());
+            return 1;
+        }
+        printf("recorded %" PRIu64 " lost %" PRIu64 "\n", c.recorded, c.lost);
+        if (ringtrace_session_destroy(s) != 0) {
             fprintf(stderr, "requests: %s\n", ringtrace_last_error());
             return 1;
         }

@@ -138,6 +138,14 @@ int ringtrace_session_stop(ringtrace_session *s);
 /* Writes what the buffers hold as a complete trace in `dir` (which must not
  * exist yet). Returns the number of packets written, or -1. */
 int64_t ringtrace_session_snapshot(ringtrace_session *s, const char *dir);
+/* What a session recorded so far. */
+struct ringtrace_counts {
+    uint64_t recorded;      /* events in the buffers */
+    uint64_t lost;          /* events dropped and counted, every cause */
+    uint64_t bytes_written; /* bytes of stream files written */
+};
+/* Fills `out`. 0 or -1. */
+int ringtrace_session_counts(ringtrace_session *s, struct ringtrace_counts *out);
 /* Stops the session if needed, completes its trace and frees `s` (also on
  * error). 0 or -1. */
 int ringtrace_session_destroy(ringtrace_session *s);

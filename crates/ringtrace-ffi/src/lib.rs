@@ -24,7 +24,7 @@ pub use emit::ringtrace_emit;
 pub use error::ringtrace_last_error;
 pub use event::{ringtrace_register_events, RtArg, RtEvent, RtField, ABI};
 pub use session::{
-    ringtrace_session_create, ringtrace_session_destroy, ringtrace_session_disable,
-    ringtrace_session_enable, ringtrace_session_snapshot, ringtrace_session_start,
-    ringtrace_session_stop, RtSession,
+    ringtrace_session_counts, ringtrace_session_create, ringtrace_session_destroy,
+    ringtrace_session_disable, ringtrace_session_enable, ringtrace_session_snapshot,
+    ringtrace_session_start, ringtrace_session_stop, RtCounts, RtSession,
 };

@@ -182,3 +182,40 @@ pub unsafe extern "C" fn ringtrace_session_destroy(s: *mut RtSession) -> c_int {
         Ok(0)
     }) as c_int
 }
+
+/// `struct ringtrace_counts`: what a session recorded so far.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RtCounts {
+    /// Events recorded in the buffers.
+    pub recorded: u64,
+    /// Events lost (buffer full, too big, overwritten in a flight recorder,
+    /// no buffer), all causes.
+    pub lost: u64,
+    /// Bytes of stream files written.
+    pub bytes_written: u64,
+}
+
+/// Fills `out` with the session's counts.
+///
+/// # Safety
+/// `s` is a live handle; `out` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_session_counts(s: *mut RtSession, out: *mut RtCounts) -> c_int {
+    status("ringtrace_session_counts", || {
+        // SAFETY: caller's contract.
+        let s = unsafe { session(s) }?;
+        if out.is_null() {
+            return Err("out is NULL".into());
+        }
+        let st = s.stats();
+        let c = RtCounts {
+            recorded: st.records(),
+            lost: st.lost(),
+            bytes_written: st.bytes_written(),
+        };
+        // SAFETY: writable (caller's contract), checked non-null.
+        unsafe { out.write(c) };
+        Ok(0)
+    }) as c_int
+}

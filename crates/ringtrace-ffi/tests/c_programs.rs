@@ -223,7 +223,7 @@ fn c_program_controls_a_session_shared_library() {
     assert_eq!(
         stdout,
         "error: ringtrace_session_create: RINGTRACE_SESSION: item 2 'bogus': unknown option; \
-         event patterns look like provider:event\nemitted 2003\ndone\n"
+         event patterns look like provider:event\nemitted 2003\nrecorded 2002 lost 0\ndone\n"
     );
     check_requests(
         &trace,
