@@ -192,7 +192,7 @@ pub fn table(
     eprintln!();
     let median = |v: &mut Vec<Run>| {
         v.sort_by_key(|r| r.elapsed_ns);
-        v[v.len() / 2].clone()
+        v[v.len() / 2]
     };
     let med: Vec<Run> = samples.iter_mut().map(median).collect();
     let ns = |r: &Run| r.elapsed_ns as f64 / r.per_thread as f64;
