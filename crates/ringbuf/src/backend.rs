@@ -43,6 +43,9 @@ pub enum BackendError {
 #[derive(Debug)]
 pub struct Store {
     base: *mut u8,
+    /// Bytes before the sub-buffers (the buffer file's header and
+    /// sub-buffer states, `file.rs`); 0 without directory backing.
+    prefix: usize,
     len: usize,
     /// Keeps the mapping alive; `base` points into it.
     _map: Mapping,
@@ -79,9 +82,16 @@ unsafe impl Send for Store {}
 unsafe impl std::marker::Sync for Store {}
 
 impl Store {
-    /// Maps `len` bytes with the given backing. Files are created 0600 and
-    /// must not exist yet, so an existing trace is never clobbered.
-    pub fn new(backing: &Backing, len: usize, file_name: &str) -> Result<Self, BackendError> {
+    /// Maps `len` bytes of sub-buffers with the given backing, after
+    /// `prefix` bytes of control data. Files are created 0600 and must not
+    /// exist yet, so an existing trace is never clobbered.
+    pub fn new(
+        backing: &Backing,
+        prefix: usize,
+        len: usize,
+        file_name: &str,
+    ) -> Result<Self, BackendError> {
+        let len = prefix + len;
         let file = match backing {
             Backing::Anonymous => None,
             Backing::Memfd => Some(memfd(file_name, len)?),
@@ -107,15 +117,31 @@ impl Store {
         };
         Ok(Store {
             base,
-            len,
+            prefix,
+            len: len - prefix,
             _map: map,
             file,
         })
     }
 
-    /// Length of the mapping in bytes.
+    /// Length of the sub-buffer area in bytes.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Where the sub-buffers start in the backing file.
+    pub fn data_offset(&self) -> u64 {
+        self.prefix as u64
+    }
+
+    /// Pointer to byte `offset` of the control prefix.
+    ///
+    /// # Safety
+    /// `offset <= prefix`.
+    pub(crate) unsafe fn control_at(&self, offset: usize) -> *mut u8 {
+        debug_assert!(offset <= self.prefix);
+        // SAFETY: the caller keeps `offset` within the prefix.
+        unsafe { self.base.add(offset) }
     }
 
     /// Whether the mapping is empty (never, for a valid buffer).
@@ -135,8 +161,9 @@ impl Store {
     #[inline(always)]
     pub(crate) unsafe fn at(&self, offset: usize) -> *mut u8 {
         debug_assert!(offset <= self.len);
-        // SAFETY: the caller keeps `offset` within the mapping.
-        unsafe { self.base.add(offset) }
+        // SAFETY: the caller keeps `offset` within the sub-buffer area, which
+        // follows the prefix in the mapping.
+        unsafe { self.base.add(self.prefix + offset) }
     }
 }
 

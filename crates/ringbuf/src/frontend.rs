@@ -70,6 +70,7 @@ impl SlotCtx<'_> {
 /// closing reservation's padding (or record) commit by the commit count's
 /// AcqRel add, so Relaxed fields suffice.
 #[derive(Debug, Default)]
+#[repr(C)]
 struct CloseRecord {
     end_ts: AtomicU64,
     data_size: AtomicU64,
@@ -81,7 +82,10 @@ struct CloseRecord {
 /// Counters of one sub-buffer. The commit count, written on every commit,
 /// has a cache line of its own: the reader polls the commit seq, and must not
 /// pull the writers' line away on each poll.
+/// `repr(C)` with the commit count first: recovery reads `CC[i]` at the
+/// start of each state in a buffer file (`file.rs`).
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct SubbufState {
     /// Commit count `CC[i]`.
     pub(crate) cc: CacheAligned<Counter>,
@@ -115,12 +119,45 @@ pub(crate) struct ReaderSide {
     pub(crate) spare: AtomicUsize,
 }
 
+/// The `N` sub-buffer states: on the heap, or inside the mapping of a
+/// buffer file so that the commit counts survive a crash (`file.rs`).
+#[derive(Debug)]
+pub(crate) enum States {
+    Heap(Box<[CacheAligned<SubbufState>]>),
+    /// `n` states at `ptr`, in the buffer's own mapping (which the buffer
+    /// keeps alive in its `store`, dropped after this field).
+    #[cfg_attr(any(loom, miri), allow(dead_code))]
+    Mapped {
+        ptr: *const CacheAligned<SubbufState>,
+        n: usize,
+    },
+}
+
+// SAFETY: the mapped states are atomics shared exactly like the heap ones.
+unsafe impl Send for States {}
+// SAFETY: as above.
+unsafe impl std::marker::Sync for States {}
+
+impl std::ops::Deref for States {
+    type Target = [CacheAligned<SubbufState>];
+    #[inline(always)]
+    fn deref(&self) -> &Self::Target {
+        match self {
+            States::Heap(b) => b,
+            // SAFETY: `ptr` points to `n` initialized states inside the
+            // buffer's mapping (written in `Buffer::with_id` before any
+            // use), which outlives this value.
+            States::Mapped { ptr, n } => unsafe { std::slice::from_raw_parts(*ptr, *n) },
+        }
+    }
+}
+
 /// One ring buffer: `N` sub-buffers of `S` bytes and their counters.
 #[derive(Debug)]
 pub struct Buffer<C: Config> {
     pub(crate) wr: CacheAligned<WriterSide>,
     pub(crate) rd: CacheAligned<ReaderSide>,
-    pub(crate) sb: Box<[CacheAligned<SubbufState>]>,
+    pub(crate) sb: States,
     pub(crate) table: Table,
     pub(crate) store: Store,
     pub(crate) geo: Geometry,
@@ -235,17 +272,42 @@ impl<C: Config> Buffer<C> {
         }
         let n = geo.num_subbuf() as usize;
         let s = geo.subbuf_size() as usize;
-        let store = Store::new(&attr.backing, (n + 1) * s, name)?;
         let c0 = geo.initial_commit(w0);
-        let sb = (0..n)
-            .map(|_| {
-                CacheAligned(SubbufState {
-                    cc: CacheAligned(Counter::new(c0)),
-                    cs: AtomicU64::new(c0),
-                    close: CloseRecord::default(),
-                })
+        let state = || {
+            CacheAligned(SubbufState {
+                cc: CacheAligned(Counter::new(c0)),
+                cs: AtomicU64::new(c0),
+                close: CloseRecord::default(),
             })
-            .collect();
+        };
+        // A buffer file holds its header and the states before the data.
+        let file = match attr.backing {
+            crate::Backing::Dir(_) if cfg!(not(any(loom, miri))) => {
+                Some(crate::file::FileHeader::layout(geo, w0, header_size, id))
+            }
+            _ => None,
+        };
+        let prefix = file.map_or(0, |h| h.data_offset as usize);
+        let store = Store::new(&attr.backing, prefix, (n + 1) * s, name)?;
+        let sb = match file {
+            Some(h) => {
+                let bytes = h.encode();
+                // SAFETY: the prefix is this buffer's own fresh mapping: the
+                // header page at 0, then `n` states of `STATE_STRIDE` bytes at
+                // `states_offset` (page aligned, so each state is 128-byte
+                // aligned), all inside `prefix`; nothing else references it.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), store.control_at(0), bytes.len());
+                    let ptr = store.control_at(h.states_offset as usize)
+                        as *mut CacheAligned<SubbufState>;
+                    for i in 0..n {
+                        ptr.add(i).write(state());
+                    }
+                    States::Mapped { ptr, n }
+                }
+            }
+            None => States::Heap((0..n).map(|_| state()).collect()),
+        };
         Ok(Buffer {
             wr: CacheAligned(WriterSide {
                 w: Counter::new(w0),

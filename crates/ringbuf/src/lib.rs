@@ -71,6 +71,7 @@ pub mod channel;
 pub mod config;
 pub mod counters;
 pub mod cpu;
+pub mod file;
 pub mod frontend;
 pub mod reader;
 mod sync;

@@ -249,7 +249,7 @@ impl<C: Config> Subbuf<'_, '_, C> {
     /// Where [`Subbuf::data`] starts in the buffer's backing file (memfd or
     /// directory backing), for a consumer that copies with `sendfile`.
     pub fn file_offset(&self) -> u64 {
-        self.phys as u64 * self.reader.buf.geo.subbuf_size()
+        self.reader.buf.store.data_offset() + self.phys as u64 * self.reader.buf.geo.subbuf_size()
     }
 
     /// Header and records: the first `data_size` bytes, as the client's

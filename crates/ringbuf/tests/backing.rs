@@ -51,9 +51,12 @@ fn file_backing_is_private_and_holds_the_data() {
     let path = dir.join("chan_0");
     let meta = std::fs::metadata(&path).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-    assert_eq!(meta.len(), 5 * 4096, "N + 1 sub-buffers");
+    // A header page, a page of sub-buffer states, N + 1 sub-buffers.
+    let data = b.store().data_offset() as usize;
+    assert_eq!(data, 2 * 4096);
+    assert_eq!(meta.len(), data as u64 + 5 * 4096);
     fill(&b, 60);
-    // Discard mode reads in place: sub-buffer i is at offset i·S of the file.
+    // Discard mode reads in place: sub-buffer i is at data + i·S in the file.
     let mut file = Vec::new();
     std::fs::File::open(&path)
         .unwrap()
@@ -61,7 +64,8 @@ fn file_backing_is_private_and_holds_the_data() {
         .unwrap();
     let mut rd = b.reader().unwrap();
     let sb = rd.get_subbuf().unwrap();
-    assert_eq!(&file[..4096], sb.data());
+    assert_eq!(sb.file_offset(), data as u64);
+    assert_eq!(&file[data..data + 4096], sb.data());
     assert_eq!(
         check_subbuf(sb.content(), sb.data()).len(),
         (4096 - HEADER) / 100
@@ -110,4 +114,76 @@ fn anonymous_backing_has_no_file() {
     let b = Buffer::new(Arc::new(C::default()), &attr(Backing::Anonymous), "anon").unwrap();
     assert!(b.store().file().is_none());
     assert_eq!(b.store().len(), 5 * 4096);
+}
+
+/// What a crash leaves: the header describes the file, and the commit
+/// counts in it say how much of each sub-buffer was committed, including a
+/// record reserved and never committed (its writer "killed").
+#[test]
+fn buffer_file_keeps_header_and_commit_counts() {
+    use ringbuf::file::{BufferFile, Committed, FileHeader};
+    let dir = tmpdir("crash");
+    let b = Buffer::with_id(
+        Arc::new(C::default()),
+        &attr(Backing::Dir(dir.clone())),
+        "chan_3",
+        3,
+    )
+    .unwrap();
+    // 50 records of 100 bytes: sub-buffers 0 (40 records) full, 1 partly.
+    for seq in 0..50 {
+        let mut s = b.reserve(100).unwrap();
+        let ts = s.ts();
+        fill_record(s.bytes(), 3, seq, ts);
+    }
+    // A writer stopped for ever between reserve and commit, then 2 more.
+    let stuck = b.reserve(100).unwrap();
+    std::mem::forget(stuck);
+    for seq in 51..53 {
+        let mut s = b.reserve(100).unwrap();
+        let ts = s.ts();
+        fill_record(s.bytes(), 3, seq, ts);
+    }
+    let f = BufferFile::open(&dir.join("chan_3")).unwrap();
+    assert_eq!(f.header.subbuf_size, 4096);
+    assert_eq!(f.header.num_subbuf, 4);
+    assert_eq!(f.header.buffer_id, 3);
+    assert_eq!(f.header.client_header, HEADER as u64);
+    assert_eq!(f.header.pid, std::process::id());
+    assert_eq!(f.committed(0), Committed::Complete);
+    let per_sb = (4096 - HEADER) / 100;
+    let in_1 = 53 - per_sb;
+    // Header + every record but the stuck one.
+    assert_eq!(
+        f.committed(1),
+        Committed::Partial((HEADER + (in_1 - 1) * 100) as u64)
+    );
+    assert_eq!(
+        f.committed(2),
+        Committed::Complete,
+        "not entered yet: previous lap complete"
+    );
+    // The data of sub-buffer 0 is in place.
+    let recs = check_subbuf(&f.subbuf(0)[..HEADER + per_sb * 100], f.subbuf(0));
+    assert_eq!(recs.len(), per_sb);
+    // Damaged headers are refused with the offset of the problem.
+    let mut bytes = std::fs::read(dir.join("chan_3")).unwrap();
+    let len = bytes.len() as u64;
+    assert!(FileHeader::decode(&bytes[..40], len)
+        .unwrap_err()
+        .contains("offset 0: file too short"));
+    bytes[8] = 9;
+    assert!(FileHeader::decode(&bytes, len)
+        .unwrap_err()
+        .contains("offset 8: layout version 9"));
+    bytes[8] = 1;
+    assert!(FileHeader::decode(&bytes, len - 1)
+        .unwrap_err()
+        .contains("does not fit the file"));
+    bytes[0] = b'X';
+    assert!(FileHeader::decode(&bytes, len)
+        .unwrap_err()
+        .contains("bad magic"));
+    drop(b);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
