@@ -99,6 +99,11 @@ pub fn write_packet_end(
     put_u64(b, DISCARDED, events_discarded);
 }
 
+/// Sets the packet size (bytes) in a packet's context.
+pub fn set_packet_size(b: &mut [u8], packet_bytes: u64) {
+    put_u64(b, PACKET_SIZE, packet_bytes * 8);
+}
+
 /// Reads a packet header and context (no validation beyond the length).
 pub fn read_packet_context(b: &[u8]) -> Option<(u32, [u8; 16], PacketContext)> {
     if b.len() < PACKET_HEADER_SIZE {

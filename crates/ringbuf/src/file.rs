@@ -15,8 +15,10 @@
 
 use std::path::Path;
 
+use std::mem::offset_of;
+
 use crate::counters::Geometry;
-use crate::frontend::SubbufState;
+use crate::frontend::{CloseRecord, SubbufState};
 use crate::sync::CacheAligned;
 
 /// First bytes of every buffer file.
@@ -219,6 +221,20 @@ impl BufferFile {
     pub fn commit_count(&self, i: usize) -> u64 {
         let at = (self.header.states_offset + i as u64 * self.header.state_stride) as usize;
         u64::from_le_bytes(self.bytes[at..at + 8].try_into().unwrap())
+    }
+
+    /// The close record of ring position `i`: the end timestamp and the
+    /// bytes of header and records (before padding) that the reservation
+    /// which closed the sub-buffer wrote, valid once its lap is complete.
+    pub fn close_record(&self, i: usize) -> (u64, u64) {
+        let base = (self.header.states_offset + i as u64 * self.header.state_stride) as usize
+            + offset_of!(SubbufState, close);
+        let at =
+            |o: usize| u64::from_le_bytes(self.bytes[base + o..base + o + 8].try_into().unwrap());
+        (
+            at(offset_of!(CloseRecord, end_ts)),
+            at(offset_of!(CloseRecord, data_size)),
+        )
     }
 
     /// What ring position `i`'s commit count says about its current lap.

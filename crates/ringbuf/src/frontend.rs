@@ -71,9 +71,9 @@ impl SlotCtx<'_> {
 /// AcqRel add, so Relaxed fields suffice.
 #[derive(Debug, Default)]
 #[repr(C)]
-struct CloseRecord {
-    end_ts: AtomicU64,
-    data_size: AtomicU64,
+pub(crate) struct CloseRecord {
+    pub(crate) end_ts: AtomicU64,
+    pub(crate) data_size: AtomicU64,
     lost_full: AtomicU64,
     lost_wrap: AtomicU64,
     lost_big: AtomicU64,
@@ -91,7 +91,7 @@ pub(crate) struct SubbufState {
     pub(crate) cc: CacheAligned<Counter>,
     /// Commit seq `CS[i]`.
     pub(crate) cs: AtomicU64,
-    close: CloseRecord,
+    pub(crate) close: CloseRecord,
 }
 
 /// The writers' hot counters, alone on their cache line.

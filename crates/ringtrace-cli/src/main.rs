@@ -6,6 +6,7 @@ mod demo;
 mod export;
 mod read;
 mod record;
+mod recover;
 mod stats;
 mod view;
 
@@ -53,6 +54,9 @@ enum Cmd {
     Export(export::Args),
     /// Control traced processes of this user through their sockets.
     Ctl(ctl::Args),
+    /// Rebuild a trace from the buffer directory of a process that died
+    /// (sessions with a buffer directory: RINGTRACE_SESSION=...,bufdir=DIR).
+    Recover(recover::Args),
 }
 
 /// `--mode` values.
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
         Cmd::Stats { dir } => stats::run(&dir),
         Cmd::Export(a) => export::run(a),
         Cmd::Ctl(a) => ctl::run(a),
+        Cmd::Recover(a) => recover::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

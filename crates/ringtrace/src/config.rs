@@ -130,6 +130,7 @@ pub(crate) struct Rule {
 pub struct SessionBuilder {
     name: String,
     output: Option<PathBuf>,
+    buffer_dir: Option<PathBuf>,
     mode: Mode,
     channels: Vec<ChannelConfig>,
     rules: Vec<(Option<String>, Rule)>,
@@ -141,6 +142,7 @@ impl SessionBuilder {
         SessionBuilder {
             name: name.to_string(),
             output: None,
+            buffer_dir: None,
             mode: Mode::Discard,
             channels: Vec::new(),
             rules: Vec::new(),
@@ -156,6 +158,17 @@ impl SessionBuilder {
     /// The trace directory (required in discard mode).
     pub fn output(mut self, dir: impl Into<PathBuf>) -> Self {
         self.output = Some(dir.into());
+        self
+    }
+
+    /// Keeps the ring buffers in files of `dir` (created 0700, files 0600;
+    /// it must not exist or be empty) instead of anonymous memory, with the
+    /// trace metadata next to them: if the process is killed, `ringtrace
+    /// recover <dir>` rebuilds the trace from them. Put it on a tmpfs
+    /// (`/dev/shm/...`) to keep buffer writes in memory. Removed when the
+    /// session is destroyed.
+    pub fn buffer_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.buffer_dir = Some(dir.into());
         self
     }
 
@@ -246,7 +259,14 @@ impl SessionBuilder {
                 self.name
             )));
         }
-        let state = SessionState::new(self.name, self.output, self.mode, channels, rules)?;
+        let state = SessionState::new(
+            self.name,
+            self.output,
+            self.buffer_dir,
+            self.mode,
+            channels,
+            rules,
+        )?;
         let state = Arc::new(state);
         control::add_session(state.clone());
         Ok(Session::owned(state))

@@ -7,7 +7,8 @@
 //!
 //! Options, in any order: `discard` (default) or `flight-recorder`;
 //! `per-cpu` (default) or `per-thread`; `subbuf=<bytes>[k|m]`; `count=<n>`;
-//! `switch=<ms>`; `read=<ms>`; `level=<level>`; anything else is an event
+//! `switch=<ms>`; `read=<ms>`; `level=<level>`; `bufdir=<dir>` (buffers in
+//! files there, recoverable after a crash); anything else is an event
 //! pattern (`myapp:*`; none means `*`). The session starts before `main`
 //! and is stopped at exit, when its trace is complete; a flight recorder is
 //! then written to `<dir>` as a snapshot.
@@ -36,6 +37,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     let mut mode = Mode::Discard;
     let mut level = Level::Debug;
     let mut patterns = Vec::new();
+    let mut buffer_dir = None;
     for (i, item) in parts.enumerate() {
         let item = item.trim();
         let bad = |what: &str| Error::Config(format!("{VAR}: item {} '{item}': {what}", i + 2));
@@ -69,12 +71,17 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
             Some(("count", v)) => ch.num_subbuf = num(v)? as usize,
             Some(("switch", v)) => ch.switch_timer = Some(Duration::from_millis(num(v)?)),
             Some(("read", v)) => ch.read_timer = Duration::from_millis(num(v)?.max(1)),
+            Some(("bufdir", v)) if !v.is_empty() => buffer_dir = Some(v.to_string()),
             Some(("level", v)) => {
                 level = v
                     .parse()
                     .map_err(|e: crate::UnknownLevel| bad(&e.to_string()))?
             }
-            Some(_) => return Err(bad("unknown option (subbuf, count, switch, read, level)")),
+            Some(_) => {
+                return Err(bad(
+                    "unknown option (subbuf, count, switch, read, level, bufdir)",
+                ))
+            }
         }
     }
     if patterns.is_empty() {
@@ -84,6 +91,9 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
         .output(dir)
         .mode(mode)
         .channel(ch);
+    if let Some(d) = buffer_dir {
+        b = b.buffer_dir(d);
+    }
     for p in patterns {
         b = b.enable_level(&p, level);
     }

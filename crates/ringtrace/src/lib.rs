@@ -51,6 +51,7 @@ pub mod pattern;
 pub mod pretty;
 mod probe;
 pub mod rcu;
+pub mod recover;
 pub mod session;
 mod sink;
 pub mod stats;

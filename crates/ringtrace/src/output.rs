@@ -28,6 +28,23 @@ pub fn create_trace_dir(dir: &Path) -> Result<(), crate::Error> {
     Ok(())
 }
 
+/// Creates a directory for buffer files: 0700, and refused unless new or
+/// empty (it may hold the buffers of a crashed process, to recover first).
+pub fn create_buffer_dir(dir: &Path) -> Result<(), crate::Error> {
+    create_dir(dir).map_err(|e| crate::Error::io(dir, e))?;
+    let used = std::fs::read_dir(dir)
+        .map_err(|e| crate::Error::io(dir, e))?
+        .next()
+        .is_some();
+    if used {
+        return Err(crate::Error::Config(format!(
+            "buffer directory {} is not empty: recover it (ringtrace recover) or remove it",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Creates (truncating) a file with mode 0600.
 pub fn create_file(path: &Path) -> std::io::Result<File> {
     OpenOptions::new()

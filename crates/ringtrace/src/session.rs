@@ -33,6 +33,8 @@ pub(crate) struct Meta {
     /// Per channel: the descriptor each id was assigned for.
     pub(crate) classes: Vec<Vec<&'static EventDesc>>,
     file: Option<MetadataFile>,
+    /// The copy kept next to the buffer files, for crash recovery.
+    buffer_file: Option<MetadataFile>,
 }
 
 /// One channel of a session.
@@ -49,6 +51,8 @@ pub(crate) struct SessionState {
     pub(crate) name: String,
     pub(crate) mode: Mode,
     pub(crate) output: Option<PathBuf>,
+    /// Where the buffers' files are (`SessionBuilder::buffer_dir`).
+    pub(crate) buffer_dir: Option<PathBuf>,
     pub(crate) active: Arc<AtomicBool>,
     pub(crate) destroyed: AtomicBool,
     pub(crate) channels: Vec<ChannelState>,
@@ -75,6 +79,7 @@ impl SessionState {
     pub(crate) fn new(
         name: String,
         output: Option<PathBuf>,
+        buffer_dir: Option<PathBuf>,
         mode: Mode,
         cfgs: Vec<ChannelConfig>,
         rules: Vec<Vec<Rule>>,
@@ -90,17 +95,25 @@ impl SessionState {
             }
             _ => None,
         };
+        let buffer_file = match &buffer_dir {
+            Some(dir) => {
+                output::create_buffer_dir(dir)?;
+                let f = MetadataFile::create(dir, &desc).map_err(|e| Error::io(dir, e))?;
+                Some(f)
+            }
+            None => None,
+        };
         let mut channels = Vec::new();
         let mut instance = 0u64;
         for (i, cfg) in cfgs.into_iter().enumerate() {
             let attr = ChannelAttr {
                 subbuf_size: cfg.subbuf_size,
                 num_subbuf: cfg.num_subbuf,
-                // memfd: the consumer copies with sendfile.
-                backing: if mode == Mode::Discard {
-                    Backing::Memfd
-                } else {
-                    Backing::Anonymous
+                // Files survive a crash; memfd: the consumer copies with sendfile.
+                backing: match (&buffer_dir, mode) {
+                    (Some(dir), _) => Backing::Dir(dir.clone()),
+                    (None, Mode::Discard) => Backing::Memfd,
+                    (None, Mode::FlightRecorder) => Backing::Anonymous,
                 },
                 initial_count: 0,
                 thread_pool: cfg.thread_pool,
@@ -110,7 +123,11 @@ impl SessionState {
                 cfg.buffers == Buffers::PerThread,
                 (i as u32, uuid, instance, clock),
                 &attr,
-                &format!("{name}-{}", cfg.name),
+                &match buffer_dir {
+                    // Files `<channel>_<n>`, the stream names of a recovered trace.
+                    Some(_) => cfg.name.clone(),
+                    None => format!("{name}-{}", cfg.name),
+                },
             )
             .map_err(|e| Error::Config(format!("channel '{}': {e}", cfg.name)))?;
             instance += chan.ops().buffers() as u64;
@@ -124,6 +141,7 @@ impl SessionState {
             name,
             mode,
             output,
+            buffer_dir,
             active: Arc::new(AtomicBool::new(false)),
             destroyed: AtomicBool::new(false),
             meta: Mutex::new(Meta {
@@ -131,6 +149,7 @@ impl SessionState {
                 classes: vec![Vec::new(); channels.len()],
                 rules,
                 file,
+                buffer_file,
             }),
             sink: Mutex::new(sink),
             channels,
@@ -161,13 +180,27 @@ impl SessionState {
         }
         let id = meta.classes[ch].len() as u32;
         let class: EventClass = metadata::event_class(desc, id, ch as u32);
-        if let Some(f) = meta.file.as_mut() {
+        for f in [meta.file.as_mut(), meta.buffer_file.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             f.append(&class)
                 .map_err(|e| Error::io(Path::new("metadata"), e))?;
         }
         meta.desc.events.push(class);
         meta.classes[ch].push(desc);
         Ok(id)
+    }
+}
+
+impl Drop for SessionState {
+    /// The buffer files are scratch once the session ends normally (a crash
+    /// never gets here, and leaves them for `ringtrace recover`). A fork
+    /// child's copy of the state leaves the parent's files alone.
+    fn drop(&mut self) {
+        if let (Some(dir), false) = (&self.buffer_dir, self.inherited()) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 

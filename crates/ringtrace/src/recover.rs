@@ -1,0 +1,292 @@
+//! Crash recovery: rebuilds a CTF trace from the buffer directory of a
+//! session whose process died (`SessionBuilder::buffer_dir`).
+//!
+//! What is in a buffer file (`ringbuf::file`): the `N + 1` physical
+//! sub-buffers as the writers left them, and the commit count of each ring
+//! position. What it says:
+//!
+//! - a packet whose ring position has been entered again since (an older
+//!   sequence number than the latest of its position) was fully committed
+//!   before that (the reserve path never enters a sub-buffer that is not);
+//!   it is taken whole;
+//! - the latest packet of a position whose commit count is complete was
+//!   fully committed; if it was not delivered yet (its content size still
+//!   says "header only"), its end is the close record's data size (in the
+//!   buffer file's sub-buffer state);
+//! - the latest packet of a position whose count is partial had `n` bytes
+//!   committed: its records are walked from the header and kept while they
+//!   end within `n` bytes, decode with the metadata and have non-decreasing
+//!   timestamps. Commits are counted in bytes, not per record, so when a
+//!   writer died between reserve and commit *and* later records were
+//!   committed, the walk cannot tell which record is missing: it keeps the
+//!   prefix that decodes and stops at the first record that does not (the
+//!   packet's `events_discarded` then counts one for the gap). A record
+//!   reserved but never written reads as whatever the sub-buffer held
+//!   before (zeros in a new file, an older record after a lap).
+//!
+//! The packets of each buffer file are written in sequence order to a
+//! stream file of the same name; `metadata` is copied from the buffer
+//! directory. Nothing of the buffer directory is modified.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use ctf::layout::{
+    extend_timestamp, read_event_header, read_packet_context, set_packet_size, write_packet_end,
+    MAGIC, PACKET_HEADER_SIZE,
+};
+use ctf::types::TraceDesc;
+use ringbuf::file::{BufferFile, Committed};
+
+use crate::output;
+use crate::Error;
+
+/// What recovery did with one buffer file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileReport {
+    /// The buffer file's name (also the stream file's).
+    pub name: String,
+    /// Packets taken whole (fully committed).
+    pub complete: u64,
+    /// Packets cut at their last committed record.
+    pub partial: u64,
+    /// Events in the cut packets.
+    pub partial_events: u64,
+    /// Committed bytes of cut packets that could not be decoded.
+    pub undecodable_bytes: u64,
+    /// Cut packets whose committed bytes did not all decode: a writer died
+    /// or stalled between reserve and commit while later records were
+    /// committed (the gap is counted in the packet's discarded events).
+    pub gaps: u64,
+    /// Physical sub-buffers never written (or of another trace).
+    pub empty: u64,
+    /// Why the file could not be read, if it could not.
+    pub error: Option<String>,
+}
+
+/// What recovery did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Per buffer file, by name.
+    pub files: Vec<FileReport>,
+    /// The recovered trace.
+    pub out: PathBuf,
+}
+
+impl Report {
+    /// An aligned table of the report.
+    pub fn table(&self) -> String {
+        let mut s = format!(
+            "{:<20} {:>9} {:>8} {:>15} {:>12} {:>12}  {}\n",
+            "buffer file", "complete", "partial", "partial events", "gaps", "undecodable", "note"
+        );
+        for f in &self.files {
+            s += &format!(
+                "{:<20} {:>9} {:>8} {:>15} {:>12} {:>12}  {}\n",
+                f.name,
+                f.complete,
+                f.partial,
+                f.partial_events,
+                f.gaps,
+                f.undecodable_bytes,
+                f.error.as_deref().unwrap_or("")
+            );
+        }
+        s
+    }
+}
+
+/// One packet found in a buffer file.
+struct Found {
+    seq: u64,
+    phys: usize,
+    content_bits: u64,
+    packet_bits: u64,
+}
+
+/// The end of the last record of `sb[..limit]` that decodes, its
+/// timestamp, and how many records.
+struct Walk {
+    end: usize,
+    last_ts: u64,
+    events: u64,
+}
+
+fn walk(desc: &TraceDesc, stream_id: u32, begin_ts: u64, sb: &[u8], limit: usize) -> Walk {
+    let kind = desc
+        .streams
+        .iter()
+        .find(|s| s.id == stream_id)
+        .map(|s| s.header)
+        .expect("stream class checked by the caller");
+    let limit = limit.min(sb.len());
+    let mut w = Walk {
+        end: PACKET_HEADER_SIZE,
+        last_ts: begin_ts,
+        events: 0,
+    };
+    // One record at `at` with bytes up to `to`: its end and timestamp.
+    let record = |at: usize, to: usize, prev: u64| -> Option<(usize, u64)> {
+        let h = read_event_header(sb.get(at..to)?, kind)?;
+        let class = desc
+            .events
+            .iter()
+            .find(|c| c.stream_id == stream_id && c.id == h.id)?;
+        let ts = extend_timestamp(prev, h.ts, h.ts_bits);
+        if ts < prev {
+            return None;
+        }
+        let mut off = at + h.len;
+        for f in &class.fields {
+            ctf::value::decode(&f.ty, &sb[..to], &mut off).ok()?;
+        }
+        (off <= to).then_some((off, ts))
+    };
+    while let Some((end, ts)) = record(w.end, limit, w.last_ts) {
+        w.end = end;
+        w.last_ts = ts;
+        w.events += 1;
+    }
+    w
+}
+
+/// How far to walk a partly committed sub-buffer: its committed bytes, or
+/// less if it was closed in this lap (its close record is newer than the
+/// packet's begin): the bytes after the close record's data size are
+/// padding, not records.
+fn committed_end(f: &BufferFile, i: usize, sb: &[u8], committed: u64) -> usize {
+    let begin = read_packet_context(sb).map_or(u64::MAX, |(_, _, c)| c.timestamp_begin);
+    let (end_ts, data) = f.close_record(i);
+    if end_ts >= begin && data >= PACKET_HEADER_SIZE as u64 && data < committed {
+        data as usize
+    } else {
+        committed as usize
+    }
+}
+
+/// Rebuilds the trace of buffer directory `bufdir` into `out` (a new
+/// directory, 0700, files 0600). Damaged or foreign buffer files are
+/// reported and skipped; every other file is recovered.
+pub fn recover(bufdir: &Path, out: &Path) -> Result<Report, Error> {
+    let meta_path = bufdir.join("metadata");
+    let text = std::fs::read_to_string(&meta_path).map_err(|e| Error::io(&meta_path, e))?;
+    let desc = ctf::parse::parse_metadata(&text).map_err(|e| {
+        Error::Config(format!(
+            "{}: line {}, column {}: {}",
+            meta_path.display(),
+            e.line,
+            e.col,
+            e.msg
+        ))
+    })?;
+    let mut names: Vec<String> = std::fs::read_dir(bufdir)
+        .map_err(|e| Error::io(bufdir, e))?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n != "metadata")
+        .collect();
+    names.sort();
+    output::create_trace_dir(out)?;
+    let mut m = output::create_file(&out.join("metadata")).map_err(|e| Error::io(out, e))?;
+    m.write_all(text.as_bytes())
+        .map_err(|e| Error::io(&out.join("metadata"), e))?;
+    let mut report = Report {
+        files: Vec::new(),
+        out: out.to_path_buf(),
+    };
+    for name in names {
+        let mut r = FileReport {
+            name: name.clone(),
+            ..Default::default()
+        };
+        match BufferFile::open(&bufdir.join(&name)) {
+            Ok(f) => {
+                let packets = packets(&desc, &f, &mut r);
+                if !packets.is_empty() {
+                    let path = out.join(&name);
+                    let mut file = output::create_file(&path).map_err(|e| Error::io(&path, e))?;
+                    for p in &packets {
+                        file.write_all(p).map_err(|e| Error::io(&path, e))?;
+                    }
+                }
+            }
+            Err(e) => r.error = Some(e),
+        }
+        report.files.push(r);
+    }
+    Ok(report)
+}
+
+/// The packets of one buffer file, in sequence order, each cut and closed
+/// as the module doc says.
+fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<u8>> {
+    let n = f.header.num_subbuf;
+    let s = f.header.subbuf_size as usize;
+    let mut found = Vec::new();
+    for phys in 0..=n as usize {
+        let sb = f.subbuf(phys);
+        let ok = read_packet_context(sb).filter(|(magic, uuid, ctx)| {
+            *magic == MAGIC
+                && *uuid == desc.uuid
+                && desc.streams.iter().any(|st| st.id == ctx.stream_id)
+                && ctx.packet_size % 8 == 0
+                && ctx.packet_size / 8 <= s as u64
+                && ctx.content_size % 8 == 0
+                && ctx.content_size >= PACKET_HEADER_SIZE as u64 * 8
+                && ctx.content_size <= ctx.packet_size
+        });
+        match ok {
+            Some((_, _, ctx)) => found.push(Found {
+                seq: ctx.packet_seq_num,
+                phys,
+                content_bits: ctx.content_size,
+                packet_bits: ctx.packet_size,
+            }),
+            None => r.empty += 1,
+        }
+    }
+    found.sort_by_key(|p| p.seq);
+    found.dedup_by_key(|p| p.seq);
+    let mut out = Vec::new();
+    for (k, p) in found.iter().enumerate() {
+        let i = (p.seq % n) as usize;
+        let latest = !found[k + 1..].iter().any(|q| q.seq % n == p.seq % n);
+        let sb = f.subbuf(p.phys);
+        let delivered = p.content_bits > PACKET_HEADER_SIZE as u64 * 8;
+        let (limit, complete) = match (latest, f.committed(i)) {
+            (false, _) => (None, true),
+            (true, Committed::Complete) if delivered => (None, true),
+            (true, Committed::Complete) => (Some(f.close_record(i).1 as usize), true),
+            (true, Committed::Partial(c)) => (Some(committed_end(f, i, sb, c)), false),
+        };
+        let Some(limit) = limit else {
+            r.complete += 1;
+            out.push(sb[..(p.packet_bits / 8) as usize].to_vec());
+            continue;
+        };
+        let (_, _, ctx) = read_packet_context(sb).expect("checked above");
+        let w = walk(desc, ctx.stream_id, ctx.timestamp_begin, sb, limit);
+        let mut bytes = sb[..w.end].to_vec();
+        bytes.resize(w.end.next_multiple_of(8), 0);
+        let gap = w.end < limit.min(s);
+        write_packet_end(
+            &mut bytes,
+            w.last_ts,
+            w.end as u64,
+            ctx.events_discarded + gap as u64,
+        );
+        let len = bytes.len() as u64;
+        set_packet_size(&mut bytes, len);
+        if complete && !gap {
+            r.complete += 1;
+        } else {
+            r.partial += 1;
+            r.partial_events += w.events;
+            r.undecodable_bytes += (limit.min(s) - w.end) as u64;
+            r.gaps += gap as u64;
+        }
+        out.push(bytes);
+    }
+    out
+}
