@@ -30,6 +30,11 @@ pub struct Args {
     /// Sub-buffers per buffer.
     #[arg(long, default_value_t = 4)]
     count: u32,
+    /// Keep the buffers in files of this (new) directory, e.g. on /dev/shm:
+    /// if the program is killed, its trace is recovered from them into the
+    /// output directory.
+    #[arg(long)]
+    buffer_dir: Option<PathBuf>,
     /// The program and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -62,12 +67,45 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         format!("subbuf={}", a.subbuf),
         format!("count={}", a.count),
     ];
+    let bufdir = match &a.buffer_dir {
+        Some(b) => {
+            let b = std::path::absolute(b)?;
+            let s = b
+                .to_str()
+                .ok_or("the buffer directory must be valid UTF-8")?;
+            if s.contains(',') {
+                return Err(format!("the buffer directory '{s}' cannot contain ','").into());
+            }
+            spec.push(format!("bufdir={s}"));
+            Some(b)
+        }
+        None => None,
+    };
     spec.extend(a.events.iter().cloned());
     let status = Command::new(&a.command[0])
         .args(&a.command[1..])
         .env(ringtrace::env::VAR, spec.join(","))
         .status()
         .map_err(|e| format!("cannot run '{}': {e}", a.command[0]))?;
+    // Killed before it could complete its trace: rebuild it from the buffers.
+    if let Some(b) = bufdir.filter(|b| b.join("metadata").exists()) {
+        if !dir.join("metadata").exists() {
+            eprintln!(
+                "ringtrace record: {} {status}; recovering its trace from {}",
+                a.command[0],
+                b.display()
+            );
+            let report = ringtrace::recover::recover(&b, &dir)?;
+            eprint!("{}", report.table());
+        } else {
+            eprintln!(
+                "ringtrace record: {} {status}; its buffers are in {} (ringtrace recover {} -o DIR)",
+                a.command[0],
+                b.display(),
+                b.display()
+            );
+        }
+    }
     if !dir.join("metadata").exists() {
         return Err(format!(
             "no trace in {}: is '{}' built with ringtrace? (it exited with {status})",
