@@ -809,7 +809,7 @@ fn record_recovers_a_killed_program() {
     let out = tmp("record-kill-out");
     let inner = tmp("record-kill-inner");
     let me = assert_cmd::cargo::cargo_bin("ringtrace");
-    let mut rec = Command::new(&me)
+    let rec = Command::new(&me)
         .args([
             "record",
             "-o",
