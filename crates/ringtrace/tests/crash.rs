@@ -74,10 +74,12 @@ fn child() {
                 pin_to_cpu0();
             }
             STARTED[w].store(true, Ordering::SeqCst);
-            for seq in 1.. {
+            let mut seq = 0u64;
+            loop {
+                seq += 1;
                 event!(crash, tick, worker: u64 = w as u64, seq: u64 = seq);
                 COMMITTED[w].store(seq, Ordering::SeqCst);
-                if seq % 64 == 0 {
+                if seq.is_multiple_of(64) {
                     std::thread::sleep(Duration::from_micros(500));
                 }
             }
