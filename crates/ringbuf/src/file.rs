@@ -200,8 +200,12 @@ impl BufferFile {
     /// Reads and checks `path`.
     pub fn open(path: &Path) -> Result<BufferFile, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let header = FileHeader::decode(&bytes, bytes.len() as u64)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        BufferFile::from_bytes(bytes).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Checks the bytes of a buffer file.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<BufferFile, String> {
+        let header = FileHeader::decode(&bytes, bytes.len() as u64)?;
         Ok(BufferFile { header, bytes })
     }
 
