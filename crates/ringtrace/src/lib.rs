@@ -4,8 +4,9 @@
 //! linker gathers), sessions and their channels, the probe that records an
 //! enabled event, the control data the probes read (RCU, `rcu.rs` and
 //! `control.rs`), the consumer thread that writes CTF stream files, the
-//! metadata, snapshots and statistics, and configuration from the
-//! environment (`RINGTRACE_SESSION`).
+//! metadata, snapshots and statistics, configuration from the environment
+//! (`RINGTRACE_SESSION`), and the recovery of a killed process's trace from
+//! its buffer files (`recover.rs`).
 //!
 //! Must never: allocate, lock, sleep, make a system call or execute a
 //! read-modify-write atomic or fence on control data in a probe (the ring

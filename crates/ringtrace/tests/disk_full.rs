@@ -1,0 +1,91 @@
+//! A full disk: the trace directory is on a 256 KiB tmpfs. Recording goes
+//! on at full speed (nothing blocks), every event is either recorded or
+//! counted lost, the packets the disk could not take are counted and the
+//! error named, and the trace written before the disk filled reads back in
+//! babeltrace2. Needs root to mount the tmpfs (CI runs as root); skipped
+//! with a message where mounting is not allowed.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use ringtrace::{event, ChannelConfig, Error, Session};
+
+/// Mounts a tmpfs of `size` at `dir`; false if that is not possible here.
+fn mount_tmpfs(dir: &std::path::Path, size: &str) -> bool {
+    std::fs::create_dir_all(dir).unwrap();
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return false;
+    }
+    Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"])
+        .arg(dir)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn a_full_disk_drops_counted_packets_and_keeps_the_trace_readable() {
+    let mnt = tmpdir("tmpfs");
+    if !mount_tmpfs(&mnt, "256k") {
+        // A container may deny mount even to root: the RLIMIT_FSIZE test
+        // (tests/env.rs) covers the same path without privileges.
+        eprintln!("SKIPPED: a tmpfs cannot be mounted here (needs root and CAP_SYS_ADMIN)");
+        let _ = std::fs::remove_dir_all(&mnt);
+        return;
+    }
+    let _guard = Unmount(mnt.clone());
+    let dir = mnt.join("trace");
+    let s = Session::builder("full")
+        .output(&dir)
+        .channel(ChannelConfig::new("c").subbufs(16 * 1024, 4))
+        .enable("diskfull:*")
+        .create()
+        .unwrap();
+    s.start();
+    const N: u64 = 400_000;
+    for i in 0..N {
+        event!(diskfull, ev, i: u64 = i, pad: u64 = !i);
+        if i % 10_000 == 0 {
+            // Let the consumer run: the disk fills, not only the buffers.
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+    let stop = s.stop();
+    let st = s.stats();
+    assert_eq!(st.records() + st.lost(), N, "every event recorded or counted lost");
+    let err = st.output_error.clone().expect("the disk filled");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(st.packets_dropped_by_output > 0);
+    match stop {
+        Err(Error::Output {
+            msg,
+            dropped_packets,
+            ..
+        }) => {
+            assert!(msg.contains("No space left on device"), "{msg}");
+            assert_eq!(dropped_packets, st.packets_dropped_by_output);
+        }
+        other => panic!("stop should report the output error: {other:?}"),
+    }
+    // What reached the disk is whole packets: both readers accept it, and
+    // the events in it are the first ones of each stream, in order.
+    let (evs, _) = read_all(&dir);
+    assert!(!evs.is_empty() && (evs.len() as u64) < st.records());
+    assert_streams_ordered(&dir);
+    if let Some(bt) = babeltrace2() {
+        assert_eq!(bt2(bt, &dir).events.len(), evs.len());
+    }
+    drop(s);
+}
