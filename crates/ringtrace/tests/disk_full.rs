@@ -20,7 +20,13 @@ fn mount_tmpfs(dir: &std::path::Path, size: &str) -> bool {
         return false;
     }
     Command::new("mount")
-        .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"])
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            &format!("size={size},mode=0700"),
+            "tmpfs",
+        ])
         .arg(dir)
         .status()
         .is_ok_and(|s| s.success())
@@ -64,7 +70,11 @@ fn a_full_disk_drops_counted_packets_and_keeps_the_trace_readable() {
     }
     let stop = s.stop();
     let st = s.stats();
-    assert_eq!(st.records() + st.lost(), N, "every event recorded or counted lost");
+    assert_eq!(
+        st.records() + st.lost(),
+        N,
+        "every event recorded or counted lost"
+    );
     let err = st.output_error.clone().expect("the disk filled");
     assert!(err.contains("No space left on device"), "{err}");
     assert!(st.packets_dropped_by_output > 0);

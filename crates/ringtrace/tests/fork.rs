@@ -107,3 +107,67 @@ fn fork_children_trace_into_their_own_sessions_only() {
     assert_eq!(child_evs.len(), 5000);
     assert!(child_evs.iter().all(|e| e.name == "forktest:in_child"));
 }
+
+/// exec() of a child of a traced process: the new program inherits none of
+/// the tracer's descriptors (buffer memfds and files, stream files,
+/// metadata, the control socket are all close-on-exec).
+#[test]
+fn exec_leaves_no_tracer_descriptor_behind() {
+    let out = tmpdir("exec-out");
+    let bufs = tmpdir("exec-bufs");
+    let s1 = Session::builder("exec-discard")
+        .output(&out)
+        .enable("exectest:*")
+        .create()
+        .unwrap();
+    let s2 = Session::builder("exec-fr")
+        .mode(ringtrace::Mode::FlightRecorder)
+        .buffer_dir(&bufs)
+        .enable("exectest:*")
+        .create()
+        .unwrap();
+    s1.start();
+    s2.start();
+    for i in 0..10_000u64 {
+        event!(exectest, ev, i: u64 = i);
+    }
+    // What the parent holds, then what an exec'd child sees.
+    let mine: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .map(|p| p.display().to_string())
+        .collect();
+    let traced = |l: &str| {
+        l.contains("memfd:")
+            || l.contains(out.to_str().unwrap())
+            || l.contains(bufs.to_str().unwrap())
+    };
+    assert!(
+        mine.iter().any(|l| traced(l)),
+        "the parent holds tracer descriptors: {mine:?}"
+    );
+    let o = std::process::Command::new("sh")
+        .args(["-c", "for f in /proc/$$/fd/*; do readlink $f; done"])
+        .output()
+        .unwrap();
+    let theirs = String::from_utf8(o.stdout).unwrap();
+    assert!(!theirs.lines().any(traced), "inherited by exec: {theirs}");
+    let parent_sockets = mine.iter().filter(|l| l.starts_with("socket:")).count();
+    assert!(
+        theirs.lines().filter(|l| l.starts_with("socket:")).count() < parent_sockets.max(1),
+        "control socket inherited: {theirs}"
+    );
+    s1.stop().unwrap();
+    s2.stop().unwrap();
+    drop((s1, s2));
+    // The consumer lets go of the session state shortly after destroy.
+    let t = Instant::now();
+    while bufs.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "a normal end removes the buffer directory"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
