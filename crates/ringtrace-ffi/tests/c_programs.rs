@@ -381,3 +381,89 @@ int main(void) {
         "enabled 0 0 0\nstop 0 destroy 0 null -1\nringtrace_session_start: session is NULL\n"
     );
 }
+
+#[test]
+fn c_program_takes_flight_recorder_snapshots() {
+    let (Some(cc), Some(_)) = (tool("gcc"), tool("babeltrace2")) else {
+        return;
+    };
+    let dir = scratch("c-snapshot");
+    let src = dir.join("fr.c");
+    std::fs::write(
+        &src,
+        r#"#include <ringtrace.h>
+#include <inttypes.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    (void)argc;
+    ringtrace_session *s = ringtrace_session_create("fr", "unused,flight-recorder,per-cpu,subbuf=4k,count=4,none:*");
+    if (!s) { printf("%s\n", ringtrace_last_error()); return 1; }
+    if (ringtrace_session_enable(s, NULL, "fr:*", RINGTRACE_LEVEL_INFO) != 1) return 2;
+    if (ringtrace_session_enable(s, "nosuch", "fr:*", RINGTRACE_LEVEL_INFO) != -1) return 3;
+    printf("%s\n", ringtrace_last_error());
+    ringtrace_session_start(s);
+    for (uint64_t i = 0; i < 100000; i++)
+        RINGTRACE_EVENT(fr, tick, RT_U64(i, i));
+    RINGTRACE_EVENT_LEVEL(RINGTRACE_LEVEL_DEBUG, fr, verbose, RT_U64(i, 0));
+    int64_t packets = ringtrace_session_snapshot(s, argv[1]);
+    if (packets <= 0) { printf("%s\n", ringtrace_last_error()); return 4; }
+    struct ringtrace_counts c;
+    ringtrace_session_counts(s, &c);
+    printf("packets %" PRId64 " recorded %" PRIu64 " lost %" PRIu64 "\n", packets, c.recorded, c.lost);
+    if (ringtrace_session_snapshot(s, argv[1]) != -1) return 5;
+    printf("%s\n", ringtrace_last_error());
+    return ringtrace_session_destroy(s);
+}
+"#,
+    )
+    .unwrap();
+    let pc = pkg_config_dir(&dir);
+    let exe = dir.join("fr");
+    let out = Command::new(cc)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .args(pkg_config(&pc, &["--cflags", "--libs"]))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let snap = dir.join("snap");
+    let out = run(&exe, &[&snap], None);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "ringtrace_session_enable: no channel named 'nosuch' in this session"
+    );
+    // Flight recorder: 100 000 events, about 4 sub-buffers of 4 KiB kept.
+    let nums: Vec<u64> = lines[1]
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (packets, recorded, lost) = (nums[0], nums[1], nums[2]);
+    // A flight recorder overwrites the oldest records: none is lost.
+    assert_eq!((recorded, lost), (100_000, 0), "{stdout}");
+    assert!((1..=5).contains(&packets), "{stdout}");
+    assert!(
+        lines[2].starts_with("ringtrace_session_snapshot: "),
+        "{stdout}"
+    );
+    let events = bt2_events(&snap);
+    // The snapshot holds the newest events, contiguous, ending at the last.
+    let seqs: Vec<u64> = events
+        .iter()
+        .map(|l| {
+            l.trim_start_matches("fr:tick { i = ")
+                .trim_end_matches(" }")
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(*seqs.last().unwrap(), 99_999);
+    assert!(
+        seqs.len() < 100_000 / 4,
+        "only the last sub-buffers: {}",
+        seqs.len()
+    );
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "contiguous");
+}
