@@ -1,7 +1,9 @@
 /* The LTTng-UST side of bench/compare: THREADS threads each emit
- * EVENTS/THREADS events (u64 or str16) as fast as they can; prints the
- * wall time of the slowest thread's loop in nanoseconds.
- * usage: workload EVENTS THREADS u64|str16 */
+ * EVENTS/THREADS events (u64 or str16) as fast as they can, or at RATE
+ * events per second per thread (paced every 256 events, sleeping when
+ * ahead); prints the wall time of the slowest thread's loop in
+ * nanoseconds.
+ * usage: workload EVENTS THREADS u64|str16 [RATE] */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include "tp.h"
 
 static uint64_t per_thread;
+static uint64_t rate;
 static int use_str;
 static pthread_barrier_t start;
 
@@ -28,7 +31,19 @@ static void *run(void *arg)
 
 	pthread_barrier_wait(&start);
 	t0 = now_ns();
-	if (use_str)
+	if (rate) {
+		for (i = 0; i < per_thread; i++) {
+			tracepoint(bench, u64, i);
+			if ((i & 255) == 255) {
+				uint64_t due = t0 + (i + 1) * 1000000000u / rate, now = now_ns();
+				if (now < due) {
+					struct timespec d = {(time_t)((due - now) / 1000000000u),
+							     (long)((due - now) % 1000000000u)};
+					nanosleep(&d, NULL);
+				}
+			}
+		}
+	} else if (use_str)
 		for (i = 0; i < per_thread; i++)
 			tracepoint(bench, str16, s);
 	else
@@ -44,10 +59,11 @@ int main(int argc, char **argv)
 	pthread_t th[64];
 	int threads, k;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s EVENTS THREADS u64|str16\n", argv[0]);
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: %s EVENTS THREADS u64|str16 [RATE]\n", argv[0]);
 		return 2;
 	}
+	rate = argc == 5 ? strtoull(argv[4], NULL, 10) : 0;
 	events = strtoull(argv[1], NULL, 10);
 	threads = atoi(argv[2]);
 	use_str = strcmp(argv[3], "str16") == 0;

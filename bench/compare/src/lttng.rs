@@ -152,13 +152,27 @@ fn stream_bytes(dir: &Path) -> u64 {
     total
 }
 
-/// One LTTng-UST run.
+/// One LTTng-UST run, as fast as it goes.
 pub fn run(
     bin: &Path,
     payload: Payload,
     mode: Mode,
     threads: usize,
     events: u64,
+    scratch: &Path,
+) -> Result<Run, String> {
+    run_paced(bin, payload, mode, threads, events, 0, scratch)
+}
+
+/// One LTTng-UST run at `rate` events per second per thread (0: as fast
+/// as it goes; u64 payload only).
+pub fn run_paced(
+    bin: &Path,
+    payload: Payload,
+    mode: Mode,
+    threads: usize,
+    events: u64,
+    rate: u64,
     scratch: &Path,
 ) -> Result<Run, String> {
     let dir = scratch.join("lttng");
@@ -191,12 +205,16 @@ pub fn run(
         lttng(&["enable-event", "-u", "-s", &name, "-c", "ch", "bench:*"])?;
         lttng(&["start", &name])?;
     }
+    let mut args = vec![
+        events.to_string(),
+        threads.to_string(),
+        payload.name().to_string(),
+    ];
+    if rate > 0 {
+        args.push(rate.to_string());
+    }
     let o = Command::new(bin)
-        .args([
-            events.to_string(),
-            threads.to_string(),
-            payload.name().to_string(),
-        ])
+        .args(args)
         .output()
         .map_err(|e| format!("{}: {e}", bin.display()));
     if traced {

@@ -6,7 +6,8 @@
 //! runs. Then a workload-overhead table (a syscall loop with entry/exit
 //! events: absent, dormant, flight recorder, discard to disk), the
 //! front-end table (Rust macro, C API, `tracing` layer, fmt layer, LTTng-UST
-//! tracepoint: `frontends.rs`) and the ring buffer tables of the 002 paper
+//! tracepoint: `frontends.rs`), losses of 8 writer threads paced to equal
+//! event rates (`losses.rs`) and the ring buffer tables of the 002 paper
 //! (`ring.rs`).
 //!
 //! `cargo run --release -p compare -- [--quick] [--json FILE]`; the last
@@ -15,6 +16,7 @@
 mod baselines;
 mod cell;
 mod frontends;
+mod losses;
 mod lttng;
 mod ours;
 mod ring;
@@ -144,6 +146,14 @@ fn run() -> Result<(), String> {
     eprintln!();
     print_tables(&cells, n, runs);
     let fronts = frontends::table(&ffi_bin, &bin, n.min(5_000_000), runs, &scratch)?;
+    let losses = losses::table(
+        &bin,
+        8,
+        &[250_000, 1_000_000, 4_000_000],
+        if a.quick { 2_000_000 } else { 8_000_000 },
+        if a.quick { 3 } else { runs },
+        &scratch,
+    )?;
     let overhead = overhead_table(&scratch, if a.quick { 200_000 } else { 2_000_000 })?;
     let ring = ring::tables(
         if a.quick { 1_000_000 } else { 10_000_000 },
@@ -152,6 +162,7 @@ fn run() -> Result<(), String> {
     if let Some(path) = &a.json {
         let mut v: Vec<serde_json::Value> = cells.iter().map(Cell::json).collect();
         v.extend(fronts);
+        v.extend(losses);
         v.extend(overhead);
         v.extend(ring);
         let text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;

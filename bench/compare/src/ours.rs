@@ -58,13 +58,50 @@ fn dir_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// One ringtrace run.
+/// `n` u64 events at `rate` per second (paced every 256 events, sleeping
+/// when ahead), as the C workload does.
+fn emit_paced(n: u64, rate: u64) {
+    let t0 = Instant::now();
+    for i in 0..n {
+        event!(cmpbench, u64, v: u64 = i);
+        if i & 255 == 255 {
+            let due = std::time::Duration::from_nanos((i + 1) * 1_000_000_000 / rate);
+            if let Some(ahead) = due.checked_sub(t0.elapsed()) {
+                std::thread::sleep(ahead);
+            }
+        }
+    }
+}
+
+/// One ringtrace run, as fast as it goes.
 pub fn run(
     per_thread_buffers: bool,
     payload: Payload,
     mode: Mode,
     threads: usize,
     events: u64,
+    scratch: &Path,
+) -> Result<Run, String> {
+    run_paced(
+        per_thread_buffers,
+        payload,
+        mode,
+        threads,
+        events,
+        0,
+        scratch,
+    )
+}
+
+/// One ringtrace run at `rate` events per second per thread (0: as fast as
+/// it goes; u64 payload only when paced).
+pub fn run_paced(
+    per_thread_buffers: bool,
+    payload: Payload,
+    mode: Mode,
+    threads: usize,
+    events: u64,
+    rate: u64,
     scratch: &Path,
 ) -> Result<Run, String> {
     let per_thread = events / threads as u64;
@@ -90,7 +127,10 @@ pub fn run(
     };
     let s = b.create().map_err(|e| e.to_string())?;
     s.start();
-    let elapsed = run_threads(threads, per_thread, |n| emit(payload, n));
+    let elapsed = run_threads(threads, per_thread, |n| match rate {
+        0 => emit(payload, n),
+        r => emit_paced(n, r),
+    });
     s.stop().map_err(|e| e.to_string())?;
     let st = s.stats();
     let bytes = (mode == Mode::Discard).then(|| dir_bytes(&dir));
