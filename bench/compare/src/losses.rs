@@ -3,7 +3,7 @@
 //! tables cannot (ringtrace's writers produce about twice as fast, so its
 //! consumer has twice the data and less CPU). Here every writer thread of
 //! both tracers is paced to the same rate (256 events, then sleep until
-//! due), 8 threads on this machine's CPUs, discard mode, one u64 field,
+//! due; rate 0: not paced), 8 threads on this machine's CPUs, discard mode, one u64 field,
 //! 4 × 1 MiB sub-buffers per CPU (per thread for ringtrace per-thread).
 
 use std::path::Path;
@@ -71,6 +71,10 @@ pub fn table(
         "rate/thread", "tracer", "achieved ev/s", "lost", "lost %"
     );
     for (rate, tr, achieved, lost, total) in rows {
+        let rate = match rate {
+            0 => "unpaced".to_string(),
+            r => r.to_string(),
+        };
         println!(
             "  {:>12} {:<22} {:>16.0} {:>12} {:>8.3}%",
             rate,
