@@ -50,40 +50,59 @@ fn fixed_len(kind: FieldKind) -> usize {
     }
 }
 
-/// The payload size of `args` for `fields`, and the string or byte bodies
-/// (borrowed, measured once).
+/// The payload size of `args` for `fields`, and the length of each string
+/// or byte sequence (in `lens`).
 ///
 /// # Safety
 /// As [`body`], for each argument.
-unsafe fn measure<'a>(
-    fields: &[FieldDesc],
-    args: &'a [RtArg],
-    bodies: &mut [&'a [u8]; MAX_FIELDS],
-) -> usize {
+unsafe fn measure(fields: &[FieldDesc], args: &[RtArg], lens: &mut [u32; MAX_FIELDS]) -> usize {
     let mut len = 0usize;
     for (i, (f, a)) in fields.iter().zip(args).enumerate() {
-        // SAFETY: readable strings and ranges (caller's contract).
-        bodies[i] = unsafe { body(f.kind, a) };
-        len += fixed_len(f.kind) + bodies[i].len();
+        len += fixed_len(f.kind);
+        if matches!(f.kind, FieldKind::Str | FieldKind::Bytes) {
+            // SAFETY: readable strings and ranges (caller's contract).
+            let n = unsafe { body(f.kind, a) }.len().min(u32::MAX as usize - 1);
+            lens[i] = n as u32;
+            len += n;
+        }
     }
     len
 }
 
-/// Writes the payload [`measure`] sized into `out`.
-fn serialize(fields: &[FieldDesc], args: &[RtArg], bodies: &[&[u8]; MAX_FIELDS], out: &mut [u8]) {
+/// Writes the payload [`measure`] sized into `out`: exactly that many
+/// bytes even if a string changed length meanwhile (a race in the caller):
+/// its bytes are then cut, or padded with `?` (a NUL would end the string
+/// early and shift every later field) to the measured length.
+///
+/// # Safety
+/// As [`body`], for each argument.
+unsafe fn serialize(
+    fields: &[FieldDesc],
+    args: &[RtArg],
+    lens: &[u32; MAX_FIELDS],
+    out: &mut [u8],
+) {
     let mut o = 0;
     for (i, (f, a)) in fields.iter().zip(args).enumerate() {
-        let b = bodies[i];
+        let mut put_body = |o: usize, pad: u8| {
+            let n = lens[i] as usize;
+            // SAFETY: as measured (caller's contract).
+            let b = unsafe { body(f.kind, a) };
+            let take = b.len().min(n);
+            out[o..o + take].copy_from_slice(&b[..take]);
+            out[o + take..o + n].fill(pad);
+            n
+        };
         match f.kind {
             FieldKind::Str => {
-                out[o..o + b.len()].copy_from_slice(b);
-                out[o + b.len()] = 0;
-                o += b.len() + 1;
+                let n = put_body(o, b'?');
+                out[o + n] = 0;
+                o += n + 1;
             }
             FieldKind::Bytes => {
-                out[o..o + 4].copy_from_slice(&(b.len() as u32).to_le_bytes());
-                out[o + 4..o + 4 + b.len()].copy_from_slice(b);
-                o += 4 + b.len();
+                let n = put_body(o + 4, 0);
+                out[o..o + 4].copy_from_slice(&(n as u32).to_le_bytes());
+                o += 4 + n;
             }
             k => {
                 let w = fixed_len(k);
@@ -122,10 +141,13 @@ pub unsafe extern "C" fn ringtrace_emit(event: *const RtEvent, args: *const RtAr
     }
     // SAFETY: one argument per field (caller's contract); n <= MAX_FIELDS.
     let args = unsafe { std::slice::from_raw_parts(args, n) };
-    let mut bodies: [&[u8]; MAX_FIELDS] = [&[]; MAX_FIELDS];
+    let mut lens = [0u32; MAX_FIELDS];
     // SAFETY: readable strings and ranges (caller's contract).
-    let len = unsafe { measure(desc.fields, args, &mut bodies) };
-    desc.emit(len, |out| serialize(desc.fields, args, &bodies, out));
+    let len = unsafe { measure(desc.fields, args, &mut lens) };
+    // SAFETY: the same arguments, still readable (the call has not returned).
+    desc.emit(len, |out| unsafe {
+        serialize(desc.fields, args, &lens, out)
+    });
 }
 
 #[cfg(test)]
@@ -188,11 +210,12 @@ mod tests {
             },
             arg(0),
         ];
-        let mut bodies = [&[][..]; MAX_FIELDS];
+        let mut lens = [0u32; MAX_FIELDS];
         // SAFETY: the strings and byte ranges above are live.
-        let len = unsafe { measure(&fields, &args, &mut bodies) };
+        let len = unsafe { measure(&fields, &args, &mut lens) };
         let mut out = vec![0xaau8; len];
-        serialize(&fields, &args, &bodies, &mut out);
+        // SAFETY: as above.
+        unsafe { serialize(&fields, &args, &lens, &mut out) };
         let expect = [
             Value::Uint(0xfe),
             Value::Uint(0xbeef),
@@ -214,5 +237,51 @@ mod tests {
             assert_eq!(decode(&f.kind.ctf_type(), &out, &mut off).unwrap(), e);
         }
         assert_eq!(off, len, "the payload is exactly what the decoder reads");
+    }
+
+    /// A string that changed length between measuring and writing (a race
+    /// in the C program) still fills exactly the measured bytes.
+    #[test]
+    fn a_string_that_changed_length_keeps_the_record_size() {
+        let fields = [
+            FieldDesc {
+                name: "s",
+                kind: FieldKind::Str,
+            },
+            FieldDesc {
+                name: "v",
+                kind: FieldKind::Unsigned(8),
+            },
+        ];
+        let long = c"abcdef";
+        let short = c"ab";
+        let measured = [
+            RtArg {
+                bits: 0,
+                ptr: long.as_ptr().cast(),
+            },
+            arg(9),
+        ];
+        let mut lens = [0u32; MAX_FIELDS];
+        // SAFETY: live strings.
+        let len = unsafe { measure(&fields, &measured, &mut lens) };
+        assert_eq!(len, 6 + 1 + 1);
+        let written = [
+            RtArg {
+                bits: 0,
+                ptr: short.as_ptr().cast(),
+            },
+            arg(9),
+        ];
+        let mut out = vec![0xaau8; len];
+        // SAFETY: live strings.
+        unsafe { serialize(&fields, &written, &lens, &mut out) };
+        assert_eq!(out, b"ab????\0\x09");
+        let mut off = 0;
+        let s = decode(&fields[0].kind.ctf_type(), &out, &mut off).unwrap();
+        assert_eq!(s, Value::Str("ab????".into()));
+        let v = decode(&fields[1].kind.ctf_type(), &out, &mut off).unwrap();
+        assert_eq!(v, Value::Uint(9), "later fields stay in place");
+        assert_eq!(off, len);
     }
 }
