@@ -82,6 +82,7 @@ pub(crate) struct CloseRecord {
 /// Counters of one sub-buffer. The commit count, written on every commit,
 /// has a cache line of its own: the reader polls the commit seq, and must not
 /// pull the writers' line away on each poll.
+///
 /// `repr(C)` with the commit count first: recovery reads `CC[i]` at the
 /// start of each state in a buffer file (`file.rs`).
 #[derive(Debug)]

@@ -275,3 +275,50 @@ fn a_writer_stalled_inside_a_probe_leaves_a_marked_gap() {
         std::fs::remove_dir_all(d).unwrap();
     }
 }
+
+/// A discard session with buffer files: the consumer copies packets out of
+/// them (sendfile, after the files' header and states), and the trace is
+/// exact; the buffer directory is gone after a normal end.
+#[test]
+fn a_discard_session_with_buffer_files_writes_an_exact_trace() {
+    let out = tmpdir("bufdir-discard-out");
+    let bufdir = tmpdir("bufdir-discard-bufs");
+    let s = Session::builder("bufdir-discard")
+        .output(&out)
+        .buffer_dir(&bufdir)
+        .channel(ringtrace::ChannelConfig::new("chan").subbufs(16 * 1024, 4))
+        .enable("bufdirtest:*")
+        .create()
+        .unwrap();
+    s.start();
+    const N: u64 = 50_000;
+    for i in 0..N {
+        event!(bufdirtest, ev, seq: u64 = i);
+        if i % 500 == 0 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    s.stop().unwrap();
+    let st = s.stats();
+    let (evs, discarded) = read_all(&out);
+    assert_eq!(evs.len() as u64 + st.lost(), N);
+    assert_eq!(discarded, st.lost());
+    let seqs: Vec<u64> = evs.iter().map(|e| uint(&e.values[0])).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "in order, no duplicate"
+    );
+    if let Some(bt) = babeltrace2() {
+        assert_eq!(bt2(bt, &out).events.len(), evs.len());
+    }
+    drop(s);
+    let t = std::time::Instant::now();
+    while bufdir.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "buffer directory removed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}
