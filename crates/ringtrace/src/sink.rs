@@ -146,9 +146,13 @@ impl SessionState {
                         self.watch_stall(&mut sink, ci, b, now);
                     }
                     ops.recycle();
+                } else {
+                    for b in 0..ops.buffers() {
+                        self.watch_wrap(&mut sink, ci, b, now);
+                    }
                 }
                 // A flight recorder is read only by snapshots: nothing to
-                // poll for (its switch timer keeps its own deadline).
+                // poll for but stalls (its switch timer keeps its own deadline).
                 let period = if self.mode == Mode::Discard {
                     let written: u64 = (0..ops.buffers()).map(|b| ops.stats(b).bytes_written).sum();
                     let (before, then) = sink.last_read[ci];
@@ -195,6 +199,36 @@ impl SessionState {
             eprintln!(
                 "ringtrace: session '{}', channel '{}', buffer {b}: a sub-buffer has waited {:.1} s for a commit \
                  (a writer stalled between reserve and commit); the records behind it wait, other buffers flow",
+                self.name,
+                ch.cfg.name,
+                now.saturating_duration_since(since).as_secs_f64()
+            );
+        }
+    }
+
+    /// Flight recorder: writers that keep dropping records because the
+    /// sub-buffer they would overwrite is still not fully committed (a
+    /// writer stalled between reserve and commit), for longer than the stall
+    /// timeout. Reported once, on stderr and in the statistics, until the
+    /// drops stop.
+    fn watch_wrap(&self, sink: &mut Sink, ci: usize, b: usize, now: Instant) {
+        let ch = &self.channels[ci];
+        let dropped = ch.chan.ops().stats(b).lost.wrap;
+        let (seen, since) = sink.progress[ci][b];
+        if dropped == seen {
+            sink.progress[ci][b] = (seen, now);
+            sink.stalled[ci][b] = None;
+            return;
+        }
+        sink.progress[ci][b] = (dropped, since);
+        if sink.stalled[ci][b].is_none()
+            && now.saturating_duration_since(since) >= ch.cfg.stall_timeout
+        {
+            sink.stalled[ci][b] = Some(now);
+            eprintln!(
+                "ringtrace: session '{}', channel '{}', buffer {b}: a sub-buffer has not been fully committed for {:.1} s \
+                 (a writer stalled between reserve and commit); writers drop records instead of overwriting it \
+                 ({dropped} so far), other buffers flow",
                 self.name,
                 ch.cfg.name,
                 now.saturating_duration_since(since).as_secs_f64()

@@ -27,9 +27,10 @@ pub struct BufferStats {
     /// Bytes written to the stream file.
     pub bytes_written: u64,
     /// The consumer found the sub-buffer at the read position waiting for a
-    /// commit for longer than the channel's stall timeout: a writer stalled
-    /// between reserve and commit (records behind it wait; other buffers
-    /// flow).
+    /// commit for longer than the channel's stall timeout (flight recorder:
+    /// writers dropping records for that long because the sub-buffer they
+    /// would overwrite is not fully committed): a writer stalled between
+    /// reserve and commit (other buffers flow).
     pub stalled: bool,
 }
 
