@@ -7,6 +7,11 @@
 //!   SMP-safe timestamped event can cost;
 //! * `floor/bare_event_local`: the same with plain `rdtsc` and non-locked
 //!   `cmpxchg`/`xadd` — the least a signal-safe per-thread event can cost;
+//! * `floor/bare_event_cas16`: an alternative to `bare_event_locked` that
+//!   needs no ordered clock read: plain `rdtsc`, clamped to the last
+//!   timestamp, reserved with one `lock cmpxchg16b` on (write count, last
+//!   timestamp), so timestamps stay ordered per buffer (measured to decide
+//!   whether the ring buffer should reserve that way);
 //! * `record/{percpu|perthread}/{discard|overwrite}/{8,16,64}B/{4K,128K,512K}/{reader|noreader}/{1,2}w`.
 //!
 //! `cargo bench -p ringbuf --bench record` (add a filter to run a subset);
@@ -42,6 +47,9 @@ fn floors(c: &mut Criterion) {
     let mut floor = Floor::new();
     g.bench_function("bare_event_locked", |b| b.iter(|| floor.locked()));
     g.bench_function("bare_event_local", |b| b.iter(|| floor.local()));
+    if std::arch::is_x86_feature_detected!("cmpxchg16b") {
+        g.bench_function("bare_event_cas16", |b| b.iter(|| floor.cas16()));
+    }
     g.finish();
 }
 
@@ -51,7 +59,12 @@ struct Floor {
     mem: Vec<u8>,
     w: AtomicU64,
     cc: AtomicU64,
+    /// (write count, last timestamp) for `cas16`, as one 16-byte word.
+    pair: Box<Pair>,
 }
+
+#[repr(C, align(16))]
+struct Pair(u128);
 
 impl Floor {
     fn new() -> Self {
@@ -59,6 +72,27 @@ impl Floor {
             mem: vec![0u8; 1 << 16],
             w: AtomicU64::new(0),
             cc: AtomicU64::new(0),
+            pair: Box::new(Pair(0)),
+        }
+    }
+
+    /// Plain `rdtsc` clamped to the last timestamp + `lock cmpxchg16b` on
+    /// (W, last) + 16-byte store + `lock xadd`.
+    #[inline(always)]
+    fn cas16(&mut self) {
+        let p = &mut self.pair.0 as *mut u128;
+        // SAFETY: `p` is a live, 16-byte aligned u128 only this thread
+        // uses; a torn read is harmless (the CAS then fails).
+        let old = unsafe { std::ptr::read_volatile(p) };
+        let (cur, last) = (old as u64, (old >> 64) as u64);
+        let ts = rdtsc().max(last);
+        let new = (cur + 16) as u128 | ((ts as u128) << 64);
+        // SAFETY: the CPU has cmpxchg16b (checked before this bench runs)
+        // and `p` is valid and 16-byte aligned.
+        let prev = unsafe { cas128(p, old, new) };
+        if prev == old {
+            self.store(cur, ts);
+            self.cc.fetch_add(16, Ordering::AcqRel);
         }
     }
 
@@ -94,6 +128,16 @@ impl Floor {
             xadd_nolock(&self.cc, 16);
         }
     }
+}
+
+/// `lock cmpxchg16b`.
+///
+/// # Safety
+/// The CPU supports cmpxchg16b; `p` is valid and 16-byte aligned.
+#[target_feature(enable = "cmpxchg16b")]
+unsafe fn cas128(p: *mut u128, old: u128, new: u128) -> u128 {
+    // SAFETY: the caller's contract.
+    unsafe { std::arch::x86_64::cmpxchg16b(p, old, new, Ordering::AcqRel, Ordering::Acquire) }
 }
 
 #[inline(always)]
