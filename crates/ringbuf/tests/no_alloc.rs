@@ -4,43 +4,11 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use common::*;
 use ringbuf::{Channel, ChannelAttr, Config};
 
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: forwards to the system allocator, only counting.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if COUNTING.with(|c| c.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if COUNTING.with(|c| c.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
 #[global_allocator]
-static A: Counting = Counting;
+static A: alloc_counter::Counting = alloc_counter::Counting;
 
 fn no_alloc<C: Config + Default>() {
     let attr = ChannelAttr {
@@ -52,24 +20,23 @@ fn no_alloc<C: Config + Default>() {
     let ch = Channel::new(C::default(), &attr, "na").unwrap();
     // The first record of a thread may allocate (per-thread registration).
     drop(ch.reserve(64));
-    COUNTING.with(|c| c.set(true));
-    let before = ALLOCS.load(Ordering::Relaxed);
-    let mut ok = 0;
-    for seq in 0..100_000u64 {
-        if let Ok(mut s) = ch.reserve(32 + (seq % 64) as usize) {
-            let ts = s.ts();
-            fill_record(s.bytes(), 1, seq, ts);
-            s.commit();
-            ok += 1;
+    let (ok, allocs) = alloc_counter::counted(|| {
+        let mut ok = 0;
+        for seq in 0..100_000u64 {
+            if let Ok(mut s) = ch.reserve(32 + (seq % 64) as usize) {
+                let ts = s.ts();
+                fill_record(s.bytes(), 1, seq, ts);
+                s.commit();
+                ok += 1;
+            }
+            if seq % 1000 == 0 {
+                ch.flush();
+            }
         }
-        if seq % 1000 == 0 {
-            ch.flush();
-        }
-    }
-    let after = ALLOCS.load(Ordering::Relaxed);
-    COUNTING.with(|c| c.set(false));
+        ok
+    });
     assert!(ok > 0);
-    assert_eq!(after - before, 0, "allocations on the write path");
+    assert_eq!(allocs, 0, "allocations on the write path");
 }
 
 #[test]

@@ -95,14 +95,33 @@ enum Link {
     Static,
 }
 
-/// Compiles an example with warnings as errors; returns the executable.
+/// Compiles one of `examples/` with warnings as errors; returns the
+/// executable.
 fn build(compiler: &str, source: &str, std: &str, link: Link, dir: &Path) -> PathBuf {
+    compile(
+        compiler,
+        &crate_dir().join("examples").join(source),
+        std,
+        link,
+        dir,
+    )
+}
+
+/// Writes `text` to `dir/<name>.c` and compiles it (C11, shared library).
+fn build_inline(cc: &str, dir: &Path, name: &str, text: &str) -> PathBuf {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, text).unwrap();
+    compile(cc, &src, "-std=c11", Link::Shared, dir)
+}
+
+/// Compiles `src` with warnings as errors into `dir`; returns the executable.
+fn compile(compiler: &str, src: &Path, std: &str, link: Link, dir: &Path) -> PathBuf {
     let pc = pkg_config_dir(dir);
-    let exe = dir.join(source.split('.').next().unwrap());
+    let exe = dir.join(src.file_stem().unwrap());
     let mut cmd = Command::new(compiler);
     cmd.args([std, "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
         .arg(&exe)
-        .arg(crate_dir().join("examples").join(source))
+        .arg(src)
         .args(pkg_config(&pc, &["--cflags"]));
     match link {
         Link::Shared => {
@@ -120,7 +139,8 @@ fn build(compiler: &str, source: &str, std: &str, link: Link, dir: &Path) -> Pat
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
-        "{compiler} {source} failed:\n{}",
+        "{compiler} {} failed:\n{}",
+        src.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     exe
@@ -331,9 +351,10 @@ fn descriptors_the_library_cannot_read_stay_dormant_with_a_message() {
         return;
     };
     let dir = scratch("c-bad");
-    let src = dir.join("bad.c");
-    std::fs::write(
-        &src,
+    let exe = build_inline(
+        cc,
+        &dir,
+        "bad",
         r#"#include <ringtrace.h>
 #include <stdio.h>
 static const struct ringtrace_field f[] = {{"x", 99}};
@@ -356,18 +377,7 @@ int main(void) {
     return 0;
 }
 "#,
-    )
-    .unwrap();
-    let pc = pkg_config_dir(&dir);
-    let exe = dir.join("bad");
-    let out = Command::new(cc)
-        .args(["-std=c11", "-Wall", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .args(pkg_config(&pc, &["--cflags", "--libs"]))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    );
     let out = run(&exe, &[], None);
     assert_eq!(
         String::from_utf8(out.stderr).unwrap(),
@@ -388,14 +398,22 @@ fn c_program_takes_flight_recorder_snapshots() {
         return;
     };
     let dir = scratch("c-snapshot");
-    let src = dir.join("fr.c");
-    std::fs::write(
-        &src,
-        r#"#include <ringtrace.h>
+    let exe = build_inline(
+        cc,
+        &dir,
+        "fr",
+        r#"#define _GNU_SOURCE
+#include <sched.h>
+#include <ringtrace.h>
 #include <inttypes.h>
 #include <stdio.h>
 int main(int argc, char **argv) {
     (void)argc;
+    /* One CPU: one per-CPU buffer holds the newest events, contiguous. */
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    CPU_SET(0, &cpus);
+    if (sched_setaffinity(0, sizeof cpus, &cpus) != 0) return 6;
     ringtrace_session *s = ringtrace_session_create("fr", "unused,flight-recorder,per-cpu,subbuf=4k,count=4,none:*");
     if (!s) { printf("%s\n", ringtrace_last_error()); return 1; }
     if (ringtrace_session_enable(s, NULL, "fr:*", RINGTRACE_LEVEL_INFO) != 1) return 2;
@@ -415,18 +433,7 @@ int main(int argc, char **argv) {
     return ringtrace_session_destroy(s);
 }
 "#,
-    )
-    .unwrap();
-    let pc = pkg_config_dir(&dir);
-    let exe = dir.join("fr");
-    let out = Command::new(cc)
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .args(pkg_config(&pc, &["--cflags", "--libs"]))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    );
     let snap = dir.join("snap");
     let out = run(&exe, &[&snap], None);
     let stdout = String::from_utf8(out.stdout).unwrap();

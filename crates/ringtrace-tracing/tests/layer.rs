@@ -3,11 +3,8 @@
 //! babeltrace2), class names from target and callsite, enable rules and
 //! levels, names that are not identifiers, and no allocation per event.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use ctf::read::{Item, Trace};
 use ctf::value::Value;
@@ -15,36 +12,8 @@ use ringtrace::{ChannelConfig, Level, Mode, Session};
 use ringtrace_tracing::RingtraceLayer;
 use tracing_subscriber::prelude::*;
 
-struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: forwards to the system allocator, only counting.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if COUNTING.with(|c| c.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if COUNTING.with(|c| c.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
 #[global_allocator]
-static A: Counting = Counting;
+static A: alloc_counter::Counting = alloc_counter::Counting;
 
 fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ringtrace-tracing-{}-{name}", std::process::id()));
@@ -249,20 +218,11 @@ fn recording_a_known_callsite_does_not_allocate() {
             }
         };
         emit(10); // first use: makes the class
-        let before = ALLOCS.load(Ordering::Relaxed);
-        COUNTING.with(|c| c.set(true));
-        emit(20_000);
-        COUNTING.with(|c| c.set(false));
-        assert_eq!(
-            ALLOCS.load(Ordering::Relaxed) - before,
-            0,
-            "allocations while recording"
-        );
+        let ((), allocs) = alloc_counter::counted(|| emit(20_000));
+        assert_eq!(allocs, 0, "allocations while recording");
         // The counter sees allocations of this thread.
-        COUNTING.with(|c| c.set(true));
-        drop(std::hint::black_box(Box::new(1u64)));
-        COUNTING.with(|c| c.set(false));
-        assert_eq!(ALLOCS.load(Ordering::Relaxed) - before, 1);
+        let ((), allocs) = alloc_counter::counted(|| drop(std::hint::black_box(Box::new(1u64))));
+        assert_eq!(allocs, 1);
     });
     sess.stop().unwrap();
     let evs = read(&dir);

@@ -5,39 +5,11 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::sync::Mutex;
 
 use common::*;
-use ringtrace::{event, FieldKind, FieldValue, Session};
-
-static STALLED: AtomicBool = AtomicBool::new(false);
-/// The CPU whose buffer holds the stalled reservation.
-static STALLED_CPU: AtomicUsize = AtomicUsize::new(usize::MAX);
-static RELEASE: Mutex<Option<mpsc::Receiver<()>>> = Mutex::new(None);
-
-/// A field whose serialization blocks until the test releases it: the
-/// writer is then inside the probe, its slot reserved and not committed.
-struct Stall;
-
-impl FieldValue for Stall {
-    const KIND: FieldKind = FieldKind::Unsigned(64);
-    fn encoded_len(&self) -> usize {
-        8
-    }
-    fn encode(&self, out: &mut [u8]) -> usize {
-        // The slot was reserved on this CPU's buffer (the thread does not
-        // migrate between reserve and this call: no system call between).
-        STALLED_CPU.store(ringbuf::cpu::current(), Ordering::SeqCst);
-        STALLED.store(true, Ordering::SeqCst);
-        if let Some(rx) = RELEASE.lock().unwrap().take() {
-            let _ = rx.recv();
-        }
-        out[..8].copy_from_slice(&7u64.to_le_bytes());
-        8
-    }
-}
+use ringtrace::{event, Session};
 
 #[test]
 fn a_stalled_writer_blocks_nothing_else() {

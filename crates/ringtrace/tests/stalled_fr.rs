@@ -7,33 +7,12 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ringtrace::{event, ChannelConfig, FieldKind, FieldValue, Mode, Session};
-
-static STALLED: AtomicBool = AtomicBool::new(false);
-static RELEASE: Mutex<Option<mpsc::Receiver<()>>> = Mutex::new(None);
-
-/// A field whose serialization blocks until the test releases it.
-struct Stall;
-
-impl FieldValue for Stall {
-    const KIND: FieldKind = FieldKind::Unsigned(64);
-    fn encoded_len(&self) -> usize {
-        8
-    }
-    fn encode(&self, out: &mut [u8]) -> usize {
-        STALLED.store(true, Ordering::SeqCst);
-        if let Some(rx) = RELEASE.lock().unwrap().take() {
-            let _ = rx.recv();
-        }
-        out[..8].copy_from_slice(&42u64.to_le_bytes());
-        8
-    }
-}
+use ringtrace::{event, ChannelConfig, Mode, Session};
 
 /// Pins the calling thread to CPU 0, so that both writers share a buffer.
 fn pin_to_cpu0() {

@@ -1,9 +1,11 @@
-//! Helpers of the tracer's tests: scratch directories, babeltrace2, and our
-//! own reader.
+//! Helpers of the tracer's tests: scratch directories, babeltrace2, our
+//! own reader, and a field that stalls its writer inside the probe.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Mutex};
 
 use ctf::read::{Item, Trace};
 use ctf::value::Value;
@@ -134,5 +136,35 @@ pub fn uint(v: &Value) -> u64 {
     match v {
         Value::Uint(x) => *x,
         other => panic!("not an unsigned integer: {other:?}"),
+    }
+}
+
+/// Set once a [`Stall`] field's writer is inside the probe.
+pub static STALLED: AtomicBool = AtomicBool::new(false);
+/// The CPU whose buffer holds the stalled reservation (the thread does not
+/// migrate between reserve and the field's serialization: no system call
+/// in between).
+pub static STALLED_CPU: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// What the stalled writer waits for; a test puts the receiver here first.
+pub static RELEASE: Mutex<Option<mpsc::Receiver<()>>> = Mutex::new(None);
+
+/// A u64 field (value 7) whose serialization blocks until the test sends on
+/// [`RELEASE`]: its writer is then between reserve and commit.
+pub struct Stall;
+
+impl ringtrace::FieldValue for Stall {
+    const KIND: ringtrace::FieldKind = ringtrace::FieldKind::Unsigned(64);
+    fn encoded_len(&self) -> usize {
+        8
+    }
+    fn encode(&self, out: &mut [u8]) -> usize {
+        STALLED_CPU.store(ringbuf::cpu::current(), Ordering::SeqCst);
+        STALLED.store(true, Ordering::SeqCst);
+        let rx = RELEASE.lock().unwrap().take();
+        if let Some(rx) = rx {
+            let _ = rx.recv();
+        }
+        out[..8].copy_from_slice(&7u64.to_le_bytes());
+        8
     }
 }
