@@ -59,7 +59,7 @@ fn kinds_of(v: &Values, n: usize) -> Vec<ringtrace::FieldKind> {
         .collect()
 }
 
-/// Records `v` (after `prefix`, the span id if any) as `desc`'s payload.
+/// Records `v` (after the span id, for span classes) as `desc`'s payload.
 fn emit(desc: &'static ringtrace::EventDesc, span_id: Option<u64>, v: &mut Values) {
     let (head, kinds) = match span_id {
         Some(_) => (8, &desc.fields[1..]),
