@@ -28,26 +28,16 @@ pub fn table(
         for k in 0..runs {
             for (i, tr) in TRACERS.iter().enumerate() {
                 eprint!("\r[losses {}/{} at {rate}/s] {tr:<24}", k + 1, runs);
-                let r = match i {
-                    0 => crate::lttng::run_paced(
-                        lttng_bin,
-                        Payload::U64,
-                        Mode::Discard,
-                        threads,
-                        events,
-                        rate,
-                        scratch,
-                    )?,
-                    _ => crate::ours::run_paced(
-                        i == 2,
-                        Payload::U64,
-                        Mode::Discard,
-                        threads,
-                        events,
-                        rate,
-                        scratch,
-                    )?,
-                };
+                let r = crate::measure(
+                    tr,
+                    lttng_bin,
+                    Payload::U64,
+                    Mode::Discard,
+                    threads,
+                    events,
+                    rate,
+                    scratch,
+                )?;
                 samples[i].push(r);
             }
         }

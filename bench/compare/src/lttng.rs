@@ -164,21 +164,9 @@ fn stream_bytes(dir: &Path) -> u64 {
     total
 }
 
-/// One LTTng-UST run, as fast as it goes.
-pub fn run(
-    bin: &Path,
-    payload: Payload,
-    mode: Mode,
-    threads: usize,
-    events: u64,
-    scratch: &Path,
-) -> Result<Run, String> {
-    run_paced(bin, payload, mode, threads, events, 0, scratch)
-}
-
 /// One LTTng-UST run at `rate` events per second per thread (0: as fast
-/// as it goes; u64 payload only).
-pub fn run_paced(
+/// as it goes; u64 payload only when paced).
+pub fn run(
     bin: &Path,
     payload: Payload,
     mode: Mode,

@@ -59,6 +59,9 @@ const TRACERS: [&str; 5] = [
     "crossbeam channel",
 ];
 
+/// One run of `tracer`: `n` events on `t` threads, each paced to `rate`
+/// events per second (0: as fast as it goes).
+#[allow(clippy::too_many_arguments)]
 fn measure(
     tracer: &str,
     bin: &std::path::Path,
@@ -66,12 +69,13 @@ fn measure(
     m: Mode,
     t: usize,
     n: u64,
+    rate: u64,
     scratch: &std::path::Path,
 ) -> Result<Run, String> {
     match tracer {
-        "lttng-ust" => lttng::run(bin, p, m, t, n, scratch),
-        "ringtrace per-cpu" => ours::run(false, p, m, t, n, scratch),
-        "ringtrace per-thread" => ours::run(true, p, m, t, n, scratch),
+        "lttng-ust" => lttng::run(bin, p, m, t, n, rate, scratch),
+        "ringtrace per-cpu" => ours::run(false, p, m, t, n, rate, scratch),
+        "ringtrace per-thread" => ours::run(true, p, m, t, n, rate, scratch),
         "mutex ring" => Ok(baselines::mutex_ring(p, t, n)),
         _ => Ok(baselines::crossbeam(p, t, n)),
     }
@@ -137,7 +141,7 @@ fn run() -> Result<(), String> {
         // Interleave the tracers run by run: they see the same machine.
         for _ in 0..runs {
             for c in group.iter_mut() {
-                let r = measure(c.tracer, &bin, *p, *m, *t, n, &scratch)?;
+                let r = measure(c.tracer, &bin, *p, *m, *t, n, 0, &scratch)?;
                 c.runs.push(r);
                 done += 1;
                 eprint!(

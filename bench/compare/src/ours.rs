@@ -73,29 +73,9 @@ fn emit_paced(n: u64, rate: u64) {
     }
 }
 
-/// One ringtrace run, as fast as it goes.
-pub fn run(
-    per_thread_buffers: bool,
-    payload: Payload,
-    mode: Mode,
-    threads: usize,
-    events: u64,
-    scratch: &Path,
-) -> Result<Run, String> {
-    run_paced(
-        per_thread_buffers,
-        payload,
-        mode,
-        threads,
-        events,
-        0,
-        scratch,
-    )
-}
-
 /// One ringtrace run at `rate` events per second per thread (0: as fast as
 /// it goes; u64 payload only when paced).
-pub fn run_paced(
+pub fn run(
     per_thread_buffers: bool,
     payload: Payload,
     mode: Mode,
