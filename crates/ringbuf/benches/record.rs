@@ -136,8 +136,24 @@ impl Floor {
 /// The CPU supports cmpxchg16b; `p` is valid and 16-byte aligned.
 #[target_feature(enable = "cmpxchg16b")]
 unsafe fn cas128(p: *mut u128, old: u128, new: u128) -> u128 {
-    // SAFETY: the caller's contract.
-    unsafe { std::arch::x86_64::cmpxchg16b(p, old, new, Ordering::AcqRel, Ordering::Acquire) }
+    let (mut lo, mut hi) = (old as u64, (old >> 64) as u64);
+    // SAFETY: the caller's contract. Inline asm rather than the intrinsic,
+    // which without the target feature compiled in calls libatomic in debug
+    // builds. `rbx` is reserved by LLVM: swapped in and out around the CAS.
+    unsafe {
+        core::arch::asm!(
+            "xchg {nlo}, rbx",
+            "lock cmpxchg16b xmmword ptr [{p}]",
+            "mov rbx, {nlo}",
+            p = in(reg) p,
+            nlo = inout(reg) new as u64 => _,
+            in("rcx") (new >> 64) as u64,
+            inout("rax") lo,
+            inout("rdx") hi,
+            options(nostack),
+        );
+    }
+    lo as u128 | (hi as u128) << 64
 }
 
 #[inline(always)]
