@@ -197,7 +197,7 @@ fn paired_all() {
         |i| {
             bare_cpu.record(0, 8, &|b: &mut [u8]| {
                 b[..8].copy_from_slice(&black_box(i).to_le_bytes())
-            })
+            });
         },
         |i| event!(bench_cpu, value, v: u64 = black_box(i)),
     );
@@ -206,7 +206,7 @@ fn paired_all() {
         |i| {
             bare_thread.record(0, 8, &|b: &mut [u8]| {
                 b[..8].copy_from_slice(&black_box(i).to_le_bytes())
-            })
+            });
         },
         |i| event!(bench_thread, value, v: u64 = black_box(i)),
     );

@@ -40,6 +40,9 @@ impl<const O: bool, const P: bool> Config for Client<O, P> {
     const MODE: Mode = if O { Mode::Overwrite } else { Mode::Discard };
     const ALLOC: Alloc = if P { Alloc::PerThread } else { Alloc::PerCpu };
     const SYNC: Sync = if P { Sync::Local } else { Sync::Smp };
+    /// Per-CPU buffers would count with a lock-prefixed add per record: the
+    /// writing threads count instead (`tally.rs`).
+    const COUNT_RECORDS: bool = P;
 
     #[inline(always)]
     fn clock(&self) -> u64 {
@@ -96,17 +99,21 @@ pub(crate) fn packet_bytes(sb: &[u8]) -> usize {
 }
 
 /// Records one event in the calling thread's buffer of `ch`: header, then
-/// the payload written by `write` into exactly `len` bytes. Losses are
-/// counted by the buffer.
+/// the payload written by `write` into exactly `len` bytes. Returns whether
+/// it was committed; losses are counted by the buffer.
 #[inline(always)]
-fn record_in<C: Config, F: Fn(&mut [u8])>(ch: &Channel<C>, id: u32, len: usize, write: &F) {
+fn record_in<C: Config, F: Fn(&mut [u8])>(ch: &Channel<C>, id: u32, len: usize, write: &F) -> bool {
     let r = ch.reserve_with(|ctx| event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len);
-    if let Ok(mut slot) = r {
-        let ts = slot.ts();
-        let b = slot.bytes();
-        let h = b.len() - len;
-        write_event_header(b, HEADER, h, id, ts);
-        write(&mut b[h..]);
+    match r {
+        Ok(mut slot) => {
+            let ts = slot.ts();
+            let b = slot.bytes();
+            let h = b.len() - len;
+            write_event_header(b, HEADER, h, id, ts);
+            write(&mut b[h..]);
+            true
+        }
+        Err(_) => false,
     }
 }
 
@@ -173,15 +180,26 @@ impl AnyChannel {
     }
 
     /// Records event `id` with a `len`-byte payload that `write` fills: the
-    /// probe's work for one channel, without the control data.
+    /// probe's work for one channel, without the control data. Returns
+    /// whether it was committed (per-CPU channels do not count their
+    /// records: the probe does, see [`AnyChannel::counts_records`]).
     #[inline(always)]
-    pub fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) {
+    pub fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) -> bool {
         match self {
             AnyChannel::DiscardCpu(c) => record_in(c, id, len, write),
             AnyChannel::DiscardThread(c) => record_in(c, id, len, write),
             AnyChannel::OverwriteCpu(c) => record_in(c, id, len, write),
             AnyChannel::OverwriteThread(c) => record_in(c, id, len, write),
         }
+    }
+
+    /// Whether the buffers count their committed records (per-thread
+    /// channels); per-CPU channels leave it to the writing threads.
+    pub fn counts_records(&self) -> bool {
+        matches!(
+            self,
+            AnyChannel::DiscardThread(_) | AnyChannel::OverwriteThread(_)
+        )
     }
 
     /// Forced switch of every buffer, so that a reader gets the partly
@@ -191,13 +209,11 @@ impl AnyChannel {
         self.ops().flush_quiescent()
     }
 
-    /// Records committed and records lost (every cause), summed over the
-    /// channel's buffers.
-    pub fn totals(&self) -> (u64, u64) {
+    /// Records lost (every cause), summed over the channel's buffers.
+    pub fn lost(&self) -> u64 {
         let o = self.ops();
-        (0..o.buffers()).fold((0, o.records_lost_no_buffer()), |(r, l), b| {
-            let s = o.stats(b);
-            (r + s.records, l + s.lost.total())
+        (0..o.buffers()).fold(o.records_lost_no_buffer(), |l, b| {
+            l + o.stats(b).lost.total()
         })
     }
 

@@ -189,6 +189,7 @@ fn wanted_probes(sessions: &[Arc<SessionState>], desc: &'static EventDesc) -> Ve
                     active: s.active.clone(),
                     channel: ch.chan.clone(),
                     id,
+                    tally: ch.tally.clone(),
                 }),
                 Err(e) => eprintln!(
                     "ringtrace: session '{}': cannot describe {}: {e}",

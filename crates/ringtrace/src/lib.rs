@@ -56,6 +56,7 @@ pub mod recover;
 pub mod session;
 mod sink;
 pub mod stats;
+mod tally;
 
 pub use config::{Buffers, ChannelConfig, Mode, SessionBuilder};
 pub use desc::{all_events, register, register_all, EventDesc, FieldDesc, EVENTS};

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::client::{is_active, AnyChannel};
 use crate::desc::EventDesc;
 use crate::rcu;
+use crate::tally::Tally;
 
 /// One place an event records into.
 #[derive(Debug)]
@@ -21,6 +22,8 @@ pub(crate) struct Probe {
     pub(crate) channel: Arc<AnyChannel>,
     /// The event's id in that channel's stream class.
     pub(crate) id: u32,
+    /// Per-CPU channels: where the writing thread counts the record.
+    pub(crate) tally: Option<Arc<Tally>>,
 }
 
 /// The immutable list an event's descriptor publishes. Replaced, never
@@ -53,9 +56,11 @@ impl ProbeList {
 
 impl Probe {
     #[inline(always)]
-    fn fire<F: Fn(&mut [u8])>(&self, len: usize, write: &F) {
-        if is_active(&self.active) {
-            self.channel.record(self.id, len, write);
+    fn fire<F: Fn(&mut [u8])>(&self, len: usize, write: &F, g: &rcu::Guard) {
+        if is_active(&self.active) && self.channel.record(self.id, len, write) {
+            if let Some(t) = &self.tally {
+                t.add(g);
+            }
         }
     }
 }
@@ -65,7 +70,7 @@ impl EventDesc {
     /// payload that `write` fills. Called by `event!` after the dormant check.
     #[inline(always)]
     pub fn emit<F: Fn(&mut [u8])>(&self, len: usize, write: F) {
-        let Some(_guard) = rcu::read_lock() else {
+        let Some(guard) = rcu::read_lock() else {
             return;
         };
         let list = self.probes.load(Acquire);
@@ -76,9 +81,9 @@ impl EventDesc {
         let Some(list) = (unsafe { list.as_ref() }) else {
             return;
         };
-        list.first.fire(len, &write);
+        list.first.fire(len, &write, &guard);
         for p in list.rest.iter() {
-            p.fire(len, &write);
+            p.fire(len, &write, &guard);
         }
     }
 }

@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 use loom::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64};
 use std::sync::atomic::{compiler_fence, Ordering::*};
 #[cfg(not(loom))]
-use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64};
+use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64, AtomicUsize};
 
 /// Low bits of a slot word: nesting depth of the thread's read sections.
 pub const NEST_BITS: u32 = 16;
@@ -281,6 +281,8 @@ mod global {
     static SLOT_ARRAY: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
     static MEMBARRIER: AtomicBool = AtomicBool::new(false);
     pub(super) static NO_SLOT: AtomicU64 = AtomicU64::new(0);
+    /// One more than the highest slot index ever claimed.
+    static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 
     /// The process's domain.
     pub static DOMAIN: Domain<'static> = Domain::new(&GP, &SLOT_ARRAY, &MEMBARRIER);
@@ -308,6 +310,28 @@ mod global {
     pub struct Guard {
         slot: &'static Slot,
         _not_send: std::marker::PhantomData<*const ()>,
+    }
+
+    impl Guard {
+        /// Index of the calling thread's slot in the process's slot array:
+        /// a thread owns it while it lives, so data indexed by it (see
+        /// `tally.rs`) is written by that thread only.
+        #[inline(always)]
+        pub fn index(&self) -> usize {
+            slot_index(self.slot)
+        }
+    }
+
+    /// Position of `slot` in `SLOT_ARRAY` (address arithmetic: a subtraction
+    /// and a shift).
+    #[inline(always)]
+    fn slot_index(slot: &'static Slot) -> usize {
+        (slot as *const Slot as usize - SLOT_ARRAY.as_ptr() as usize) / std::mem::size_of::<Slot>()
+    }
+
+    /// How many slots any thread has used so far (slot indices are below).
+    pub fn slots_used() -> usize {
+        HIGH_WATER.load(Acquire)
     }
 
     impl Drop for Guard {
@@ -338,6 +362,7 @@ mod global {
     fn register() -> Option<&'static Slot> {
         match DOMAIN.claim(gettid()) {
             Some(s) => {
+                HIGH_WATER.fetch_max(slot_index(s) + 1, AcqRel);
                 MY_SLOT.with(|c| c.set(s));
                 Some(s)
             }
@@ -350,7 +375,7 @@ mod global {
 }
 
 #[cfg(not(loom))]
-pub use global::{init, read_lock, uses_membarrier, Guard, DOMAIN, SLOTS};
+pub use global::{init, read_lock, slots_used, uses_membarrier, Guard, DOMAIN, SLOTS};
 
 /// Under loom only [`Domain`] is modelled (`tests/loom.rs`); the process-wide
 /// domain is not built, and the tracer must not run.
@@ -358,6 +383,14 @@ pub use global::{init, read_lock, uses_membarrier, Guard, DOMAIN, SLOTS};
 mod loom_stubs {
     use super::*;
     pub struct Guard;
+    impl Guard {
+        pub fn index(&self) -> usize {
+            0
+        }
+    }
+    pub fn slots_used() -> usize {
+        0
+    }
     pub fn init() {}
     pub fn read_lock() -> Option<Guard> {
         unreachable!("the tracer does not run under loom; only rcu::Domain is modelled")
@@ -375,7 +408,7 @@ mod loom_stubs {
     }
 }
 #[cfg(loom)]
-pub use loom_stubs::{init, no_slot_drops, read_lock, Guard, DOMAIN, SLOTS};
+pub use loom_stubs::{init, no_slot_drops, read_lock, slots_used, Guard, DOMAIN, SLOTS};
 
 /// Records dropped because more than [`SLOTS`] threads were reading at once.
 #[cfg(not(loom))]

@@ -371,14 +371,15 @@ mod tests {
             };
             let ch = crate::client::AnyChannel::standalone(k == 2, true, &attr).unwrap();
             for i in 0..n {
-                match i % 3 {
+                let written = match i % 3 {
                     0 => ch.record(0, 8, &|b: &mut [u8]| b.copy_from_slice(&i.to_le_bytes())),
                     1 => ch.record(1, 4, &|b: &mut [u8]| b.copy_from_slice(b"abc\0")),
                     _ => ch.record(2, 6, &|b: &mut [u8]| {
                         b[..4].copy_from_slice(&2u32.to_le_bytes());
                         b[4..].copy_from_slice(&[7, 8]);
                     }),
-                }
+                };
+                assert!(written);
             }
             let file = std::fs::read_dir(&dir)
                 .unwrap()

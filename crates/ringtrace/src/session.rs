@@ -23,6 +23,7 @@ use crate::metadata::{self, MetadataFile};
 use crate::output;
 use crate::sink::{Sink, SnapshotWriter};
 use crate::stats::{BufferStats, ChannelStats, SessionStats};
+use crate::tally::Tally;
 use crate::{control, pattern, Error};
 
 /// A session's class ids, rules, metadata: changed only under its lock.
@@ -42,6 +43,8 @@ pub(crate) struct Meta {
 pub(crate) struct ChannelState {
     pub(crate) cfg: ChannelConfig,
     pub(crate) chan: Arc<AnyChannel>,
+    /// The record count of a channel whose buffers do not count.
+    pub(crate) tally: Option<Arc<Tally>>,
 }
 
 /// Everything a session is; shared by its handle, the control registry and
@@ -133,6 +136,7 @@ impl SessionState {
             instance += chan.ops().buffers() as u64;
             channels.push(ChannelState {
                 cfg,
+                tally: (!chan.counts_records()).then(|| Arc::new(Tally::new())),
                 chan: Arc::new(chan),
             });
         }
@@ -415,19 +419,25 @@ impl Session {
                 .enumerate()
                 .map(|(ci, c)| {
                     let ops = c.chan.ops();
+                    let buffers: Vec<BufferStats> = (0..ops.buffers())
+                        .map(|b| {
+                            BufferStats::new(
+                                b,
+                                ops.stats(b),
+                                c.tally.is_none(),
+                                sink.written[ci][b],
+                                sink.stalled[ci][b].is_some(),
+                            )
+                        })
+                        .collect();
                     ChannelStats {
                         name: c.cfg.name.clone(),
                         lost_no_buffer: ops.records_lost_no_buffer(),
-                        buffers: (0..ops.buffers())
-                            .map(|b| {
-                                BufferStats::new(
-                                    b,
-                                    ops.stats(b),
-                                    sink.written[ci][b],
-                                    sink.stalled[ci][b].is_some(),
-                                )
-                            })
-                            .collect(),
+                        records: match &c.tally {
+                            Some(t) => t.total(),
+                            None => buffers.iter().filter_map(|b| b.records).sum(),
+                        },
+                        buffers,
                     }
                 })
                 .collect(),

@@ -8,8 +8,9 @@ use crate::config::Mode;
 pub struct BufferStats {
     /// Buffer index (CPU number, or per-thread pool slot).
     pub index: usize,
-    /// Records committed.
-    pub records: u64,
+    /// Records committed; `None` for per-CPU buffers, whose records are
+    /// counted per channel by the writing threads (`ChannelStats::records`).
+    pub records: Option<u64>,
     /// Lost: the buffer was full (discard mode).
     pub lost_full: u64,
     /// Lost: the sub-buffer to reuse was still being written a lap later.
@@ -38,13 +39,14 @@ impl BufferStats {
     pub(crate) fn new(
         index: usize,
         s: ringbuf::BufferStats,
+        counted: bool,
         written: (u64, u64),
         stalled: bool,
     ) -> BufferStats {
         BufferStats {
             index,
             stalled,
-            records: s.records,
+            records: counted.then_some(s.records),
             lost_full: s.lost.full,
             lost_wrap: s.lost.wrap,
             lost_too_big: s.lost.too_big,
@@ -69,16 +71,21 @@ pub struct ChannelStats {
     pub name: String,
     /// Per-thread channels: records dropped because no buffer was free.
     pub lost_no_buffer: u64,
+    /// Records committed, every buffer.
+    pub records: u64,
     /// Every buffer.
     pub buffers: Vec<BufferStats>,
 }
 
 impl ChannelStats {
-    /// The buffers' counters summed (`index` is meaningless).
+    /// The buffers' counters summed (`index` is meaningless), with the
+    /// channel's record count.
     pub fn total(&self) -> BufferStats {
-        let mut t = BufferStats::default();
+        let mut t = BufferStats {
+            records: Some(self.records),
+            ..BufferStats::default()
+        };
         for b in &self.buffers {
-            t.records += b.records;
             t.lost_full += b.lost_full;
             t.lost_wrap += b.lost_wrap;
             t.lost_too_big += b.lost_too_big;
@@ -121,7 +128,7 @@ pub struct SessionStats {
 impl SessionStats {
     /// Records committed, all channels.
     pub fn records(&self) -> u64 {
-        self.channels.iter().map(|c| c.total().records).sum()
+        self.channels.iter().map(|c| c.records).sum()
     }
 
     /// Records lost, all channels, every cause.
@@ -134,7 +141,8 @@ impl SessionStats {
         self.channels.iter().map(|c| c.total().bytes_written).sum()
     }
 
-    /// An aligned table: one line per buffer that saw any record.
+    /// An aligned table: one line per buffer that saw any record ("-" where
+    /// only the channel counts records), then the channel's total.
     pub fn table(&self) -> String {
         use std::fmt::Write;
         let mut s = String::new();
@@ -144,19 +152,30 @@ impl SessionStats {
             "channel", "buffer", "records", "lost full", "lost wrap", "too big", "packets", "bytes"
         );
         for c in &self.channels {
-            for b in c.buffers.iter().filter(|b| b.records + b.lost() > 0) {
+            let row = |s: &mut String, buffer: &str, b: &BufferStats| {
                 let _ = writeln!(
                     s,
                     "{:<12} {:>6} {:>12} {:>10} {:>10} {:>10} {:>9} {:>12}",
                     c.name,
-                    b.index,
-                    b.records,
+                    buffer,
+                    b.records.map_or("-".to_string(), |r| r.to_string()),
                     b.lost_full,
                     b.lost_wrap,
                     b.lost_too_big,
                     b.packets_produced,
                     b.bytes
                 );
+            };
+            let used: Vec<_> = c
+                .buffers
+                .iter()
+                .filter(|b| b.bytes + b.lost() > 0)
+                .collect();
+            for b in &used {
+                row(&mut s, &b.index.to_string(), b);
+            }
+            if used.len() > 1 || used.first().is_some_and(|b| b.records.is_none()) {
+                row(&mut s, "total", &c.total());
             }
             if c.lost_no_buffer > 0 {
                 let _ = writeln!(

@@ -82,6 +82,31 @@ fn record_and_read(per_thread: bool) {
     let st = s.stats();
     assert_eq!(st.records(), 4000);
     assert_eq!(st.lost(), 0, "{}", st.table());
+    // Per-thread buffers count their records; per-CPU buffers leave the
+    // count to the writing threads, summed per channel.
+    let ch = &st.channels[0];
+    let per_buffer: Vec<Option<u64>> = ch.buffers.iter().map(|b| b.records).collect();
+    if per_thread {
+        assert_eq!(per_buffer.iter().flatten().sum::<u64>(), 4000);
+        assert_eq!(
+            per_buffer.iter().filter(|r| r.is_some()).count(),
+            ch.buffers.len()
+        );
+    } else {
+        assert!(per_buffer.iter().all(Option::is_none), "{per_buffer:?}");
+        let total = st
+            .table()
+            .lines()
+            .find(|l| l.contains("total"))
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            total.split_whitespace().nth(2),
+            Some("4000"),
+            "{}",
+            st.table()
+        );
+    }
     let (evs, discarded) = read_all(&dir);
     assert_eq!(discarded, 0);
     assert_eq!(evs.len(), 4000);
