@@ -179,6 +179,7 @@ pub fn table(
     for k in 0..runs {
         for (i, row) in ROWS.iter().enumerate() {
             eprint!("\r[frontends {}/{}] {row:<32}", k + 1, runs);
+            crate::settle(scratch);
             let r = match i {
                 0 => rust_macro(n, &dir)?,
                 1 => c_api(ffi_bin, n, &dir)?,

@@ -72,6 +72,7 @@ fn measure(
     rate: u64,
     scratch: &std::path::Path,
 ) -> Result<Run, String> {
+    settle(scratch);
     match tracer {
         "lttng-ust" => lttng::run(bin, p, m, t, n, rate, scratch),
         "ringtrace per-cpu" => ours::run(false, p, m, t, n, rate, scratch),
@@ -79,6 +80,16 @@ fn measure(
         "mutex ring" => Ok(baselines::mutex_ring(p, t, n)),
         _ => Ok(baselines::crossbeam(p, t, n)),
     }
+}
+
+/// Before a run: removes the traces earlier runs left in `scratch` and
+/// flushes what the kernel still holds dirty, so that no run pays for the
+/// write-back of another's trace (the discard cells write 100+ MB each).
+pub fn settle(scratch: &std::path::Path) {
+    for d in ["ringtrace", "lttng", "frontends", "overhead"] {
+        let _ = std::fs::remove_dir_all(scratch.join(d));
+    }
+    let _ = std::process::Command::new("sync").status();
 }
 
 fn main() {

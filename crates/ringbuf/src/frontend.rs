@@ -230,19 +230,29 @@ impl<C: Config> Slot<'_, C> {
         // see them before the commit that drops this slot.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len as usize) }
     }
-    /// Commits the record: its bytes become part of the sub-buffer.
+    /// Commits the record: its bytes become part of the sub-buffer. Inlined
+    /// into the caller, where the implicit drop is a call to drop glue
+    /// that the compiler may keep out of line.
     #[inline(always)]
-    pub fn commit(self) {}
-}
+    pub fn commit(self) {
+        self.commit_now();
+        std::mem::forget(self);
+    }
 
-impl<C: Config> Drop for Slot<'_, C> {
     #[inline(always)]
-    fn drop(&mut self) {
+    fn commit_now(&self) {
         let buf = self.buf;
         if C::COUNT_RECORDS {
             buf.wr.records.add(C::SYNC, 1);
         }
         buf.commit_at(self.end.wrapping_sub(1), self.len as u64);
+    }
+}
+
+impl<C: Config> Drop for Slot<'_, C> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.commit_now();
     }
 }
 

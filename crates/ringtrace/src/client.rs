@@ -111,6 +111,7 @@ fn record_in<C: Config, F: Fn(&mut [u8])>(ch: &Channel<C>, id: u32, len: usize, 
             let h = b.len() - len;
             write_event_header(b, HEADER, h, id, ts);
             write(&mut b[h..]);
+            slot.commit();
             true
         }
         Err(_) => false,

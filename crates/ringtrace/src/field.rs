@@ -117,13 +117,69 @@ impl FieldValue for bool {
     }
 }
 
-/// The bytes of `s` a record holds: up to its first NUL, if any.
+/// The bytes of `s` a record holds: up to its first NUL, if any. Short
+/// strings (most field values) are scanned inline, a word at a time.
 #[inline(always)]
 fn str_body(s: &str) -> &[u8] {
     let b = s.as_bytes();
-    match s.find('\0') {
-        Some(n) => &b[..n],
-        None => b,
+    let n = if b.len() <= 32 {
+        first_nul_short(b)
+    } else {
+        s.find('\0').unwrap_or(b.len())
+    };
+    &b[..n]
+}
+
+/// Index of the first NUL byte of `b` (its length if none), eight bytes at
+/// a time: in `(w - 0x01…01) & !w & 0x80…80` the lowest set bit is in the
+/// first zero byte (bits above it may be false positives, never below).
+#[inline(always)]
+fn first_nul_short(b: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let zero_at = |at: usize| {
+        let w = u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+        let z = w.wrapping_sub(ONES) & !w & HIGHS;
+        (z != 0).then(|| at + (z.trailing_zeros() / 8) as usize)
+    };
+    if b.len() < 8 {
+        return b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    }
+    let mut at = 0;
+    while at + 8 <= b.len() {
+        if let Some(i) = zero_at(at) {
+            return i;
+        }
+        at += 8;
+    }
+    // The last, overlapping word: its bytes before `at` hold no NUL.
+    if at < b.len() {
+        if let Some(i) = zero_at(b.len() - 8) {
+            return i;
+        }
+    }
+    b.len()
+}
+
+/// Copies `src` to the start of `out`; up to 32 bytes with two
+/// overlapping fixed-size moves instead of a call to `memcpy`.
+#[inline(always)]
+fn copy_short(out: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    match n {
+        4..=7 => {
+            out[..4].copy_from_slice(&src[..4]);
+            out[n - 4..n].copy_from_slice(&src[n - 4..]);
+        }
+        8..=16 => {
+            out[..8].copy_from_slice(&src[..8]);
+            out[n - 8..n].copy_from_slice(&src[n - 8..]);
+        }
+        17..=32 => {
+            out[..16].copy_from_slice(&src[..16]);
+            out[n - 16..n].copy_from_slice(&src[n - 16..]);
+        }
+        _ => out[..n].copy_from_slice(src),
     }
 }
 
@@ -136,7 +192,7 @@ impl FieldValue for &str {
     #[inline(always)]
     fn encode(&self, out: &mut [u8]) -> usize {
         let b = str_body(self);
-        out[..b.len()].copy_from_slice(b);
+        copy_short(out, b);
         out[b.len()] = 0;
         b.len() + 1
     }
@@ -156,7 +212,7 @@ impl FieldValue for &[u8] {
     fn encode(&self, out: &mut [u8]) -> usize {
         let n = self.len().min(MAX_BYTES);
         out[..4].copy_from_slice(&(n as u32).to_le_bytes());
-        out[4..4 + n].copy_from_slice(&self[..n]);
+        copy_short(&mut out[4..], &self[..n]);
         4 + n
     }
 }
@@ -176,6 +232,31 @@ mod tests {
     }
 
     #[test]
+    fn strings_are_cut_at_their_first_nul_wherever_it_is() {
+        for n in 0..=40usize {
+            for nul in 0..n {
+                let mut b: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+                b[nul] = 0;
+                // A second NUL later must not matter.
+                if nul + 3 < n {
+                    b[nul + 3] = 0;
+                }
+                let s = std::str::from_utf8(&b).unwrap();
+                assert_eq!(first_nul_short(&b), nul, "length {n}");
+                assert_eq!(str_body(s), &b[..nul], "length {n}, NUL at {nul}");
+            }
+            let clean = "x".repeat(n);
+            assert_eq!(first_nul_short(clean.as_bytes()), n);
+            assert_eq!(str_body(&clean).len(), n);
+        }
+        // Bytes with the high bit set (UTF-8) next to a NUL: no false match.
+        let s = "é\0é";
+        assert_eq!(str_body(s), "é".as_bytes());
+        let s = "ééééé\0";
+        assert_eq!(str_body(s), "ééééé".as_bytes());
+    }
+
+    #[test]
     fn every_kind_decodes_as_its_ctf_type() {
         assert_eq!(round_trip(0xfeu8), Value::Uint(0xfe));
         assert_eq!(round_trip(u64::MAX), Value::Uint(u64::MAX));
@@ -187,6 +268,20 @@ mod tests {
         assert_eq!(round_trip(true), Value::Bool(true));
         assert_eq!(round_trip("héllo"), Value::Str("héllo".into()));
         assert_eq!(round_trip("cut\0here"), Value::Str("cut".into()));
+        for n in 0..=40 {
+            let long: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            assert_eq!(
+                round_trip(long.as_str()),
+                Value::Str(long.clone()),
+                "length {n}"
+            );
+            let bytes: Vec<u8> = (0..n as u8).collect();
+            assert_eq!(
+                round_trip(&bytes[..]),
+                Value::UintArray(bytes.iter().map(|&b| b as u64).collect()),
+                "length {n}"
+            );
+        }
         assert_eq!(
             round_trip(&[1u8, 2, 255][..]),
             Value::UintArray(vec![1, 2, 255])
