@@ -283,7 +283,18 @@ impl Table {
     /// over.
     #[inline(always)]
     pub(crate) fn hold(&self, i: usize) -> usize {
-        let mut e = self.load(i);
+        let e = self.load(i);
+        if e.held() {
+            // Every record after the first of its sub-buffer: no loop, no
+            // alignment padding on the write path.
+            return e.index();
+        }
+        self.hold_slow(i, e)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn hold_slow(&self, i: usize, mut e: Entry) -> usize {
         while !e.held() {
             match self.cas(i, e, e.with_held()) {
                 Ok(_) => return e.index(),

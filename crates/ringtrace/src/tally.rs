@@ -2,7 +2,8 @@
 //!
 //! A per-CPU buffer is shared by every thread that runs on its CPU, so a
 //! record count kept in the buffer needs a lock-prefixed add on every record
-//! (`ringbuf`'s `COUNT_RECORDS`): on x86 as dear as the commit itself.
+//! (`ringbuf`'s `COUNT_RECORDS`), a third full barrier per record on x86
+//! after the reserve CAS and the commit add.
 //! Instead each thread counts in its own row — one word per channel, indexed
 //! by the thread's RCU reader slot, which it owns while it lives — with one
 //! non-locked `inc`. A channel's count is the sum of its column over every
