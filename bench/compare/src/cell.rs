@@ -68,12 +68,29 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 impl Cell {
+    /// ns per event per writer thread, run by run.
+    pub fn ns_runs(&self) -> Vec<f64> {
+        self.runs
+            .iter()
+            .map(|r| r.elapsed_ns as f64 / r.per_thread.max(1) as f64)
+            .collect()
+    }
+
     /// Median ns per event per writer thread.
     pub fn ns(&self) -> f64 {
+        median(self.ns_runs())
+    }
+
+    /// Median over runs of `reference`'s ns / this cell's ns. The tracers
+    /// run interleaved, so run k of both cells saw the same moment of the
+    /// machine: a drift that moves both medians apart cancels in each pair.
+    pub fn paired_ratio(&self, reference: &Cell) -> f64 {
         median(
-            self.runs
+            reference
+                .ns_runs()
                 .iter()
-                .map(|r| r.elapsed_ns as f64 / r.per_thread.max(1) as f64)
+                .zip(self.ns_runs())
+                .map(|(r, t)| r / t)
                 .collect(),
         )
     }
@@ -96,8 +113,9 @@ impl Cell {
         (!v.is_empty()).then(|| median(v))
     }
 
-    /// The cell as one JSON object.
-    pub fn json(&self) -> serde_json::Value {
+    /// The cell as one JSON object, with its paired ratio against
+    /// `reference` (LTTng-UST's cell of the same group).
+    pub fn json(&self, reference: Option<&Cell>) -> serde_json::Value {
         serde_json::json!({
             "tracer": self.tracer,
             "payload": self.payload.name(),
@@ -108,7 +126,48 @@ impl Cell {
             "ns_per_event": self.ns(),
             "lost_median": self.lost(),
             "bytes_per_event": self.bytes_per_event(),
-            "ns_per_event_runs": self.runs.iter().map(|r| r.elapsed_ns as f64 / r.per_thread.max(1) as f64).collect::<Vec<_>>(),
+            "ns_per_event_runs": self.ns_runs(),
+            "paired_ratio_lttng_over_this": reference.map(|r| self.paired_ratio(r)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(tracer: &'static str, ns: &[u64]) -> Cell {
+        Cell {
+            tracer,
+            payload: Payload::U64,
+            mode: Mode::Discard,
+            threads: 1,
+            runs: ns
+                .iter()
+                .map(|&n| Run {
+                    elapsed_ns: n * 1000,
+                    per_thread: 1000,
+                    ..Run::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn paired_ratio_follows_the_runs_where_the_medians_do_not() {
+        // The machine slows down run by run; each pair stays 4× apart.
+        let lttng = cell("lttng-ust", &[100, 400, 200, 800, 160]);
+        let ours = cell("ringtrace", &[25, 100, 50, 200, 40]);
+        assert_eq!(ours.paired_ratio(&lttng), 4.0);
+        assert_eq!(lttng.ns(), 200.0);
+        assert_eq!(ours.ns(), 50.0);
+        // Drift that hits the two cells' medians differently.
+        let ours = cell("ringtrace", &[25, 100, 50, 200, 100]);
+        assert_eq!(ours.ns(), 100.0, "median moved by one slow run");
+        assert_eq!(lttng.ns() / ours.ns(), 2.0);
+        assert_eq!(ours.paired_ratio(&lttng), 4.0, "the pairs still say 4×");
+        let json = ours.json(Some(&lttng));
+        assert_eq!(json["paired_ratio_lttng_over_this"], 4.0);
+        assert_eq!(json["ns_per_event_runs"][4], 100.0);
     }
 }

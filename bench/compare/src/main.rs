@@ -205,22 +205,25 @@ fn run() -> Result<(), String> {
         )?);
     }
     if let Some(path) = &a.json {
-        let mut v: Vec<serde_json::Value> = cells.iter().map(Cell::json).collect();
+        let mut v: Vec<serde_json::Value> = cells
+            .iter()
+            .map(|c| {
+                let lttng = cells.iter().find(|l| {
+                    l.tracer == "lttng-ust"
+                        && (l.payload, l.mode, l.threads) == (c.payload, c.mode, c.threads)
+                });
+                c.json(lttng)
+            })
+            .collect();
         v.extend(more);
         let text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         println!("\n{} cells written to {}", v.len(), path.display());
     }
     let find = |tr: &str| {
-        cells
-            .iter()
-            .find(|c| {
-                c.tracer == tr
-                    && c.payload == Payload::U64
-                    && c.mode == Mode::Discard
-                    && c.threads == 1
-            })
-            .map(Cell::ns)
+        cells.iter().find(|c| {
+            c.tracer == tr && c.payload == Payload::U64 && c.mode == Mode::Discard && c.threads == 1
+        })
     };
     let (l, pc, pt) = (
         find("lttng-ust"),
@@ -230,12 +233,17 @@ fn run() -> Result<(), String> {
     if let (Some(l), Some(pc), Some(pt)) = (l, pc, pt) {
         println!();
         println!(
+            "paired ratios (median of run-by-run ratios), 1 thread, discard, u64: per-cpu {:.2}, per-thread {:.2}",
+            pc.paired_ratio(l),
+            pt.paired_ratio(l)
+        );
+        println!(
             "ratio lttng-ust/ringtrace per-cpu (1 thread, discard, u64): {:.2}",
-            l / pc
+            l.ns() / pc.ns()
         );
         println!(
             "ratio lttng-ust/ringtrace (1 thread, discard, u64): {:.2}",
-            l / pc.min(pt)
+            l.ns() / pc.ns().min(pt.ns())
         );
     }
     Ok(())
@@ -255,27 +263,26 @@ fn print_tables(cells: &[Cell], n: u64, runs: usize) {
             .iter()
             .filter(|c| (c.payload, c.mode, c.threads) == (p, m, t))
             .collect();
-        let lttng_ns = group
-            .iter()
-            .find(|c| c.tracer == "lttng-ust")
-            .map(|c| c.ns());
+        let lttng = group.iter().copied().find(|c| c.tracer == "lttng-ust");
         println!("{} payload, {}, {} thread(s)", p.name(), m.name(), t);
         println!(
-            "  {:<22} {:>10} {:>12} {:>12} {:>16}",
-            "tracer", "ns/event", "lost", "bytes/event", "lttng-ust/this"
+            "  {:<22} {:>10} {:>12} {:>12} {:>16} {:>8}",
+            "tracer", "ns/event", "lost", "bytes/event", "lttng-ust/this", "paired"
         );
         for c in group {
-            let ratio = lttng_ns.map_or("-".to_string(), |l| format!("{:.2}", l / c.ns()));
+            let ratio = lttng.map_or("-".to_string(), |l| format!("{:.2}", l.ns() / c.ns()));
+            let paired = lttng.map_or("-".to_string(), |l| format!("{:.2}", c.paired_ratio(l)));
             let bpe = c
                 .bytes_per_event()
                 .map_or("-".to_string(), |b| format!("{b:.1}"));
             println!(
-                "  {:<22} {:>10.1} {:>12.0} {:>12} {:>16}",
+                "  {:<22} {:>10.1} {:>12.0} {:>12} {:>16} {:>8}",
                 c.tracer,
                 c.ns(),
                 c.lost(),
                 bpe,
-                ratio
+                ratio,
+                paired
             );
         }
         println!();
