@@ -135,11 +135,12 @@ impl<C: Config> Channel<C> {
 
     #[inline(always)]
     fn thread_buffer(&self) -> Option<&Buffer<C>> {
-        let id = self.id;
-        let found = OWNED_BUFFERS
-            .try_with(|slots| slots.iter().find(|s| s.get().0 == id).map(|s| s.get().1))
-            .ok()
-            .flatten();
+        // The first slot inline (a thread writing one per-thread channel
+        // finds it there), the others out of line.
+        let found = match OWNED_BUFFERS.try_with(|slots| slots[0].get()) {
+            Ok((id, i)) if id == self.id => Some(i),
+            _ => self.thread_index(),
+        };
         match found {
             Some(i) => {
                 debug_assert!(i < self.buffers.len());
@@ -198,6 +199,7 @@ impl<C: Config> Channel<C> {
             .count()
     }
 
+    #[inline(never)]
     fn thread_index(&self) -> Option<usize> {
         OWNED_BUFFERS
             .try_with(|slots| {

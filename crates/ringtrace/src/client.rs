@@ -98,11 +98,36 @@ pub(crate) fn packet_bytes(sb: &[u8]) -> usize {
     ((bits / 8) as usize).min(sb.len())
 }
 
+/// What a probe writes after the event header: a closure (the C API, the
+/// `tracing` layer) or `event!`'s tuple of fields ([`Encoded`]).
+pub(crate) trait Payload {
+    /// Fills `out`, exactly the payload's length.
+    fn write(&self, out: &mut [u8]);
+}
+
+impl<F: Fn(&mut [u8])> Payload for F {
+    #[inline(always)]
+    fn write(&self, out: &mut [u8]) {
+        self(out)
+    }
+}
+
+/// `event!`'s fields: serialized by inlined trait methods, where a closure
+/// holding the same code may be left out of line.
+pub(crate) struct Encoded<'a, T>(pub(crate) &'a T);
+
+impl<T: crate::field::Fields> Payload for Encoded<'_, T> {
+    #[inline(always)]
+    fn write(&self, out: &mut [u8]) {
+        self.0.encode(out)
+    }
+}
+
 /// Records one event in the calling thread's buffer of `ch`: header, then
 /// the payload written by `write` into exactly `len` bytes. Returns whether
 /// it was committed; losses are counted by the buffer.
 #[inline(always)]
-fn record_in<C: Config, F: Fn(&mut [u8])>(ch: &Channel<C>, id: u32, len: usize, write: &F) -> bool {
+fn record_in<C: Config, P: Payload>(ch: &Channel<C>, id: u32, len: usize, write: &P) -> bool {
     let r = ch.reserve_with(|ctx| event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len);
     match r {
         Ok(mut slot) => {
@@ -110,7 +135,7 @@ fn record_in<C: Config, F: Fn(&mut [u8])>(ch: &Channel<C>, id: u32, len: usize, 
             let b = slot.bytes();
             let h = b.len() - len;
             write_event_header(b, HEADER, h, id, ts);
-            write(&mut b[h..]);
+            write.write(&mut b[h..]);
             slot.commit();
             true
         }
@@ -186,6 +211,11 @@ impl AnyChannel {
     /// records: the probe does, see [`AnyChannel::counts_records`]).
     #[inline(always)]
     pub fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) -> bool {
+        self.record_payload(id, len, write)
+    }
+
+    #[inline(always)]
+    pub(crate) fn record_payload<P: Payload>(&self, id: u32, len: usize, write: &P) -> bool {
         match self {
             AnyChannel::DiscardCpu(c) => record_in(c, id, len, write),
             AnyChannel::DiscardThread(c) => record_in(c, id, len, write),

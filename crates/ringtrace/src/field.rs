@@ -135,51 +135,55 @@ fn str_body(s: &str) -> &[u8] {
 /// first zero byte (bits above it may be false positives, never below).
 #[inline(always)]
 fn first_nul_short(b: &[u8]) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let zero_at = |at: usize| {
-        let w = u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
-        let z = w.wrapping_sub(ONES) & !w & HIGHS;
-        (z != 0).then(|| at + (z.trailing_zeros() / 8) as usize)
-    };
     if b.len() < 8 {
         return b.iter().position(|&c| c == 0).unwrap_or(b.len());
     }
     let mut at = 0;
     while at + 8 <= b.len() {
-        if let Some(i) = zero_at(at) {
+        if let Some(i) = zero_in_word(b, at) {
             return i;
         }
         at += 8;
     }
     // The last, overlapping word: its bytes before `at` hold no NUL.
     if at < b.len() {
-        if let Some(i) = zero_at(b.len() - 8) {
+        if let Some(i) = zero_in_word(b, b.len() - 8) {
             return i;
         }
     }
     b.len()
 }
 
+/// The first NUL among `b[at..at + 8]`, if any (see [`first_nul_short`]).
+#[inline(always)]
+fn zero_in_word(b: &[u8], at: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let w = u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let z = w.wrapping_sub(ONES) & !w & HIGHS;
+    (z != 0).then(|| at + (z.trailing_zeros() / 8) as usize)
+}
+
 /// Copies `src` to the start of `out`; up to 32 bytes with two
-/// overlapping fixed-size moves instead of a call to `memcpy`.
+/// overlapping fixed-size moves instead of a call to `memcpy`. The moves go
+/// through integers: `copy_from_slice`s of different constant sizes in the
+/// arms get merged by the optimizer into one `memcpy` of variable size.
 #[inline(always)]
 fn copy_short(out: &mut [u8], src: &[u8]) {
-    let n = src.len();
-    match n {
-        4..=7 => {
-            out[..4].copy_from_slice(&src[..4]);
-            out[n - 4..n].copy_from_slice(&src[n - 4..]);
-        }
-        8..=16 => {
-            out[..8].copy_from_slice(&src[..8]);
-            out[n - 8..n].copy_from_slice(&src[n - 8..]);
-        }
-        17..=32 => {
-            out[..16].copy_from_slice(&src[..16]);
-            out[n - 16..n].copy_from_slice(&src[n - 16..]);
-        }
-        _ => out[..n].copy_from_slice(src),
+    macro_rules! two_moves {
+        ($t:ty, $w:expr) => {{
+            let n = src.len();
+            let head = <$t>::from_ne_bytes(src[..$w].try_into().unwrap());
+            let tail = <$t>::from_ne_bytes(src[n - $w..].try_into().unwrap());
+            out[..$w].copy_from_slice(&head.to_ne_bytes());
+            out[n - $w..n].copy_from_slice(&tail.to_ne_bytes());
+        }};
+    }
+    match src.len() {
+        4..=7 => two_moves!(u32, 4),
+        8..=16 => two_moves!(u64, 8),
+        17..=32 => two_moves!(u128, 16),
+        n => out[..n].copy_from_slice(src),
     }
 }
 
@@ -215,6 +219,69 @@ impl FieldValue for &[u8] {
         copy_short(&mut out[4..], &self[..n]);
         4 + n
     }
+}
+
+/// The fields of one event as `event!` passes them: a tuple of up to 32
+/// field values, serialized in order. Its methods are inlined into the
+/// record path (a closure there may be left out of line by the compiler).
+pub trait Fields {
+    /// Bytes the fields take in the record.
+    fn encoded_len(&self) -> usize;
+    /// Writes them at the start of `out` (at least `encoded_len` bytes).
+    fn encode(&self, out: &mut [u8]);
+}
+
+macro_rules! tuple_fields {
+    ($(($($n:tt $T:ident),*);)*) => {$(
+        impl<$($T: FieldValue),*> Fields for ($($T,)*) {
+            #[inline(always)]
+            fn encoded_len(&self) -> usize {
+                0 $(+ self.$n.encoded_len())*
+            }
+            #[inline(always)]
+            #[allow(unused_variables, unused_mut, unused_assignments)]
+            fn encode(&self, out: &mut [u8]) {
+                let mut at = 0;
+                $(at += self.$n.encode(&mut out[at..]);)*
+            }
+        }
+    )*};
+}
+
+tuple_fields! {
+    ();
+    (0 T0);
+    (0 T0, 1 T1);
+    (0 T0, 1 T1, 2 T2);
+    (0 T0, 1 T1, 2 T2, 3 T3);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22, 23 T23);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22, 23 T23, 24 T24);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22, 23 T23, 24 T24, 25 T25);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22, 23 T23, 24 T24, 25 T25, 26 T26);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22, 23 T23, 24 T24, 25 T25, 26 T26, 27 T27);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22, 23 T23, 24 T24, 25 T25, 26 T26, 27 T27, 28 T28);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22, 23 T23, 24 T24, 25 T25, 26 T26, 27 T27, 28 T28, 29 T29);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22, 23 T23, 24 T24, 25 T25, 26 T26, 27 T27, 28 T28, 29 T29, 30 T30);
+    (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22, 23 T23, 24 T24, 25 T25, 26 T26, 27 T27, 28 T28, 29 T29, 30 T30, 31 T31);
 }
 
 #[cfg(test)]
@@ -254,6 +321,20 @@ mod tests {
         assert_eq!(str_body(s), "é".as_bytes());
         let s = "ééééé\0";
         assert_eq!(str_body(s), "ééééé".as_bytes());
+    }
+
+    #[test]
+    fn a_tuple_of_fields_encodes_each_in_order() {
+        let f = (7u8, "ab", -1i32, &[9u8][..], true);
+        assert_eq!(f.encoded_len(), 1 + 3 + 4 + 5 + 1);
+        let mut out = vec![0xaa; f.encoded_len()];
+        f.encode(&mut out);
+        assert_eq!(
+            out,
+            [7, b'a', b'b', 0, 255, 255, 255, 255, 1, 0, 0, 0, 9, 1]
+        );
+        assert_eq!(().encoded_len(), 0);
+        ().encode(&mut []);
     }
 
     #[test]

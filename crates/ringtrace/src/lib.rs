@@ -60,7 +60,7 @@ mod tally;
 
 pub use config::{Buffers, ChannelConfig, Mode, SessionBuilder};
 pub use desc::{all_events, register, register_all, EventDesc, FieldDesc, EVENTS};
-pub use field::{FieldKind, FieldValue};
+pub use field::{FieldKind, FieldValue, Fields};
 pub use level::{Level, UnknownLevel};
 pub use session::{Session, SnapshotInfo};
 pub use stats::{BufferStats, ChannelStats, SessionStats};
@@ -135,7 +135,8 @@ pub fn clock() -> traceclock::TraceClock {
 /// ```
 ///
 /// Fields are `name: type = value` with the types of [`FieldValue`]
-/// (integers, `f32`, `f64`, `bool`, `&str`, `&[u8]`). The default level is
+/// (integers, `f32`, `f64`, `bool`, `&str`, `&[u8]`), up to 32 of them
+/// (see [`Fields`]). The default level is
 /// `Info`. While no session records the event, the values are not evaluated
 /// and the cost is one relaxed load and a branch.
 #[macro_export]
@@ -171,12 +172,7 @@ macro_rules! __event {
             ::core::hint::cold_path();
             #[allow(clippy::redundant_closure_call)]
             (|$($f: $t),*| {
-                let __len = 0usize $(+ $crate::FieldValue::encoded_len(&$f))*;
-                __RINGTRACE_DESC.emit(__len, |__b: &mut [u8]| {
-                    let mut __o = 0usize;
-                    $(__o += $crate::FieldValue::encode(&$f, &mut __b[__o..]);)*
-                    let _ = __o;
-                });
+                __RINGTRACE_DESC.emit_fields(($($f,)*));
             })($($v),*);
         }
     }};

@@ -7,8 +7,9 @@
 use std::sync::atomic::{AtomicBool, Ordering::Acquire};
 use std::sync::Arc;
 
-use crate::client::{is_active, AnyChannel};
+use crate::client::{is_active, AnyChannel, Encoded, Payload};
 use crate::desc::EventDesc;
+use crate::field::Fields;
 use crate::rcu;
 use crate::tally::Tally;
 
@@ -56,8 +57,8 @@ impl ProbeList {
 
 impl Probe {
     #[inline(always)]
-    fn fire<F: Fn(&mut [u8])>(&self, len: usize, write: &F, g: &rcu::Guard) {
-        if is_active(&self.active) && self.channel.record(self.id, len, write) {
+    fn fire<P: Payload>(&self, len: usize, write: &P, g: &rcu::Guard) {
+        if is_active(&self.active) && self.channel.record_payload(self.id, len, write) {
             if let Some(t) = &self.tally {
                 t.add(g);
             }
@@ -70,6 +71,18 @@ impl EventDesc {
     /// payload that `write` fills. Called by `event!` after the dormant check.
     #[inline(always)]
     pub fn emit<F: Fn(&mut [u8])>(&self, len: usize, write: F) {
+        self.emit_payload(len, &write);
+    }
+
+    /// Records the event with `fields` as its payload: what `event!` calls
+    /// after the dormant check.
+    #[inline(always)]
+    pub fn emit_fields<T: Fields>(&self, fields: T) {
+        self.emit_payload(fields.encoded_len(), &Encoded(&fields));
+    }
+
+    #[inline(always)]
+    fn emit_payload<P: Payload>(&self, len: usize, write: &P) {
         let Some(guard) = rcu::read_lock() else {
             return;
         };
@@ -81,9 +94,9 @@ impl EventDesc {
         let Some(list) = (unsafe { list.as_ref() }) else {
             return;
         };
-        list.first.fire(len, &write, &guard);
+        list.first.fire(len, write, &guard);
         for p in list.rest.iter() {
-            p.fire(len, &write, &guard);
+            p.fire(len, write, &guard);
         }
     }
 }
