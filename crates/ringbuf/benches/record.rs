@@ -143,9 +143,10 @@ unsafe fn cas128(p: *mut u128, old: u128, new: u128) -> u128 {
     unsafe {
         core::arch::asm!(
             "xchg {nlo}, rbx",
-            "lock cmpxchg16b xmmword ptr [{p}]",
+            "lock cmpxchg16b xmmword ptr [rsi]",
             "mov rbx, {nlo}",
-            p = in(reg) p,
+            // Named: a `reg` operand may be given `rbx` itself.
+            in("rsi") p,
             nlo = inout(reg) new as u64 => _,
             in("rcx") (new >> 64) as u64,
             inout("rax") lo,

@@ -123,7 +123,7 @@ impl<C: Config> Channel<C> {
 
     /// Reserves a record sized by the client (see [`Buffer::reserve_with`]).
     #[inline(always)]
-    pub fn reserve_with<F: FnMut(SlotCtx<'_>) -> usize>(&self, f: F) -> Result<Slot<'_, C>, Lost> {
+    pub fn reserve_with<F: FnMut(SlotCtx) -> usize>(&self, f: F) -> Result<Slot<'_, C>, Lost> {
         match self.current() {
             Some(b) => b.reserve_with(f),
             None => {
@@ -253,6 +253,6 @@ impl<C: Config> Channel<C> {
 impl<C: Config> Buffer<C> {
     /// Whether everything written has been consumed.
     pub fn is_drained(&self) -> bool {
-        self.rd.r.load(Acquire) == self.wr.w.load(Acquire)
+        self.rd.r.load(Acquire) == self.wr.head.w.load(Acquire)
     }
 }

@@ -103,10 +103,10 @@ pub trait Config: Send + std::marker::Sync + 'static {
     /// flavour of atomics, on each commit).
     const COUNT_RECORDS: bool = true;
 
-    /// Reads the clock. Called inside the reserve loop, after the load of the
-    /// write count, so records physically consecutive in a buffer have
-    /// non-decreasing timestamps. With SMP buffers the read must not be
-    /// executed before that load (`lfence; rdtsc` or `rdtscp` on x86).
+    /// Reads the clock, inside the reserve loop. The read need not be
+    /// ordered after any load (plain `rdtsc` is fine): the buffer clamps each
+    /// timestamp to the one before it, so records physically consecutive in
+    /// a buffer have non-decreasing timestamps whatever the clock does.
     fn clock(&self) -> u64;
 
     /// Bytes of the sub-buffer header (for CTF: packet header + context).
@@ -194,4 +194,7 @@ pub enum ConfigError {
     /// A per-thread channel needs at least one pooled buffer.
     #[error("a per-thread channel needs a thread pool of at least 1 buffer")]
     EmptyPool,
+    /// SMP buffers reserve with a 16-byte compare-and-swap.
+    #[error("this CPU has no cmpxchg16b, which SMP (per-CPU, global) buffers need")]
+    NoCas16,
 }

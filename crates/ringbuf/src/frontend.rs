@@ -8,7 +8,7 @@ use crate::config::{
     ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufBegin, SubbufEnd, Sync,
 };
 use crate::counters::Geometry;
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CacheAligned, Counter, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CacheAligned, Counter, Head, Ordering};
 use crate::Error;
 
 use Ordering::{AcqRel, Acquire, Relaxed, Release};
@@ -37,31 +37,22 @@ pub enum Lost {
 /// the previous record of the buffer (or the packet's begin, in a new
 /// sub-buffer) was.
 #[derive(Debug, Clone, Copy)]
-pub struct SlotCtx<'a> {
+pub struct SlotCtx {
     /// Offset of the record's first byte inside its sub-buffer.
     pub offset: usize,
-    /// The record's timestamp.
+    /// The record's timestamp (never less than [`SlotCtx::last_ts`]).
     pub ts: u64,
-    last_ts: LastTs<'a>,
+    last_ts: u64,
 }
 
-/// Read only if the client asks: a client that does not size its records
-/// by time pays no load for it.
-#[derive(Debug, Clone, Copy)]
-enum LastTs<'a> {
-    Buffer(&'a AtomicU64),
-    Value(u64),
-}
-
-impl SlotCtx<'_> {
-    /// Timestamp of the previous record in this buffer (may be stale, never
-    /// larger than the true one): decides compact or extended headers.
+impl SlotCtx {
+    /// Timestamp of the previous reservation in this buffer, or the packet's
+    /// begin in a new sub-buffer: decides compact or extended headers. Exact
+    /// for SMP buffers; for per-thread buffers a signal handler's record may
+    /// make it older than the true one, never newer.
     #[inline(always)]
     pub fn last_ts(&self) -> u64 {
-        match self.last_ts {
-            LastTs::Buffer(a) => a.load(Relaxed),
-            LastTs::Value(v) => v,
-        }
+        self.last_ts
     }
 }
 
@@ -98,9 +89,8 @@ pub(crate) struct SubbufState {
 /// The writers' hot counters, alone on their cache line.
 #[derive(Debug)]
 pub(crate) struct WriterSide {
-    /// Write count `W`.
-    pub(crate) w: Counter,
-    last_ts: AtomicU64,
+    /// Write count `W` and the last reservation's timestamp.
+    pub(crate) head: Head,
     records: Counter,
     lost_full: Counter,
     lost_wrap: Counter,
@@ -277,6 +267,9 @@ impl<C: Config> Buffer<C> {
         if C::SYNC == Sync::Local && C::ALLOC != crate::Alloc::PerThread {
             return Err(ConfigError::LocalSyncShared.into());
         }
+        if C::SYNC == Sync::Smp && !Head::supported() {
+            return Err(ConfigError::NoCas16.into());
+        }
         let w0 = attr.initial_count;
         if geo.buf_trunc(w0) != w0 {
             return Err(ConfigError::InitialCount(w0).into());
@@ -321,8 +314,7 @@ impl<C: Config> Buffer<C> {
         };
         Ok(Buffer {
             wr: CacheAligned(WriterSide {
-                w: Counter::new(w0),
-                last_ts: AtomicU64::new(0),
+                head: Head::new(w0),
                 records: Counter::new(0),
                 lost_full: Counter::new(0),
                 lost_wrap: Counter::new(0),
@@ -387,51 +379,52 @@ impl<C: Config> Buffer<C> {
     /// and timestamp (alignment, compact or extended header). `slot_size` may
     /// be called several times; the last call's answer is the one reserved.
     #[inline(always)]
-    pub fn reserve_with<F: FnMut(SlotCtx<'_>) -> usize>(
+    pub fn reserve_with<F: FnMut(SlotCtx) -> usize>(
         &self,
         mut slot_size: F,
     ) -> Result<Slot<'_, C>, Lost> {
         let geo = self.geo;
-        let w = self.wr.w.load(Acquire);
-        let ts = self.cfg.clock();
+        let (w, last) = self.wr.head.load();
+        // Clamped: the clock read is not ordered after the loads, the CAS
+        // below proves `last` current (see `Head`).
+        let ts = self.cfg.clock().max(last);
         let off = geo.sb_offset(w);
         let len = slot_size(SlotCtx {
             offset: off as usize,
             ts,
-            last_ts: LastTs::Buffer(&self.wr.last_ts),
+            last_ts: last,
         }) as u64;
         // Fast path: the record fits strictly inside the current sub-buffer.
         if off != 0
             && off + len < geo.subbuf_size()
             && len != 0
-            && self.wr.w.cas(C::SYNC, w, w + len).is_ok()
+            && self.wr.head.cas(C::SYNC, (w, last), (w + len, ts)).is_ok()
         {
-            self.wr.last_ts.store(ts, Relaxed);
             return Ok(self.slot(w, w + len, ts));
         }
-        self.reserve_slow(&mut slot_size, (w, ts))
+        self.reserve_slow(&mut slot_size, (w, last, ts))
     }
 
-    /// The reserve loop. `first` is the fast path's (write count, clock)
-    /// pair: read in that order, it is exactly what the loop's first
-    /// iteration would read, so reusing it saves a clock read on every
-    /// sub-buffer switch and every dropped record.
+    /// The reserve loop. `first` is the fast path's (write count, last
+    /// timestamp, clamped clock): exactly what the loop's first iteration
+    /// would read, so reusing it saves a clock read on every sub-buffer
+    /// switch and every dropped record.
     #[cold]
     #[inline(never)]
-    fn reserve_slow<F: FnMut(SlotCtx<'_>) -> usize>(
+    fn reserve_slow<F: FnMut(SlotCtx) -> usize>(
         &self,
         slot_size: &mut F,
-        first: (u64, u64),
+        first: (u64, u64, u64),
     ) -> Result<Slot<'_, C>, Lost> {
         let geo = self.geo;
         let s = geo.subbuf_size();
         let mut first = Some(first);
         let (w, begin, end, ts, switch_old, switch_new, lost) = loop {
-            let (w, ts) = match first.take() {
-                Some(pair) => pair,
+            let (w, last, ts) = match first.take() {
+                Some(t) => t,
                 None => {
-                    let w = self.wr.w.load(Acquire);
-                    (w, self.cfg.clock())
+                    let (w, last) = self.wr.head.load();
+                    (w, last, self.cfg.clock().max(last))
                 }
             };
             let off = geo.sb_offset(w);
@@ -439,7 +432,7 @@ impl<C: Config> Buffer<C> {
             let mut len = slot_size(SlotCtx {
                 offset: off as usize,
                 ts,
-                last_ts: LastTs::Buffer(&self.wr.last_ts),
+                last_ts: last,
             }) as u64;
             let mut switch_old = false;
             let mut switch_new = false;
@@ -455,7 +448,7 @@ impl<C: Config> Buffer<C> {
                 }
                 let cs = self.subbuf_state(geo.sb_index(x)).cs.load(Acquire);
                 if !geo.fully_committed(cs, x) {
-                    if self.wr.w.load(Acquire) != w {
+                    if self.wr.head.w.load(Acquire) != w {
                         continue; // a nested or concurrent writer moved on: retry
                     }
                     self.wr.lost_wrap.add(C::SYNC, 1);
@@ -467,7 +460,7 @@ impl<C: Config> Buffer<C> {
                 len = slot_size(SlotCtx {
                     offset: self.header_size as usize,
                     ts,
-                    last_ts: LastTs::Value(ts),
+                    last_ts: ts,
                 }) as u64;
             }
             if len == 0 || geo.sb_offset(begin) + len > s {
@@ -477,11 +470,10 @@ impl<C: Config> Buffer<C> {
             let end = begin.wrapping_add(len);
             // Sampled before the CAS, so the counts go with this position.
             let lost = self.lost_counts();
-            if self.wr.w.cas(C::SYNC, w, end).is_ok() {
+            if self.wr.head.cas(C::SYNC, (w, last), (end, ts)).is_ok() {
                 break (w, begin, end, ts, switch_old, switch_new, lost);
             }
         };
-        self.wr.last_ts.store(ts, Relaxed);
         if C::MODE == Mode::Overwrite {
             self.push_reader(end.wrapping_sub(1));
         }
@@ -653,15 +645,14 @@ impl<C: Config> Buffer<C> {
     pub fn flush(&self) -> bool {
         let geo = self.geo;
         loop {
-            let w = self.wr.w.load(Acquire);
+            let (w, last) = self.wr.head.load();
             if geo.sb_offset(w) == 0 {
                 return false;
             }
-            let ts = self.cfg.clock();
+            let ts = self.cfg.clock().max(last);
             let lost = self.lost_counts();
             let next = geo.sb_trunc(w).wrapping_add(geo.subbuf_size());
-            if self.wr.w.cas(C::SYNC, w, next).is_ok() {
-                self.wr.last_ts.store(ts, Relaxed);
+            if self.wr.head.cas(C::SYNC, (w, last), (next, ts)).is_ok() {
                 self.close_subbuf(w, ts, lost);
                 return true;
             }
@@ -687,7 +678,7 @@ impl<C: Config> Buffer<C> {
     /// All counters of the buffer.
     pub fn stats(&self) -> BufferStats {
         BufferStats {
-            bytes_written: self.wr.w.load(Relaxed).wrapping_sub(self.w0),
+            bytes_written: self.wr.head.w.load(Relaxed).wrapping_sub(self.w0),
             records: self.wr.records.load(Relaxed),
             lost: self.lost_counts(),
             produced: self.produced.load(Relaxed),

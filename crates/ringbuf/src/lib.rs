@@ -24,9 +24,12 @@
 //!   *switches*: pads the old sub-buffer and opens the next one with a client
 //!   header. One CAS on `W` makes it all happen; everything else (pushing the
 //!   reader, padding, header) happens after, out of order, because the CAS
-//!   already gave this writer those bytes. The clock is read after `W`, so
-//!   records physically consecutive have non-decreasing timestamps. A record
-//!   never spans sub-buffers.
+//!   already gave this writer those bytes. The clock is read unordered and
+//!   clamped to the timestamp of the reservation before; the CAS moves `W`
+//!   and that timestamp together (`sync::Head`: one `lock cmpxchg16b` for
+//!   SMP buffers), so records physically consecutive have non-decreasing
+//!   timestamps without an ordered (`lfence`) clock read. A record never
+//!   spans sub-buffers.
 //! * **commit** (Algorithm 3): add the record's length to `CC` of its
 //!   sub-buffer. The commit that brings it to a full `S` bytes for this lap
 //!   *delivers* the sub-buffer: the client finishes its header (end time,
@@ -55,7 +58,9 @@
 //! ## Synchronization
 //!
 //! Per-CPU and global buffers use SMP (lock-prefixed) atomics: threads
-//! migrate between reading the CPU number and the CAS. Per-thread buffers can
+//! migrate between reading the CPU number and the CAS. Their reservation is
+//! a 16-byte CAS on (`W`, last timestamp); other targets than x86_64, loom
+//! and Miri emulate it under a spin lock. Per-thread buffers can
 //! use non-locked `cmpxchg`/`xadd` ([`Sync::Local`]), atomic against the
 //! thread's own signal handlers, which play the part of interrupts here.
 //! Orderings: record bytes are published by the AcqRel add to `CC` and the

@@ -78,7 +78,7 @@ impl<C: Config> Buffer<C> {
         let geo = self.geo;
         let r = self.rd.r.load(Acquire);
         let cs = self.sb[geo.sb_index(r)].cs.load(Acquire);
-        let w = self.wr.w.load(Acquire);
+        let w = self.wr.head.w.load(Acquire);
         let readable = geo.subbuf_ready(cs, r) && !geo.writer_in_reader_subbuf(w, r);
         match (readable, fin) {
             (false, true) => Poll::HangUp,
@@ -140,7 +140,9 @@ impl<'a, C: Config> Reader<'a, C> {
         let cs = buf.sb[i].cs.load(Acquire);
         // Only touch W (the writers' hot cache line) once CS says ready: a
         // polling reader must not steal that line on every poll.
-        if !geo.subbuf_ready(cs, pos) || geo.writer_in_reader_subbuf(buf.wr.w.load(Acquire), pos) {
+        if !geo.subbuf_ready(cs, pos)
+            || geo.writer_in_reader_subbuf(buf.wr.head.w.load(Acquire), pos)
+        {
             return Got::NotReady;
         }
         match C::MODE {
@@ -177,7 +179,7 @@ impl<'a, C: Config> Reader<'a, C> {
     ) -> SnapshotStats {
         let buf = self.buf;
         let geo = buf.geo;
-        let end = geo.sb_trunc(buf.wr.w.load(Acquire));
+        let end = geo.sb_trunc(buf.wr.head.w.load(Acquire));
         let r = buf.rd.r.load(Acquire);
         let count = (end.wrapping_sub(r).min(geo.buf_size())) / geo.subbuf_size();
         let start = end.wrapping_sub(count * geo.subbuf_size());

@@ -107,3 +107,139 @@ impl<T> core::ops::Deref for CacheAligned<T> {
         &self.0
     }
 }
+
+/// The write count `W` and the timestamp of the reservation that last moved
+/// it, kept together so that timestamps stay ordered per buffer without an
+/// ordered clock read.
+///
+/// Every reservation reads the clock *unordered* (plain `rdtsc`: it may run
+/// before the load of `W`), clamps it to the last timestamp, and moves both
+/// words with one compare-and-swap ([`Head::cas`]). The timestamps of records
+/// physically consecutive in a buffer are then non-decreasing by
+/// construction: a record's timestamp is at least the one stored by the
+/// reservation before it, which the CAS proved current. This replaces the
+/// `lfence; rdtsc` of an ordered read, whose cost here (the fence waits for
+/// every earlier load and locked operation) was most of an SMP event.
+///
+/// * [`Sync::Smp`] on x86_64: one `lock cmpxchg16b` on the 16-byte pair.
+/// * [`Sync::Local`]: the non-locked `cmpxchg` on `W`, then a plain store of
+///   the timestamp. A signal handler running between the two stores sees an
+///   older timestamp, never a newer one, so its clamp and header choice stay
+///   safe (its own clock read is later anyway).
+/// * Elsewhere, and under loom and Miri (which run no inline assembly), the
+///   16-byte CAS is emulated under a one-bit spin lock: same semantics, not
+///   lock-free. x86_64 is the target the tracer is built for.
+#[repr(C, align(16))]
+#[derive(Debug)]
+pub(crate) struct Head {
+    /// Write count `W`; first, so that the pair is (low, high) = (W, ts).
+    pub(crate) w: Counter,
+    ts: AtomicU64,
+    #[cfg(any(loom, miri, not(target_arch = "x86_64")))]
+    lock: AtomicBool,
+}
+
+impl Head {
+    pub(crate) fn new(w: u64) -> Self {
+        Head {
+            w: Counter::new(w),
+            ts: AtomicU64::new(0),
+            #[cfg(any(loom, miri, not(target_arch = "x86_64")))]
+            lock: AtomicBool::new(false),
+        }
+    }
+
+    /// (W, last timestamp): two loads, a guess that the CAS validates.
+    #[inline(always)]
+    pub(crate) fn load(&self) -> (u64, u64) {
+        (
+            self.w.load(Ordering::Acquire),
+            self.ts.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Moves (W, last timestamp) from `cur` to `new` if it is still `cur`.
+    /// AcqRel, like the CAS on `W` alone.
+    #[inline(always)]
+    pub(crate) fn cas(&self, sync: Sync, cur: (u64, u64), new: (u64, u64)) -> Result<(), ()> {
+        if let Sync::Local = sync {
+            self.w.cas(sync, cur.0, new.0).map_err(|_| ())?;
+            self.ts.store(new.1, Ordering::Relaxed);
+            return Ok(());
+        }
+        self.cas_pair(cur, new)
+    }
+
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    #[inline(always)]
+    fn cas_pair(&self, cur: (u64, u64), new: (u64, u64)) -> Result<(), ()> {
+        let (lo, hi): (u64, u64);
+        // SAFETY: `self` is 16-byte aligned (`repr(align(16))`) and its first
+        // 16 bytes are the two `AtomicU64`s `w` and `ts` (`repr(C)`), valid
+        // for the life of `&self`. Every x86_64 CPU this runs on has
+        // cmpxchg16b (checked when a buffer is created: `Head::supported`).
+        // The lock prefix makes the 16-byte compare-and-swap atomic against
+        // every other CPU and a full barrier (what AcqRel needs). Other code
+        // only loads the two halves (8-byte loads are atomic on x86_64 and
+        // see either the old or the new value of each half), and every
+        // writer of either half goes through this CAS. `rbx` is reserved by
+        // LLVM, so the new low word is swapped into it around the CAS; the
+        // address is in a named register, because a `reg` operand may be
+        // given `rbx` itself.
+        unsafe {
+            core::arch::asm!(
+                "xchg {nlo}, rbx",
+                "lock cmpxchg16b xmmword ptr [rsi]",
+                "mov rbx, {nlo}",
+                in("rsi") self as *const Head,
+                nlo = inout(reg) new.0 => _,
+                in("rcx") new.1,
+                inout("rax") cur.0 => lo,
+                inout("rdx") cur.1 => hi,
+                options(nostack),
+            );
+        }
+        if (lo, hi) == cur {
+            Ok(())
+        } else {
+            Err(())
+        }
+    }
+
+    #[cfg(any(loom, miri, not(target_arch = "x86_64")))]
+    fn cas_pair(&self, cur: (u64, u64), new: (u64, u64)) -> Result<(), ()> {
+        while self
+            .lock
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            #[cfg(loom)]
+            loom::hint::spin_loop();
+            #[cfg(not(loom))]
+            core::hint::spin_loop();
+        }
+        let now = (
+            self.w.load(Ordering::Relaxed),
+            self.ts.load(Ordering::Relaxed),
+        );
+        let r = if now == cur {
+            self.ts.store(new.1, Ordering::Relaxed);
+            // Release: publishes what this writer did before (as the AcqRel
+            // CAS on W does).
+            self.w.0.store(new.0, Ordering::Release);
+            Ok(())
+        } else {
+            Err(())
+        };
+        self.lock.store(false, Ordering::Release);
+        r
+    }
+
+    /// Whether this machine can run [`Head::cas`] for SMP buffers.
+    pub(crate) fn supported() -> bool {
+        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+        return std::arch::is_x86_feature_detected!("cmpxchg16b");
+        #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+        return true;
+    }
+}

@@ -157,6 +157,20 @@ fn overwrite_per_thread_local_atomics() {
     }
 }
 
+/// A clock read that runs backwards (up to 20 µs, at random) still gives
+/// non-decreasing timestamps within every packet and packet bounds that
+/// enclose their records (`check_subbuf`): the reservation clamps each
+/// timestamp to the one before it in the buffer. Three writers share one
+/// SMP buffer, so the clamp is tested across threads.
+#[test]
+fn backward_clock_reads_keep_timestamps_ordered() {
+    for (s, n) in SIZES {
+        run::<Client<false, A_GLOBAL, false, true>>(s, n, 3, records_for(s));
+        run::<Client<true, A_CPU, false, true>>(s, n, 3, records_for(s));
+        run::<Client<false, A_THREAD, true, true>>(s, n, 2, records_for(s));
+    }
+}
+
 /// A thread that exits hands its buffer back: it is drained, then reused.
 #[test]
 fn per_thread_buffers_are_recycled() {

@@ -44,15 +44,11 @@ impl<const O: bool, const P: bool> Config for Client<O, P> {
     /// writing threads count instead (`tally.rs`).
     const COUNT_RECORDS: bool = P;
 
+    /// Unordered for every buffer kind: the ring buffer clamps each
+    /// timestamp to the previous one (`ringbuf`'s `Head`).
     #[inline(always)]
     fn clock(&self) -> u64 {
-        if P {
-            // Only this thread writes the buffer: no need to order the read
-            // after the load of the write count.
-            self.clock.now_unordered()
-        } else {
-            self.clock.now()
-        }
+        self.clock.now_unordered()
     }
 
     fn header_size(&self) -> usize {

@@ -28,14 +28,36 @@ pub fn now() -> u64 {
         + 1
 }
 
-/// Test client, generic over the mode, the allocation and the atomics.
+/// [`now`] up to 20 µs in the past, at random: what an unordered `rdtsc`
+/// run early, or CPUs whose clocks disagree, could read.
+pub fn now_jittery() -> u64 {
+    thread_local!(static X: std::cell::Cell<u64> = const { std::cell::Cell::new(0x9E37_79B9_7F4A_7C15) });
+    let r = X.with(|x| {
+        // xorshift64
+        let mut v = x.get();
+        v ^= v << 13;
+        v ^= v >> 7;
+        v ^= v << 17;
+        x.set(v);
+        v
+    });
+    now().saturating_sub(r % 20_000)
+}
+
+/// Test client, generic over the mode, the allocation, the atomics and the
+/// clock ([`now`], or [`now_jittery`] when `JITTER`).
 #[derive(Debug, Default)]
-pub struct Client<const OVERWRITE: bool, const ALLOC: u8, const LOCAL: bool = false> {
+pub struct Client<
+    const OVERWRITE: bool,
+    const ALLOC: u8,
+    const LOCAL: bool = false,
+    const JITTER: bool = false,
+> {
     /// Sub-buffers delivered, as seen by `subbuf_end`.
     pub ends: AtomicU64,
 }
 
-impl<const O: bool, const A: u8, const L: bool> Config for Client<O, A, L> {
+impl<const O: bool, const A: u8, const L: bool, const J: bool> Config for Client<O, A, L, J> {
     const MODE: Mode = if O { Mode::Overwrite } else { Mode::Discard };
     const ALLOC: Alloc = match A {
         A_CPU => Alloc::PerCpu,
@@ -45,7 +67,11 @@ impl<const O: bool, const A: u8, const L: bool> Config for Client<O, A, L> {
     const SYNC: Sync = if L { Sync::Local } else { Sync::Smp };
 
     fn clock(&self) -> u64 {
-        now()
+        if J {
+            now_jittery()
+        } else {
+            now()
+        }
     }
     fn header_size(&self) -> usize {
         HEADER
