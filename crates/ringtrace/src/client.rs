@@ -124,7 +124,8 @@ impl<T: crate::field::Fields> Payload for Encoded<'_, T> {
 /// it was committed; losses are counted by the buffer.
 #[inline(always)]
 fn record_in<C: Config, P: Payload>(ch: &Channel<C>, id: u32, len: usize, write: &P) -> bool {
-    let r = ch.reserve_with(|ctx| event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len);
+    // `move`: id and len are captured by value, not through stack spills.
+    let r = ch.reserve_with(move |ctx| event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len);
     match r {
         Ok(mut slot) => {
             let ts = slot.ts();
