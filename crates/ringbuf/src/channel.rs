@@ -124,8 +124,18 @@ impl<C: Config> Channel<C> {
     /// Reserves a record sized by the client (see [`Buffer::reserve_with`]).
     #[inline(always)]
     pub fn reserve_with<F: FnMut(SlotCtx) -> usize>(&self, f: F) -> Result<Slot<'_, C>, Lost> {
+        self.reserve_at(self.cfg.clock(), f)
+    }
+
+    /// Reserves with the clock read by the caller (see [`Buffer::reserve_at`]).
+    #[inline(always)]
+    pub fn reserve_at<F: FnMut(SlotCtx) -> usize>(
+        &self,
+        now: u64,
+        f: F,
+    ) -> Result<Slot<'_, C>, Lost> {
         match self.current() {
-            Some(b) => b.reserve_with(f),
+            Some(b) => b.reserve_at(now, f),
             None => {
                 self.lost_no_buffer.fetch_add(1, Relaxed);
                 Err(Lost::NoBuffer)

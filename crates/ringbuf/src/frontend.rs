@@ -381,13 +381,26 @@ impl<C: Config> Buffer<C> {
     #[inline(always)]
     pub fn reserve_with<F: FnMut(SlotCtx) -> usize>(
         &self,
+        slot_size: F,
+    ) -> Result<Slot<'_, C>, Lost> {
+        self.reserve_at(self.cfg.clock(), slot_size)
+    }
+
+    /// [`Buffer::reserve_with`] with the clock read by the caller, at any
+    /// time before the call (`now` is a reading of the client's clock). A
+    /// writer that reads the clock first lets the CPU wait for it (`rdtsc`
+    /// takes tens of cycles) while it finds its buffer.
+    #[inline(always)]
+    pub fn reserve_at<F: FnMut(SlotCtx) -> usize>(
+        &self,
+        now: u64,
         mut slot_size: F,
     ) -> Result<Slot<'_, C>, Lost> {
         let geo = self.geo;
         let (w, last) = self.wr.head.load();
         // Clamped: the clock read is not ordered after the loads, the CAS
         // below proves `last` current (see `Head`).
-        let ts = self.cfg.clock().max(last);
+        let ts = now.max(last);
         let off = geo.sb_offset(w);
         let len = slot_size(SlotCtx {
             offset: off as usize,
@@ -402,7 +415,7 @@ impl<C: Config> Buffer<C> {
         {
             return Ok(self.slot(w, w + len, ts));
         }
-        self.reserve_slow(&mut slot_size, (w, last, ts))
+        self.reserve_slow(slot_size, (w, last, ts))
     }
 
     /// The reserve loop. `first` is the fast path's (write count, last
@@ -413,7 +426,7 @@ impl<C: Config> Buffer<C> {
     #[inline(never)]
     fn reserve_slow<F: FnMut(SlotCtx) -> usize>(
         &self,
-        slot_size: &mut F,
+        mut slot_size: F,
         first: (u64, u64, u64),
     ) -> Result<Slot<'_, C>, Lost> {
         let geo = self.geo;

@@ -123,9 +123,17 @@ impl<T: crate::field::Fields> Payload for Encoded<'_, T> {
 /// the payload written by `write` into exactly `len` bytes. Returns whether
 /// it was committed; losses are counted by the buffer.
 #[inline(always)]
-fn record_in<C: Config, P: Payload>(ch: &Channel<C>, id: u32, len: usize, write: &P) -> bool {
+fn record_in<C: Config, P: Payload>(
+    ch: &Channel<C>,
+    now: u64,
+    id: u32,
+    len: usize,
+    write: &P,
+) -> bool {
     // `move`: id and len are captured by value, not through stack spills.
-    let r = ch.reserve_with(move |ctx| event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len);
+    let r = ch.reserve_at(now, move |ctx| {
+        event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len
+    });
     match r {
         Ok(mut slot) => {
             let ts = slot.ts();
@@ -208,16 +216,30 @@ impl AnyChannel {
     /// records: the probe does, see [`AnyChannel::counts_records`]).
     #[inline(always)]
     pub fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) -> bool {
-        self.record_payload(id, len, write)
+        let now = match self {
+            AnyChannel::DiscardCpu(c) => c.config().clock(),
+            AnyChannel::DiscardThread(c) => c.config().clock(),
+            AnyChannel::OverwriteCpu(c) => c.config().clock(),
+            AnyChannel::OverwriteThread(c) => c.config().clock(),
+        };
+        self.record_payload(now, id, len, write)
     }
 
+    /// [`AnyChannel::record`] with the clock read by the caller (`now`, a
+    /// reading of [`crate::clock`] at any time before the call).
     #[inline(always)]
-    pub(crate) fn record_payload<P: Payload>(&self, id: u32, len: usize, write: &P) -> bool {
+    pub(crate) fn record_payload<P: Payload>(
+        &self,
+        now: u64,
+        id: u32,
+        len: usize,
+        write: &P,
+    ) -> bool {
         match self {
-            AnyChannel::DiscardCpu(c) => record_in(c, id, len, write),
-            AnyChannel::DiscardThread(c) => record_in(c, id, len, write),
-            AnyChannel::OverwriteCpu(c) => record_in(c, id, len, write),
-            AnyChannel::OverwriteThread(c) => record_in(c, id, len, write),
+            AnyChannel::DiscardCpu(c) => record_in(c, now, id, len, write),
+            AnyChannel::DiscardThread(c) => record_in(c, now, id, len, write),
+            AnyChannel::OverwriteCpu(c) => record_in(c, now, id, len, write),
+            AnyChannel::OverwriteThread(c) => record_in(c, now, id, len, write),
         }
     }
 

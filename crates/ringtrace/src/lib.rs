@@ -121,8 +121,16 @@ impl Error {
 
 /// The process's trace clock, detected and calibrated once.
 pub fn clock() -> traceclock::TraceClock {
-    static CLOCK: OnceLock<traceclock::TraceClock> = OnceLock::new();
     *CLOCK.get_or_init(traceclock::TraceClock::detect)
+}
+
+static CLOCK: OnceLock<traceclock::TraceClock> = OnceLock::new();
+
+/// A reading of [`clock`] (unordered: the ring buffer clamps it), or `None`
+/// before the clock exists, that is before any channel.
+#[inline(always)]
+pub(crate) fn clock_now() -> Option<u64> {
+    CLOCK.get().map(|c| c.now_unordered())
 }
 
 /// Declares an event and records it when enabled, in one place:

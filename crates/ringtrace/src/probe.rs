@@ -57,8 +57,8 @@ impl ProbeList {
 
 impl Probe {
     #[inline(always)]
-    fn fire<P: Payload>(&self, len: usize, write: &P, g: &rcu::Guard) {
-        if is_active(&self.active) && self.channel.record_payload(self.id, len, write) {
+    fn fire<P: Payload>(&self, now: u64, len: usize, write: &P, g: &rcu::Guard) {
+        if is_active(&self.active) && self.channel.record_payload(now, self.id, len, write) {
             if let Some(t) = &self.tally {
                 t.add(g);
             }
@@ -83,6 +83,13 @@ impl EventDesc {
 
     #[inline(always)]
     fn emit_payload<P: Payload>(&self, len: usize, write: &P) {
+        // The clock first: `rdtsc` takes tens of cycles, which the CPU
+        // overlaps with finding the probes and the buffer instead of waiting
+        // for it inside the reservation. One reading for every session the
+        // event goes to. No clock yet means no session, so no probe.
+        let Some(now) = crate::clock_now() else {
+            return;
+        };
         let Some(guard) = rcu::read_lock() else {
             return;
         };
@@ -94,9 +101,9 @@ impl EventDesc {
         let Some(list) = (unsafe { list.as_ref() }) else {
             return;
         };
-        list.first.fire(len, write, &guard);
+        list.first.fire(now, len, write, &guard);
         for p in list.rest.iter() {
-            p.fire(len, write, &guard);
+            p.fire(now, len, write, &guard);
         }
     }
 }
