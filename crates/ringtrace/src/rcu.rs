@@ -284,8 +284,10 @@ mod global {
     /// One more than the highest slot index ever claimed.
     static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 
-    /// The process's domain.
-    pub static DOMAIN: Domain<'static> = Domain::new(&GP, &SLOT_ARRAY, &MEMBARRIER);
+    /// The process's domain. A constant (of references to the statics), so
+    /// that the read side addresses the grace-period counter and the
+    /// membarrier flag directly rather than through a static's pointers.
+    pub const DOMAIN: Domain<'static> = Domain::new(&GP, &SLOT_ARRAY, &MEMBARRIER);
 
     thread_local! {
         /// This thread's slot; null until its first read section. No
@@ -401,7 +403,7 @@ mod loom_stubs {
             unreachable!("the tracer does not run under loom")
         }
     }
-    pub static DOMAIN: Global = Global;
+    pub const DOMAIN: Global = Global;
     pub const SLOTS: usize = 0;
     pub fn no_slot_drops() -> u64 {
         0
