@@ -24,7 +24,21 @@ const MIN_READ_PERIOD: Duration = Duration::from_micros(500);
 /// the time the writers take to fill a buffer. At the rate of the last
 /// period (`bytes` in `elapsed`), a quarter of a buffer of `capacity`
 /// bytes; never longer than the read timer, never shorter than 0.5 ms.
-fn read_period(bytes: u64, elapsed: Duration, capacity: u64, read_timer: Duration) -> Duration {
+/// Records `lost` in the period mean full buffers: the write count stood
+/// still while writers dropped, so the bytes understate the rate (they may
+/// be 0, which would otherwise read as idle); read again as soon as allowed.
+fn read_period(
+    bytes: u64,
+    lost: u64,
+    elapsed: Duration,
+    capacity: u64,
+    read_timer: Duration,
+) -> Duration {
+    // A window shorter than the shortest period (the read came right after
+    // a long copy) is too short to call a channel idle.
+    if lost > 0 || elapsed < MIN_READ_PERIOD {
+        return MIN_READ_PERIOD;
+    }
     if bytes == 0 {
         return read_timer.max(MIN_READ_PERIOD);
     }
@@ -41,17 +55,40 @@ mod tests {
     fn read_period_follows_the_write_rate() {
         let ms = Duration::from_millis;
         // Idle: the read timer.
-        assert_eq!(read_period(0, ms(5), 4 << 20, ms(5)), ms(5));
+        assert_eq!(read_period(0, 0, ms(5), 4 << 20, ms(5)), ms(5));
         // 4 MiB buffer, 1 MiB written in 5 ms: a quarter buffer in 5 ms.
-        assert_eq!(read_period(1 << 20, ms(5), 4 << 20, ms(20)), ms(5));
+        assert_eq!(read_period(1 << 20, 0, ms(5), 4 << 20, ms(20)), ms(5));
         // Ten times faster: 0.5 ms.
         assert_eq!(
-            read_period(10 << 20, ms(5), 4 << 20, ms(20)),
+            read_period(10 << 20, 0, ms(5), 4 << 20, ms(20)),
             Duration::from_micros(500)
         );
         // Slow writers: capped by the read timer.
-        assert_eq!(read_period(1, ms(5), 4 << 20, ms(5)), ms(5));
+        assert_eq!(read_period(1, 0, ms(5), 4 << 20, ms(5)), ms(5));
+        // Full buffers: nothing written (writers dropped), yet not idle.
+        assert_eq!(
+            read_period(0, 7, ms(5), 4 << 20, ms(5)),
+            Duration::from_micros(500)
+        );
+        assert_eq!(
+            read_period(1 << 20, 1, ms(5), 4 << 20, ms(20)),
+            Duration::from_micros(500)
+        );
+        // Nothing written in 10 µs says nothing.
+        assert_eq!(
+            read_period(0, 0, Duration::from_micros(10), 4 << 20, ms(5)),
+            Duration::from_micros(500)
+        );
     }
+}
+
+/// Bytes reserved and records lost in every buffer of a channel.
+fn write_counts(ops: &dyn crate::client::ChannelOps) -> (u64, u64) {
+    (0..ops.buffers())
+        .map(|b| ops.stats(b))
+        .fold((0, ops.records_lost_no_buffer()), |(w, l), st| {
+            (w + st.bytes_written, l + st.lost.total())
+        })
 }
 
 /// The consumer's state of a session: stream files and timers.
@@ -62,9 +99,10 @@ pub(crate) struct Sink {
     /// Per channel: when the switch and read timers fire next.
     pub(crate) next_switch: Vec<Option<Instant>>,
     pub(crate) next_read: Vec<Instant>,
-    /// Per channel: bytes reserved in all its buffers at the last read, and
-    /// when; the write rate sets the next read (see `read_period`).
-    pub(crate) last_read: Vec<(u64, Instant)>,
+    /// Per channel: bytes reserved and records lost in all its buffers at
+    /// the end of the last read, and when; the write rate since then sets
+    /// the next read (see `read_period`).
+    pub(crate) last_read: Vec<(u64, u64, Instant)>,
     /// Packets and bytes written, per channel per buffer.
     pub(crate) written: Vec<Vec<(u64, u64)>>,
     /// Header and context of the last packet written, per channel per buffer.
@@ -93,7 +131,7 @@ impl Sink {
                 .map(|c| c.cfg.switch_timer.map(|p| now + p))
                 .collect(),
             next_read: channels.iter().map(|c| now + c.cfg.read_timer).collect(),
-            last_read: channels.iter().map(|_| (0, now)).collect(),
+            last_read: channels.iter().map(|_| (0, 0, now)).collect(),
             written: channels
                 .iter()
                 .map(|c| vec![(0, 0); c.chan.ops().buffers()])
@@ -140,30 +178,34 @@ impl SessionState {
                 }
             }
             if force || now >= sink.next_read[ci] {
-                if self.mode == Mode::Discard {
+                let period = if self.mode == Mode::Discard {
+                    // The write rate since the end of the last copy, not
+                    // over it: on a busy machine the copy may have kept the
+                    // writers off the CPU, which is not idleness.
+                    let (written, lost) = write_counts(ops);
+                    let (before, lost_before, then) = sink.last_read[ci];
+                    let period = read_period(
+                        written.wrapping_sub(before),
+                        lost.wrapping_sub(lost_before),
+                        now.saturating_duration_since(then),
+                        (ch.cfg.subbuf_size * ch.cfg.num_subbuf) as u64,
+                        ch.cfg.read_timer,
+                    );
                     for b in 0..ops.buffers() {
                         self.drain_buffer(&mut sink, ci, b);
                         self.watch_stall(&mut sink, ci, b, now);
                     }
                     ops.recycle();
+                    let (written, lost) = write_counts(ops);
+                    sink.last_read[ci] = (written, lost, Instant::now());
+                    period
                 } else {
                     for b in 0..ops.buffers() {
                         self.watch_wrap(&mut sink, ci, b, now);
                     }
-                }
-                // A flight recorder is read only by snapshots: nothing to
-                // poll for but stalls (its switch timer keeps its own deadline).
-                let period = if self.mode == Mode::Discard {
-                    let written: u64 = (0..ops.buffers()).map(|b| ops.stats(b).bytes_written).sum();
-                    let (before, then) = sink.last_read[ci];
-                    sink.last_read[ci] = (written, now);
-                    read_period(
-                        written.wrapping_sub(before),
-                        now.saturating_duration_since(then),
-                        (ch.cfg.subbuf_size * ch.cfg.num_subbuf) as u64,
-                        ch.cfg.read_timer,
-                    )
-                } else {
+                    // A flight recorder is read only by snapshots: nothing
+                    // to poll for but stalls (its switch timer keeps its
+                    // own deadline).
                     ch.cfg.read_timer.max(IDLE_READ_PERIOD)
                 };
                 sink.next_read[ci] = now + period;
