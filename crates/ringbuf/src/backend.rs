@@ -43,6 +43,8 @@ pub enum BackendError {
 #[derive(Debug)]
 pub struct Store {
     base: *mut u8,
+    /// `base + prefix`: the first sub-buffer (one load on the write path).
+    data: *mut u8,
     /// Bytes before the sub-buffers (the buffer file's header and
     /// sub-buffer states, `file.rs`); 0 without directory backing.
     prefix: usize,
@@ -117,6 +119,8 @@ impl Store {
         };
         Ok(Store {
             base,
+            // SAFETY: `prefix <= len`, the mapping's size.
+            data: unsafe { base.add(prefix) },
             prefix,
             len: len - prefix,
             _map: map,
@@ -162,8 +166,8 @@ impl Store {
     pub(crate) unsafe fn at(&self, offset: usize) -> *mut u8 {
         debug_assert!(offset <= self.len);
         // SAFETY: the caller keeps `offset` within the sub-buffer area, which
-        // follows the prefix in the mapping.
-        unsafe { self.base.add(self.prefix + offset) }
+        // starts at `data`, `prefix` bytes into the mapping.
+        unsafe { self.data.add(offset) }
     }
 }
 

@@ -185,6 +185,9 @@ pub struct Slot<'a, C: Config> {
     buf: &'a Buffer<C>,
     end: u64,
     len: u32,
+    /// Ring index of the record's sub-buffer (`Geometry::sb_index`), kept
+    /// from the reservation for the commit.
+    idx: u32,
     ts: u64,
     ptr: *mut u8,
 }
@@ -235,7 +238,7 @@ impl<C: Config> Slot<'_, C> {
         if C::COUNT_RECORDS {
             buf.wr.records.add(C::SYNC, 1);
         }
-        buf.commit_at(self.end.wrapping_sub(1), self.len as u64);
+        buf.commit_in(self.idx as usize, self.end.wrapping_sub(1), self.len as u64);
     }
 }
 
@@ -524,12 +527,14 @@ impl<C: Config> Buffer<C> {
     #[inline(always)]
     fn slot(&self, begin: u64, end: u64, ts: u64) -> Slot<'_, C> {
         let geo = self.geo;
-        let phys = self.hold(geo.sb_index(begin));
+        let idx = geo.sb_index(begin);
+        let phys = self.hold(idx);
         let offset = (phys << geo.subbuf_order()) + geo.sb_offset(begin) as usize;
         Slot {
             buf: self,
             end,
             len: (end.wrapping_sub(begin)) as u32,
+            idx: idx as u32,
             ts,
             // SAFETY: `phys <= N` and the record lies inside its sub-buffer,
             // so the offset is within the (N + 1)·S bytes of the store.
@@ -590,8 +595,15 @@ impl<C: Config> Buffer<C> {
     /// and delivers it if that completed it.
     #[inline(always)]
     fn commit_at(&self, p: u64, amount: u64) {
+        self.commit_in(self.geo.sb_index(p), p, amount)
+    }
+
+    /// [`Buffer::commit_at`] with the ring index `i` of `p`'s sub-buffer
+    /// already known.
+    #[inline(always)]
+    fn commit_in(&self, i: usize, p: u64, amount: u64) {
+        debug_assert_eq!(i, self.geo.sb_index(p));
         let geo = self.geo;
-        let i = geo.sb_index(p);
         // The AcqRel add publishes this writer's bytes to whoever delivers.
         let c = self
             .subbuf_state(i)
