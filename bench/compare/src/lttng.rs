@@ -32,12 +32,21 @@ fn have(cmd: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Whether LTTng-UST's `tracepoint.h` is installed: in `/usr/include` or, as
+/// Debian 12 installs it, in a multiarch directory below it.
+fn have_ust_header() -> bool {
+    let multiarch = std::fs::read_dir("/usr/include")
+        .into_iter()
+        .flatten()
+        .flatten();
+    std::iter::once(Path::new("/usr/include").to_path_buf())
+        .chain(multiarch.map(|e| e.path()))
+        .any(|d| d.join("lttng/tracepoint.h").exists())
+}
+
 /// Installs lttng-tools and liblttng-ust-dev when missing (Debian, root).
 pub fn ensure_installed() -> Result<(), String> {
-    if have("lttng")
-        && have("lttng-sessiond")
-        && Path::new("/usr/include/lttng/tracepoint.h").exists()
-    {
+    if have("lttng") && have("lttng-sessiond") && have_ust_header() {
         return Ok(());
     }
     eprintln!("installing lttng-tools liblttng-ust-dev (apt-get)…");

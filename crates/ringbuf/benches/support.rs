@@ -6,8 +6,9 @@ use ringbuf::{Alloc, Config, Mode, SubbufBegin, SubbufEnd, Sync};
 
 pub const HEADER: usize = 32;
 
-/// `lfence; rdtsc`: not executed before earlier loads (the load of the
-/// write count), as SMP buffers require.
+/// `lfence; rdtsc`: not executed before earlier loads. What SMP buffers
+/// needed before they reserved with one CAS on (write count, last
+/// timestamp); kept for the `bare_event_locked` floor.
 #[inline(always)]
 pub fn rdtsc_ordered() -> u64 {
     // SAFETY: lfence and rdtsc are available on every x86_64 CPU.
@@ -17,8 +18,8 @@ pub fn rdtsc_ordered() -> u64 {
     }
 }
 
-/// Plain `rdtsc`: enough for per-thread buffers, where only the thread's own
-/// signal handlers nest.
+/// Plain `rdtsc`: the ring buffer clamps each timestamp to the previous
+/// one, so no ordering is needed for any buffer kind.
 #[inline(always)]
 pub fn rdtsc() -> u64 {
     // SAFETY: rdtsc is available on every x86_64 CPU.
@@ -45,11 +46,7 @@ impl<const O: bool, const A: u8, const COUNT: bool> Config for Bench<O, A, COUNT
 
     #[inline(always)]
     fn clock(&self) -> u64 {
-        if A == CPU {
-            rdtsc_ordered()
-        } else {
-            rdtsc()
-        }
+        rdtsc()
     }
     fn header_size(&self) -> usize {
         HEADER

@@ -127,13 +127,13 @@ impl TraceClock {
         }
     }
 
-    /// Now, ordered after earlier loads (for buffers shared between CPUs).
+    /// Now, ordered after earlier loads.
     #[inline(always)]
     pub fn now(&self) -> u64 {
         Self::read(self.source)
     }
 
-    /// Now, unordered (per-thread buffers).
+    /// Now, unordered: what ring-buffer writers read (the buffer clamps it).
     #[inline(always)]
     pub fn now_unordered(&self) -> u64 {
         match self.source {

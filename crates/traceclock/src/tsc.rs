@@ -32,8 +32,9 @@ pub fn rdtsc() -> u64 {
     }
 }
 
-/// `lfence; rdtsc`: not executed before earlier loads (the load of a ring
-/// buffer's write count), as buffers shared between CPUs require.
+/// `lfence; rdtsc`: not executed before earlier loads (calibration, clock
+/// readings outside the write path). Ring-buffer writers read plain
+/// [`rdtsc`]: the buffer clamps each timestamp to the previous one.
 #[inline(always)]
 pub fn rdtsc_ordered() -> u64 {
     #[cfg(target_arch = "x86_64")]
