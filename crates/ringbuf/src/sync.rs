@@ -123,9 +123,15 @@ impl<T> core::ops::Deref for CacheAligned<T> {
 ///
 /// * [`Sync::Smp`] on x86_64: one `lock cmpxchg16b` on the 16-byte pair.
 /// * [`Sync::Local`]: the non-locked `cmpxchg` on `W`, then a plain store of
-///   the timestamp. A signal handler running between the two stores sees an
-///   older timestamp, never a newer one, so its clamp and header choice stay
-///   safe (its own clock read is later anyway).
+///   the timestamp. Only the owning thread and its signal handlers write, so
+///   the only interleaving is a handler between the two stores: it reads the
+///   previous timestamp (older, never newer: its clamp and header choice
+///   stay safe) and its own clock, read later on the same thread, is larger
+///   anyway; the interrupted writer then stores its smaller timestamp back,
+///   and the thread's next clock reading is later than both. So per-thread
+///   buffers rely on one thread's clock readings not going back across its
+///   signal handlers (the kernel's entry and exit order them), which the
+///   trace clock's invariant TSC gives.
 /// * Elsewhere, and under loom and Miri (which run no inline assembly), the
 ///   16-byte CAS is emulated under a one-bit spin lock: same semantics, not
 ///   lock-free. x86_64 is the target the tracer is built for.
