@@ -1,7 +1,9 @@
 //! loom models of the lock-free paths on tiny buffers (2 sub-buffers of
 //! 64 bytes, counters one lap below 2^64): reserve/commit against get/put in
 //! both modes, concurrent writers across a switch, a forced switch from
-//! another thread, and the snapshot swap. Run with
+//! another thread, the snapshot swap, and two writers whose clocks disagree
+//! (the (W, last timestamp) CAS keeps timestamps ordered; the model fails
+//! without the clamp, and with W and the timestamp moved separately). Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p ringbuf --test loom --release`.
 //!
 //! Every actor runs in a spawned loom thread and the model's main thread
@@ -275,5 +277,53 @@ fn snapshot_swap_vs_writer() {
         check_order(&read);
         // The snapshot gave valid records of the writer only.
         assert!(seen.iter().all(|r| r.0 == 1 && r.1 < 5));
+    });
+}
+
+/// Writes a record reserved at clock reading `now`, holding the timestamp
+/// the buffer gave it (same torn-record check as `write`).
+fn write_at(b: &Buffer<Tiny<false>>, writer: u32, now: u64) {
+    let mut s = b.reserve_at(now, |_| REC).unwrap();
+    let ts = s.ts();
+    let r = s.bytes();
+    r[0..4].copy_from_slice(&writer.to_le_bytes());
+    r[4..12].copy_from_slice(&ts.to_le_bytes());
+    r[12..20].copy_from_slice(&(!ts).to_le_bytes());
+    r[20..24].copy_from_slice(&(!writer).to_le_bytes());
+    s.commit();
+}
+
+/// The clamp of the (W, last timestamp) CAS: two writers whose clocks
+/// disagree by far (writer 2 reads 50 where writer 1 reads 100) share one
+/// SMP buffer; in every interleaving the timestamps are non-decreasing in
+/// buffer order and none is below its writer's own reading.
+#[test]
+fn disagreeing_clocks_keep_timestamps_ordered() {
+    model("disagreeing clocks", 3, || {
+        let b = buffer::<false>();
+        let hs: Vec<_> = [(1u32, 100u64), (2, 50)]
+            .into_iter()
+            .map(|(id, base)| {
+                let b = b.clone();
+                thread::spawn(move || {
+                    write_at(&b, id, base);
+                    write_at(&b, id, base + 1);
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        b.flush();
+        let mut read = Vec::new();
+        drain(&b, &mut read);
+        assert_eq!(read.len(), 4);
+        assert!(
+            read.windows(2).all(|p| p[1].1 >= p[0].1),
+            "timestamps go back: {read:?}"
+        );
+        for (w, ts) in &read {
+            assert!(*ts >= if *w == 1 { 100 } else { 50 }, "{read:?}");
+        }
     });
 }
