@@ -73,7 +73,7 @@ fn write<const O: bool>(b: &Buffer<Tiny<O>>, writer: u32, seq: u64) -> Result<()
 /// Checks a sub-buffer's records; returns (writer, seq) pairs.
 fn records(content: &[u8]) -> Vec<(u32, u64)> {
     assert!(
-        content.len() >= HEADER && (content.len() - HEADER) % REC == 0,
+        content.len() >= HEADER && (content.len() - HEADER).is_multiple_of(REC),
         "content {}",
         content.len()
     );
