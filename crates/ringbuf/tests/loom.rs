@@ -61,13 +61,17 @@ fn buffer<const O: bool>() -> Arc<Buffer<Tiny<O>>> {
 
 fn write<const O: bool>(b: &Buffer<Tiny<O>>, writer: u32, seq: u64) -> Result<(), Lost> {
     let mut s = b.reserve(REC)?;
-    let r = s.bytes();
-    r[0..4].copy_from_slice(&writer.to_le_bytes());
-    r[4..12].copy_from_slice(&seq.to_le_bytes());
-    r[12..20].copy_from_slice(&(!seq).to_le_bytes());
-    r[20..24].copy_from_slice(&(!writer).to_le_bytes());
+    fill(s.bytes(), writer, seq);
     s.commit();
     Ok(())
+}
+
+/// A record: writer, value, and both complemented (torn-record check).
+fn fill(r: &mut [u8], writer: u32, v: u64) {
+    r[0..4].copy_from_slice(&writer.to_le_bytes());
+    r[4..12].copy_from_slice(&v.to_le_bytes());
+    r[12..20].copy_from_slice(&(!v).to_le_bytes());
+    r[20..24].copy_from_slice(&(!writer).to_le_bytes());
 }
 
 /// Checks a sub-buffer's records; returns (writer, seq) pairs.
@@ -285,11 +289,7 @@ fn snapshot_swap_vs_writer() {
 fn write_at(b: &Buffer<Tiny<false>>, writer: u32, now: u64) {
     let mut s = b.reserve_at(now, |_| REC).unwrap();
     let ts = s.ts();
-    let r = s.bytes();
-    r[0..4].copy_from_slice(&writer.to_le_bytes());
-    r[4..12].copy_from_slice(&ts.to_le_bytes());
-    r[12..20].copy_from_slice(&(!ts).to_le_bytes());
-    r[20..24].copy_from_slice(&(!writer).to_le_bytes());
+    fill(s.bytes(), writer, ts);
     s.commit();
 }
 
