@@ -216,12 +216,9 @@ impl AnyChannel {
     /// records: the probe does, see [`AnyChannel::counts_records`]).
     #[inline(always)]
     pub fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) -> bool {
-        let now = match self {
-            AnyChannel::DiscardCpu(c) => c.config().clock(),
-            AnyChannel::DiscardThread(c) => c.config().clock(),
-            AnyChannel::OverwriteCpu(c) => c.config().clock(),
-            AnyChannel::OverwriteThread(c) => c.config().clock(),
-        };
+        // Every channel's client reads `crate::clock()`, which exists once a
+        // channel does.
+        let now = crate::clock_now().unwrap_or_default();
         self.record_payload(now, id, len, write)
     }
 
@@ -261,10 +258,18 @@ impl AnyChannel {
 
     /// Records lost (every cause), summed over the channel's buffers.
     pub fn lost(&self) -> u64 {
+        self.written_and_lost().1
+    }
+
+    /// Bytes reserved and records lost (every cause), summed over the
+    /// channel's buffers.
+    pub(crate) fn written_and_lost(&self) -> (u64, u64) {
         let o = self.ops();
-        (0..o.buffers()).fold(o.records_lost_no_buffer(), |l, b| {
-            l + o.stats(b).lost.total()
-        })
+        (0..o.buffers())
+            .map(|b| o.stats(b))
+            .fold((0, o.records_lost_no_buffer()), |(w, l), st| {
+                (w + st.bytes_written, l + st.lost.total())
+            })
     }
 
     /// The consumer's view of the channel.

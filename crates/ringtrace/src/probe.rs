@@ -83,13 +83,6 @@ impl EventDesc {
 
     #[inline(always)]
     fn emit_payload<P: Payload>(&self, len: usize, write: &P) {
-        // The clock first: `rdtsc` takes tens of cycles, which the CPU
-        // overlaps with finding the probes and the buffer instead of waiting
-        // for it inside the reservation. One reading for every session the
-        // event goes to. No clock yet means no session, so no probe.
-        let Some(now) = crate::clock_now() else {
-            return;
-        };
         let Some(guard) = rcu::read_lock() else {
             return;
         };
@@ -99,6 +92,18 @@ impl EventDesc {
         // true), and this read section began before that grace period could
         // end. Null means no list.
         let Some(list) = (unsafe { list.as_ref() }) else {
+            return;
+        };
+        // An event whose only session is stopped (or not started yet) reads
+        // no clock.
+        if list.rest.is_empty() && !is_active(&list.first.active) {
+            return;
+        }
+        // The clock before the buffer lookup: `rdtsc` takes tens of cycles,
+        // which the CPU overlaps with finding the buffer instead of waiting
+        // for it inside the reservation. One reading for every session the
+        // event goes to. A published probe means a channel, so a clock.
+        let Some(now) = crate::clock_now() else {
             return;
         };
         list.first.fire(now, len, write, &guard);

@@ -82,15 +82,6 @@ mod tests {
     }
 }
 
-/// Bytes reserved and records lost in every buffer of a channel.
-fn write_counts(ops: &dyn crate::client::ChannelOps) -> (u64, u64) {
-    (0..ops.buffers())
-        .map(|b| ops.stats(b))
-        .fold((0, ops.records_lost_no_buffer()), |(w, l), st| {
-            (w + st.bytes_written, l + st.lost.total())
-        })
-}
-
 /// The consumer's state of a session: stream files and timers.
 #[derive(Debug)]
 pub(crate) struct Sink {
@@ -182,7 +173,7 @@ impl SessionState {
                     // The write rate since the end of the last copy, not
                     // over it: on a busy machine the copy may have kept the
                     // writers off the CPU, which is not idleness.
-                    let (written, lost) = write_counts(ops);
+                    let (written, lost) = ch.chan.written_and_lost();
                     let (before, lost_before, then) = sink.last_read[ci];
                     let period = read_period(
                         written.wrapping_sub(before),
@@ -196,7 +187,7 @@ impl SessionState {
                         self.watch_stall(&mut sink, ci, b, now);
                     }
                     ops.recycle();
-                    let (written, lost) = write_counts(ops);
+                    let (written, lost) = ch.chan.written_and_lost();
                     sink.last_read[ci] = (written, lost, Instant::now());
                     period
                 } else {
