@@ -228,25 +228,29 @@ impl<C: Config> Slot<'_, C> {
     /// that the compiler may keep out of line.
     #[inline(always)]
     pub fn commit(self) {
-        self.commit_now();
+        self.buf.commit_record(self.idx, self.end, self.len);
         std::mem::forget(self);
-    }
-
-    #[inline(always)]
-    fn commit_now(&self) {
-        let buf = self.buf;
-        if C::COUNT_RECORDS {
-            buf.wr.records.add(C::SYNC, 1);
-        }
-        buf.commit_in(self.idx as usize, self.end.wrapping_sub(1), self.len as u64);
     }
 }
 
 impl<C: Config> Drop for Slot<'_, C> {
+    /// A slot dropped without [`Slot::commit`] (its writer panicked, or
+    /// forgot): committed out of line. Kept tiny on purpose: the compiler
+    /// inlines this drop into the writer's unwinding path, so the slot's
+    /// fields stay in registers on the normal path instead of being kept in
+    /// memory for an out-of-line drop to read (per-thread event, fastest of
+    /// 20 alternated runs: 16.7 ns → 15.7 ns).
     #[inline(always)]
     fn drop(&mut self) {
-        self.commit_now();
+        commit_dropped(self.buf, self.idx, self.end, self.len);
     }
+}
+
+/// The commit of a dropped slot (see its `Drop`).
+#[cold]
+#[inline(never)]
+fn commit_dropped<C: Config>(buf: &Buffer<C>, idx: u32, end: u64, len: u32) {
+    buf.commit_record(idx, end, len);
 }
 
 impl<C: Config> Buffer<C> {
@@ -589,6 +593,15 @@ impl<C: Config> Buffer<C> {
         c.lost_full.store(lost.full, Relaxed);
         c.lost_wrap.store(lost.wrap, Relaxed);
         c.lost_big.store(lost.too_big, Relaxed);
+    }
+
+    /// Commits the record `[end - len, end)` of ring sub-buffer `idx`.
+    #[inline(always)]
+    fn commit_record(&self, idx: u32, end: u64, len: u32) {
+        if C::COUNT_RECORDS {
+            self.wr.records.add(C::SYNC, 1);
+        }
+        self.commit_in(idx as usize, end.wrapping_sub(1), len as u64);
     }
 
     /// Adds `amount` committed bytes to the sub-buffer containing byte `p`

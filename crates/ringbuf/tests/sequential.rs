@@ -298,6 +298,38 @@ fn slot_size_sees_position_and_timestamps() {
     drop(s);
 }
 
+/// A writer that panics between reserve and commit: its slot is committed
+/// while unwinding (the `Drop` path, out of line), so the sub-buffer is
+/// still delivered with every record in it, and the next ones follow.
+#[test]
+fn a_writer_panicking_inside_its_record_does_not_stall_the_subbuffer() {
+    // 256-byte sub-buffers: 6 records of 32 after the 40-byte header.
+    let w0 = near_wrap(256, 4, 1);
+    let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 4, w0), "x").unwrap();
+    for seq in 0..6 {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut s = b.reserve(32).unwrap();
+            let ts = s.ts();
+            fill_record(s.bytes(), 7, seq, ts);
+            if seq % 2 == 0 {
+                panic!("writer bug in record {seq}");
+            }
+            s.commit();
+        }));
+        assert_eq!(r.is_err(), seq % 2 == 0);
+    }
+    write(&b, 32, 6).unwrap(); // the switch to the second sub-buffer
+    let mut tally = Tally::default();
+    let recs = drain(&b, &mut tally);
+    assert_eq!(
+        recs.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4, 5]
+    );
+    assert!(b.flush());
+    assert_eq!(drain(&b, &mut tally).len(), 1);
+    assert_eq!(tally.records, 7);
+}
+
 /// One step of a random single-thread history.
 #[derive(Debug, Clone)]
 enum Step {
