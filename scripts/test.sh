@@ -16,6 +16,9 @@ step "cargo test (workspace)"
 cargo test --workspace
 
 step "loom models (--cfg loom)"
+# The code the models compile (loom atomics, stubs) is linted too.
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+  cargo clippy -p ringbuf -p traceclock -p ringtrace --lib --tests -- -D warnings
 # The models print how many interleavings each explored.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p ringbuf -p traceclock -p ringtrace --test loom --release -- --nocapture

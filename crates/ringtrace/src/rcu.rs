@@ -35,7 +35,6 @@
 //! Without `membarrier` (old kernels, seccomp) readers add a full fence
 //! instead, chosen by one relaxed load.
 
-use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 #[cfg(loom)]
@@ -71,6 +70,7 @@ impl Slot {
 
     /// A free slot (loom atomics are not `const`).
     #[cfg(loom)]
+    #[allow(clippy::new_without_default)]
     pub fn new() -> Slot {
         Slot {
             ctr: AtomicU64::new(0),
@@ -231,6 +231,7 @@ impl<'a> Domain<'a> {
 }
 
 const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+#[cfg(not(loom))]
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
 fn membarrier(cmd: libc::c_int) -> bool {
@@ -292,7 +293,8 @@ mod global {
     thread_local! {
         /// This thread's slot; null until its first read section. No
         /// destructor: exited threads' slots are found with `tgkill`.
-        static MY_SLOT: Cell<*const Slot> = const { Cell::new(std::ptr::null()) };
+        static MY_SLOT: std::cell::Cell<*const Slot> =
+            const { std::cell::Cell::new(std::ptr::null()) };
     }
 
     /// Registers the process for `membarrier`; readers then stop fencing.

@@ -114,7 +114,7 @@ fn increment(c: &AtomicU64) {
     c.fetch_add(1, Relaxed);
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
