@@ -224,8 +224,7 @@ impl<C: Config> Slot<'_, C> {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len as usize) }
     }
     /// Commits the record: its bytes become part of the sub-buffer. Inlined
-    /// into the caller, where the implicit drop is a call to drop glue
-    /// that the compiler may keep out of line.
+    /// into the caller; dropping the slot instead commits out of line.
     #[inline(always)]
     pub fn commit(self) {
         self.buf.commit_record(self.idx, self.end, self.len);
