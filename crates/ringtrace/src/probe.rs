@@ -58,7 +58,15 @@ impl ProbeList {
 impl Probe {
     #[inline(always)]
     fn fire<P: Payload>(&self, now: u64, len: usize, write: &P, g: &rcu::Guard) {
-        if is_active(&self.active) && self.channel.record_payload(now, self.id, len, write) {
+        if is_active(&self.active) {
+            self.record(now, len, write, g);
+        }
+    }
+
+    /// [`Probe::fire`] for a probe whose session was seen active.
+    #[inline(always)]
+    fn record<P: Payload>(&self, now: u64, len: usize, write: &P, g: &rcu::Guard) {
+        if self.channel.record_payload(now, self.id, len, write) {
             if let Some(t) = &self.tally {
                 t.add(g);
             }
@@ -95,8 +103,9 @@ impl EventDesc {
             return;
         };
         // An event whose only session is stopped (or not started yet) reads
-        // no clock.
-        if list.rest.is_empty() && !is_active(&list.first.active) {
+        // no clock; one whose only session is recording checks it once.
+        let single = list.rest.is_empty();
+        if single && !is_active(&list.first.active) {
             return;
         }
         // The clock before the buffer lookup: `rdtsc` takes tens of cycles,
@@ -106,6 +115,10 @@ impl EventDesc {
         let Some(now) = crate::clock_now() else {
             return;
         };
+        if single {
+            list.first.record(now, len, write, &guard);
+            return;
+        }
         list.first.fire(now, len, write, &guard);
         for p in list.rest.iter() {
             p.fire(now, len, write, &guard);
