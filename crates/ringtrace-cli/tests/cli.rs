@@ -86,28 +86,39 @@ fn view_prints_one_line_per_event_with_filters() {
     );
     let o = run(&["view", d, "--limit", "10"]);
     assert_eq!(o.stdout.lines().count(), 10);
+    // A CPU that recorded enqueues: the scheduler decides which, so take it
+    // from the unfiltered view (lines: time, delta, cpu, name, fields).
+    let cpu = all
+        .stdout
+        .lines()
+        .find(|l| l.contains(" demo:enqueue "))
+        .and_then(|l| {
+            let mut w = l.split_whitespace().skip_while(|w| *w != "cpu");
+            w.nth(1).map(str::to_string)
+        })
+        .unwrap_or_else(|| panic!("no demo:enqueue line with a cpu:\n{}", all.stdout));
     let o = run(&[
         "view",
         d,
         "--events",
         "demo:enqueue",
         "--cpu",
-        "0",
+        &cpu,
         "--limit",
         "50",
     ]);
     assert!(o.ok);
+    let on_cpu = format!(" cpu {cpu} ");
     assert!(
         o.stdout
             .lines()
-            .all(|l| l.contains("demo:enqueue") && l.contains(" cpu 0 ")),
+            .all(|l| l.contains("demo:enqueue") && l.contains(&on_cpu)),
         "{}",
         o.stdout
     );
-    // Lines: time, delta, cpu, name, fields.
     let l = o.stdout.lines().next().unwrap();
     assert!(
-        l.contains("(+0.000000000) cpu 0   demo:enqueue") && l.contains("id = "),
+        l.contains(&format!("(+0.000000000) cpu {cpu:<3} demo:enqueue")) && l.contains("id = "),
         "{l}"
     );
     // A 10 ms window: some events, fewer than all, every one inside it.
