@@ -76,6 +76,12 @@ impl Merger {
         self.streams.iter().map(|s| s.path()).collect()
     }
 
+    /// Bytes of all stream files read so far: the progress of the merge,
+    /// against the sum of their sizes. Costs one addition per stream.
+    pub fn bytes_read(&self) -> u64 {
+        self.streams.iter().map(StreamReader::bytes_read).sum()
+    }
+
     /// Advances the stream lent last and updates its time (scan mode) or
     /// its place in the heap (one sift-down of the top).
     fn settle(&mut self) {

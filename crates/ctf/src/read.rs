@@ -338,6 +338,12 @@ impl StreamReader {
         &self.path
     }
 
+    /// Bytes of the stream file read so far (whole packets): the progress
+    /// of a long read, against the file's size.
+    pub fn bytes_read(&self) -> u64 {
+        self.offset + self.packet.len() as u64
+    }
+
     /// The context of the packet being read.
     pub fn packet_context(&self) -> &PacketContext {
         &self.ctx

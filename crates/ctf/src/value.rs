@@ -21,6 +21,9 @@ pub enum Value {
     Enum(i64),
     /// String.
     Str(String),
+    /// A string whose bytes are not valid UTF-8 (C programs record any
+    /// bytes), kept exactly as recorded; shown escaped.
+    RawStr(Vec<u8>),
     /// Array or sequence of unsigned integers.
     UintArray(Vec<u64>),
     /// Array or sequence of signed integers.
@@ -33,9 +36,6 @@ pub enum DecodeError {
     /// The payload ends before the field does.
     #[error("field ends past the end of the packet content")]
     Truncated,
-    /// A string is not UTF-8.
-    #[error("string is not valid UTF-8")]
-    Utf8,
     /// A sequence is longer than the rest of the packet could hold.
     #[error("sequence length {0} exceeds the packet content")]
     SequenceLength(u64),
@@ -122,24 +122,28 @@ pub fn decode_at(
         return decode_into(ty, b, off, out);
     }
     match (ty, &mut out[i]) {
-        (FieldType::String, Value::Str(s)) => {
-            let rest = b.get(*off..).ok_or(DecodeError::Truncated)?;
-            let n = rest
-                .iter()
-                .position(|&c| c == 0)
-                .ok_or(DecodeError::Truncated)?;
-            let bytes = &rest[..n];
+        (FieldType::String, slot) => {
+            let bytes = c_string(b, off)?;
             // ASCII (the common case) is valid UTF-8; the full check only
             // runs on the rest.
             let text = if bytes.is_ascii() {
                 // SAFETY: ASCII bytes are valid UTF-8.
-                unsafe { std::str::from_utf8_unchecked(bytes) }
+                Some(unsafe { std::str::from_utf8_unchecked(bytes) })
             } else {
-                std::str::from_utf8(bytes).map_err(|_| DecodeError::Utf8)?
+                std::str::from_utf8(bytes).ok()
             };
-            s.clear();
-            s.push_str(text);
-            *off += n + 1;
+            match (text, slot) {
+                (Some(t), Value::Str(s)) => {
+                    s.clear();
+                    s.push_str(t);
+                }
+                (Some(t), slot) => *slot = Value::Str(t.to_owned()),
+                (None, Value::RawStr(r)) => {
+                    r.clear();
+                    r.extend_from_slice(bytes);
+                }
+                (None, slot) => *slot = Value::RawStr(bytes.to_vec()),
+            }
         }
         (FieldType::Int(t), slot) => {
             let v = read_int(t, b, off)?;
@@ -152,6 +156,19 @@ pub fn decode_at(
         (_, slot) => *slot = decode(ty, b, off)?,
     }
     Ok(())
+}
+
+/// The bytes of the NUL-terminated string at `*off` (without the NUL);
+/// advances `*off` past the NUL.
+#[inline]
+fn c_string<'a>(b: &'a [u8], off: &mut usize) -> Result<&'a [u8], DecodeError> {
+    let rest = b.get(*off..).ok_or(DecodeError::Truncated)?;
+    let n = rest
+        .iter()
+        .position(|&c| c == 0)
+        .ok_or(DecodeError::Truncated)?;
+    *off += n + 1;
+    Ok(&rest[..n])
 }
 
 /// Decodes one field at `*off`, advancing it.
@@ -169,14 +186,11 @@ pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, Decode
             read_int(t, b, off)? as i64
         }),
         FieldType::String => {
-            let rest = b.get(*off..).ok_or(DecodeError::Truncated)?;
-            let n = rest
-                .iter()
-                .position(|&c| c == 0)
-                .ok_or(DecodeError::Truncated)?;
-            let s = std::str::from_utf8(&rest[..n]).map_err(|_| DecodeError::Utf8)?;
-            *off += n + 1;
-            Value::Str(s.to_owned())
+            let bytes = c_string(b, off)?;
+            match std::str::from_utf8(bytes) {
+                Ok(s) => Value::Str(s.to_owned()),
+                Err(_) => Value::RawStr(bytes.to_vec()),
+            }
         }
         FieldType::Array(t, n) => int_array(t, *n as u64, b, off)?,
         FieldType::Sequence(t) => {
@@ -226,6 +240,13 @@ pub fn encode(ty: &FieldType, v: &Value, out: &mut Vec<u8>) -> Result<(), TypeMi
             out.extend_from_slice(s.as_bytes());
             out.push(0);
         }
+        (FieldType::String, Value::RawStr(s)) => {
+            if s.contains(&0) {
+                return Err(mismatch());
+            }
+            out.extend_from_slice(s);
+            out.push(0);
+        }
         (FieldType::Array(t, n), Value::UintArray(xs)) if !t.signed && xs.len() == *n as usize => {
             xs.iter().for_each(|x| put_int(t, *x, out))
         }
@@ -243,4 +264,51 @@ pub fn encode(ty: &FieldType, v: &Value, out: &mut Vec<u8>) -> Result<(), TypeMi
         _ => return Err(mismatch()),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_that_are_not_utf8_keep_their_bytes() {
+        // "caf\xe9" (Latin-1, not UTF-8), then "ok", then a NUL-less tail.
+        let b = b"caf\xe9\0ok\0tail";
+        let mut off = 0;
+        assert_eq!(
+            decode(&FieldType::String, b, &mut off),
+            Ok(Value::RawStr(b"caf\xe9".to_vec()))
+        );
+        assert_eq!(off, 5);
+        assert_eq!(
+            decode(&FieldType::String, b, &mut off),
+            Ok(Value::Str("ok".into()))
+        );
+        assert_eq!(
+            decode(&FieldType::String, b, &mut off),
+            Err(DecodeError::Truncated)
+        );
+        // In place, event after event: a slot goes from text to raw bytes
+        // and back.
+        let mut out = vec![Value::Str("old".into())];
+        for (bytes, want) in [
+            (&b"\xff\0"[..], Value::RawStr(vec![0xff])),
+            (b"\xfe\xfd\0", Value::RawStr(vec![0xfe, 0xfd])),
+            (b"text\0", Value::Str("text".into())),
+        ] {
+            let mut off = 0;
+            decode_at(&FieldType::String, bytes, &mut off, &mut out, 0).unwrap();
+            assert_eq!(out[0], want);
+            assert_eq!(off, bytes.len());
+        }
+        // Raw strings encode back to the same bytes.
+        let mut enc = Vec::new();
+        encode(
+            &FieldType::String,
+            &Value::RawStr(b"caf\xe9".to_vec()),
+            &mut enc,
+        )
+        .unwrap();
+        assert_eq!(enc, b"caf\xe9\0");
+    }
 }

@@ -23,8 +23,11 @@ fn babeltrace2() -> Option<&'static str> {
     if ok {
         return Some("babeltrace2");
     }
-    if std::env::var_os("CI").is_some() {
-        panic!("babeltrace2 is required in CI (apt-get install babeltrace2)");
+    if ["CI", "RINGTRACE_REQUIRE_TOOLS"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+    {
+        panic!("babeltrace2 is required: CI or RINGTRACE_REQUIRE_TOOLS is set (scripts/setup.sh installs it)");
     }
     eprintln!("SKIPPED: babeltrace2 not found (apt-get install babeltrace2)");
     None
@@ -62,6 +65,7 @@ fn bt2_text(f: &Field, v: &Value) -> String {
             format!("( \"{label}\" : container = {x} )")
         }
         Value::Str(s) => format!("\"{s}\""),
+        Value::RawStr(b) => format!("\"{}\"", String::from_utf8_lossy(b)),
         Value::UintArray(xs) => ints(xs.iter().map(|x| x.to_string()).collect()),
         Value::IntArray(xs) => ints(xs.iter().map(|x| x.to_string()).collect()),
     };

@@ -54,6 +54,60 @@ fn pad_to(out: &mut String, len: usize) {
     }
 }
 
+/// Appends the bytes of a recorded string as babeltrace2 prints them:
+/// `\\`, `\"`, the C escapes `\a \b \t \n \v \f \r`, `\e` for ESC and
+/// `\xNN` for other control bytes; valid UTF-8 is kept as it is, and each
+/// byte that is not part of valid UTF-8 (C programs record any bytes)
+/// becomes `\xNN`, so a line is always text and no byte is hidden.
+pub fn escape_into(bytes: &[u8], out: &mut String) {
+    let plain = |c: u8| c >= 0x20 && c != b'"' && c != b'\\' && c != 0x7f;
+    if bytes.iter().all(|&c| c.is_ascii() && plain(c)) {
+        // SAFETY: printable ASCII is valid UTF-8.
+        out.push_str(unsafe { std::str::from_utf8_unchecked(bytes) });
+        return;
+    }
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\x07' => out.push_str("\\a"),
+                '\x08' => out.push_str("\\b"),
+                '\t' => out.push_str("\\t"),
+                '\n' => out.push_str("\\n"),
+                '\x0b' => out.push_str("\\v"),
+                '\x0c' => out.push_str("\\f"),
+                '\r' => out.push_str("\\r"),
+                '\x1b' => out.push_str("\\e"),
+                c if (c as u32) < 0x20 || c == '\x7f' => hex_byte(c as u8, out),
+                c => out.push(c),
+            }
+        }
+        for &b in chunk.invalid() {
+            hex_byte(b, out);
+        }
+    }
+}
+
+/// Appends `\xNN`.
+fn hex_byte(b: u8, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push_str("\\x");
+    out.push(HEX[(b >> 4) as usize] as char);
+    out.push(HEX[(b & 15) as usize] as char);
+}
+
+/// Appends `bytes` with only what is not valid UTF-8 escaped (`\xNN`), for
+/// formats that escape the rest themselves (JSON, protobuf strings).
+pub fn lossless_into(bytes: &[u8], out: &mut String) {
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for &b in chunk.invalid() {
+            hex_byte(b, out);
+        }
+    }
+}
+
 /// A value as text (strings quoted, byte sequences in hex).
 pub fn value(ty: &FieldType, v: &Value, out: &mut String) {
     let _ = match v {
@@ -78,17 +132,18 @@ pub fn value(ty: &FieldType, v: &Value, out: &mut String) {
             },
             _ => write!(out, "{x}"),
         },
-        Value::Str(s)
-            if !s
-                .bytes()
-                .any(|c| c == b'"' || c == b'\\' || c < 0x20 || c == 0x7f) =>
-        {
+        Value::Str(s) => {
             out.push('"');
-            out.push_str(s);
+            escape_into(s.as_bytes(), out);
             out.push('"');
             Ok(())
         }
-        Value::Str(s) => write!(out, "{s:?}"),
+        Value::RawStr(b) => {
+            out.push('"');
+            escape_into(b, out);
+            out.push('"');
+            Ok(())
+        }
         Value::UintArray(xs) => {
             out.push('[');
             for (i, x) in xs.iter().enumerate() {
@@ -221,5 +276,34 @@ mod tests {
             l,
             "01:01:02.500000123 (+0.500000123) cpu 3   app:req                      id = 7, path = \"/a\", raw = [01 ff]"
         );
+    }
+
+    #[test]
+    fn strings_are_escaped_as_babeltrace2_prints_them() {
+        let esc = |b: &[u8]| {
+            let mut s = String::new();
+            escape_into(b, &mut s);
+            s
+        };
+        assert_eq!(esc(b"/index.html"), "/index.html");
+        // Control bytes and quotes, as babeltrace2 2.0 prints them.
+        assert_eq!(
+            esc(b"\n\t\x1b\\\x7f\x07\x08\x0c\x0b\rA\x01\""),
+            "\\n\\t\\e\\\\\\x7f\\a\\b\\f\\v\\rA\\x01\\\""
+        );
+        // Valid UTF-8 stays; each byte that is not becomes \xNN, and the
+        // text after it is kept.
+        assert_eq!(esc("caf\u{e9}".as_bytes()), "caf\u{e9}");
+        assert_eq!(esc(b"caf\xe9 ok"), "caf\\xe9 ok");
+        assert_eq!(esc(b"\xff\xfe"), "\\xff\\xfe");
+        // A multi-byte sequence cut short at the end.
+        assert_eq!(esc(b"a\xe2\x82"), "a\\xe2\\x82");
+        let mut line = String::new();
+        value(
+            &FieldType::String,
+            &Value::RawStr(b"x\x80\"".to_vec()),
+            &mut line,
+        );
+        assert_eq!(line, "\"x\\x80\\\"\"");
     }
 }
