@@ -1,35 +1,56 @@
 #!/usr/bin/env bash
-# The project's tests, as CI runs them: formatting, lints, the test suites,
-# the loom models and the tests Miri can run.
+# Every check, as CI runs them: installs what the tests need and this
+# machine lacks (scripts/setup.sh), then formatting, lints, the test suites
+# on the newest stable Rust and on the oldest supported one, the loom
+# models, the tests Miri can run, the benchmark build, and the newcomer's
+# check of the README's main command in a fresh clone (scripts/newcomer.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
+step "setup: what the tests need"
+bash scripts/setup.sh
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+read -r STABLE MSRV MIRI_NIGHTLY < <(bash scripts/setup.sh --print-toolchains)
+# Tests that need an outside tool (babeltrace2, gcc, g++, python3 with
+# protobuf) fail without it here, instead of passing by skipping.
+export RINGTRACE_REQUIRE_TOOLS=1
+
 step "cargo fmt --check"
-cargo fmt --all -- --check
+cargo "+$STABLE" fmt --all -- --check
 
 step "cargo clippy -D warnings"
-cargo clippy --workspace --all-targets -- -D warnings
+cargo "+$STABLE" clippy --workspace --all-targets -- -D warnings
 
-step "cargo test (workspace)"
-cargo test --workspace
+step "cargo test (workspace, $(cargo "+$STABLE" --version))"
+cargo "+$STABLE" test --workspace
+
+step "oldest supported Rust: $MSRV (rust-version)"
+# Its own target directory, so the two toolchains do not rebuild each
+# other's artifacts.
+CARGO_TARGET_DIR=target/msrv cargo "+$MSRV" build --workspace --all-targets
+CARGO_TARGET_DIR=target/msrv cargo "+$MSRV" test --workspace
 
 step "loom models (--cfg loom)"
 # The code the models compile (loom atomics, stubs) is linted too.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-  cargo clippy -p ringbuf -p traceclock -p ringtrace --lib --tests -- -D warnings
+  cargo "+$STABLE" clippy -p ringbuf -p traceclock -p ringtrace --lib --tests -- -D warnings
 # The models print how many interleavings each explored.
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-  cargo test -p ringbuf -p traceclock -p ringtrace --test loom --release -- --nocapture
+  cargo "+$STABLE" test -p ringbuf -p traceclock -p ringtrace --test loom --release -- --nocapture
 
-step "Miri"
-MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p ringbuf --lib --test sequential --test equations
+step "Miri ($MIRI_NIGHTLY)"
+export MIRIFLAGS="-Zmiri-disable-isolation"
+cargo "+$MIRI_NIGHTLY" miri test -p ringbuf --lib --test sequential --test equations
 # The tracer's RCU (threads, publish/reclaim), fields, patterns, levels.
-MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p ringtrace --lib
+cargo "+$MIRI_NIGHTLY" miri test -p ringtrace --lib
 # The C API's payload serialization (strlen on C strings, raw slices).
-MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test -p ringtrace-ffi --lib
+cargo "+$MIRI_NIGHTLY" miri test -p ringtrace-ffi --lib
 
 step "benchmarks and examples build"
-cargo bench --workspace --no-run -q
-cargo build --workspace --examples -q
+cargo "+$STABLE" bench --workspace --no-run -q
+cargo "+$STABLE" build --workspace --examples -q
+
+step "a newcomer's first command, in a fresh clone (scripts/newcomer.sh)"
+bash scripts/newcomer.sh
