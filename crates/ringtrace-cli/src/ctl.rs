@@ -87,15 +87,15 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         let procs = ctl::list()?;
         if procs.is_empty() {
-            println!(
+            outln!(
                 "no traced process of this user (sockets in {})",
                 ctl::socket_dir()?.display()
             );
             return Ok(());
         }
-        println!("{:>8}  {:<16} socket", "pid", "command");
+        outln!("{:>8}  {:<16} socket", "pid", "command");
         for p in procs {
-            println!("{:>8}  {:<16} {}", p.pid, p.comm, p.socket.display());
+            outln!("{:>8}  {:<16} {}", p.pid, p.comm, p.socket.display());
         }
         return Ok(());
     }
@@ -150,7 +150,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     match ctl::request(&socket, &req)? {
         Ok(body) => {
-            print!("{body}");
+            out!("{body}");
             Ok(())
         }
         Err(msg) => Err(format!("process {pid}: {msg}").into()),

@@ -18,21 +18,25 @@ use ringtrace::{event, ChannelConfig, Mode, Session};
                         ringtrace demo --mode flight-recorder --per-thread\n\
                         Then: ringtrace view <DIR>, ringtrace stats <DIR>, babeltrace2 <DIR>")]
 pub struct Args {
-    /// Trace directory (created 0700; an existing trace there is replaced).
-    #[arg(short, long, default_value = "ringtrace-demo-trace")]
-    output: PathBuf,
-    /// How long the workload runs.
-    #[arg(long, default_value_t = 2.0)]
+    /// Trace directory: new (created 0700), empty, or an earlier ringtrace
+    /// trace (replaced). Default: a new ringtrace-demo-<date>-<time> here.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// How long the workload runs, in seconds (more than 0, at most 86400).
+    #[arg(long, default_value = "2", value_parser = crate::parse_seconds, allow_negative_numbers = true)]
     seconds: f64,
-    /// Worker threads.
-    #[arg(long, default_value_t = 3)]
-    threads: usize,
+    /// Worker threads (1 to 256).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=256))]
+    threads: u32,
     /// discard (stream to disk) or flight-recorder (snapshot at the end).
     #[arg(long, default_value = "discard", value_parser = crate::parse_mode)]
     mode: Mode,
     /// One buffer per thread instead of per CPU.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "per_cpu")]
     per_thread: bool,
+    /// One buffer per CPU (the default).
+    #[arg(long)]
+    per_cpu: bool,
     /// How many of the first events to print.
     #[arg(long, default_value_t = 20)]
     show: usize,
@@ -172,26 +176,32 @@ fn dir_size(dir: &Path) -> u64 {
 
 /// Runs the demo.
 pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    if args.output.join("metadata").exists() {
-        // Replace an earlier demo trace, never anything else.
-        std::fs::remove_dir_all(&args.output)?;
-    } else if args.output.exists() && std::fs::read_dir(&args.output)?.next().is_some() {
-        return Err(format!(
-            "{} exists and is not a trace: choose another -o",
-            args.output.display()
-        )
-        .into());
-    }
+    let output = match &args.output {
+        Some(dir) => {
+            if crate::outdir::chosen(dir, "-o")? == crate::outdir::Chosen::Replaced {
+                eprintln!(
+                    "ringtrace demo: replacing the earlier trace in {}",
+                    dir.display()
+                );
+            }
+            dir.clone()
+        }
+        None => crate::outdir::fresh("demo")?,
+    };
     let mut ch = ChannelConfig::new("demo").subbufs(256 * 1024, 8);
     if args.per_thread {
         ch = ch.per_thread();
     }
     let session = Session::builder("demo")
-        .output(&args.output)
+        .output(&output)
         .mode(args.mode)
         .channel(ch)
         .enable("demo:*")
-        .create()?;
+        .create()
+        .inspect_err(|_| {
+            // Nothing left behind: only an empty folder is removed.
+            let _ = std::fs::remove_dir(&output);
+        })?;
     session.start();
     let q = Arc::new(Queue {
         q: Mutex::new(VecDeque::new()),
@@ -203,7 +213,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let requests = std::thread::scope(|sc| {
         for w in 0..args.threads {
             let (q, stop) = (&q, &stop);
-            sc.spawn(move || worker(w as u32, q, stop));
+            sc.spawn(move || worker(w, q, stop));
         }
         let p = sc.spawn(|| producer(&q, &stop));
         std::thread::sleep(Duration::from_secs_f64(args.seconds));
@@ -214,40 +224,40 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let elapsed = t0.elapsed().as_secs_f64();
     session.stop()?;
     if args.mode == Mode::FlightRecorder {
-        session.snapshot(&args.output)?;
+        session.snapshot(&output)?;
     }
     let st = session.stats();
-    let size = dir_size(&args.output);
+    let size = dir_size(&output);
     let recorded = st.records();
-    println!(
+    outln!(
         "ringtrace demo: {} workers, {:.1} s, {} requests, trace in {}",
         args.threads,
         elapsed,
         requests,
-        args.output.display()
+        output.display()
     );
-    let (first, in_trace, discarded) = read_back(&args.output, args.show)?;
-    println!();
-    println!("{:<26} {:>14}", "events recorded", recorded);
-    println!("{:<26} {:>14}", "events lost", st.lost());
-    println!(
+    let (first, in_trace, discarded) = read_back(&output, args.show)?;
+    outln!();
+    outln!("{:<26} {:>14}", "events recorded", recorded);
+    outln!("{:<26} {:>14}", "events lost", st.lost());
+    outln!(
         "{:<26} {:>14.0}",
         "events per second",
         recorded as f64 / elapsed
     );
-    println!("{:<26} {:>14}", "timer ticks (signal)", TICKS.load(Relaxed));
-    println!("{:<26} {:>14}", "events in the trace", in_trace);
-    println!("{:<26} {:>14}", "discarded (trace says)", discarded);
-    println!("{:<26} {:>14}", "trace bytes", size);
-    println!(
+    outln!("{:<26} {:>14}", "timer ticks (signal)", TICKS.load(Relaxed));
+    outln!("{:<26} {:>14}", "events in the trace", in_trace);
+    outln!("{:<26} {:>14}", "discarded (trace says)", discarded);
+    outln!("{:<26} {:>14}", "trace bytes", size);
+    outln!(
         "{:<26} {:>14.1}",
         "bytes per event",
         size as f64 / in_trace.max(1) as f64
     );
-    println!();
-    println!("first {} events (UTC):", first.len());
+    outln!();
+    outln!("first {} events (UTC):", first.len());
     for l in first {
-        println!("{l}");
+        outln!("{l}");
     }
     session.destroy()?;
     Ok(())
@@ -259,32 +269,37 @@ fn read_back(dir: &Path, n: usize) -> Result<(Vec<String>, u64, u64), Box<dyn st
     let trace = ctf::read::Trace::open(dir)?;
     let desc = trace.desc.clone();
     let (mut prev, mut lines, mut events, mut discarded) = (None, Vec::new(), 0u64, 0u64);
-    let errors = crate::read::walk(&trace, |item| {
-        match item {
-            ctf::read::ItemRef::Event(e) => {
-                if lines.len() < n {
-                    let class = &desc.events[e.class];
-                    lines.push(ringtrace::pretty::event_line(
-                        &desc.clock,
-                        class,
-                        e.ts,
-                        prev,
-                        e.cpu,
-                        e.values,
-                    ));
+    let errors = crate::read::walk(
+        &trace,
+        "reading back",
+        crate::read::Show::OnTerminal,
+        |item| {
+            match item {
+                ctf::read::ItemRef::Event(e) => {
+                    if lines.len() < n {
+                        let class = &desc.events[e.class];
+                        lines.push(ringtrace::pretty::event_line(
+                            &desc.clock,
+                            class,
+                            e.ts,
+                            prev,
+                            e.cpu,
+                            e.values,
+                        ));
+                    }
+                    prev = Some(e.ts);
+                    events += 1;
                 }
-                prev = Some(e.ts);
-                events += 1;
-            }
-            ctf::read::ItemRef::Discarded { events: d, cpu, .. } => {
-                if lines.len() < n {
-                    lines.push(format!("[{d} events discarded on cpu {cpu}]"));
+                ctf::read::ItemRef::Discarded { events: d, cpu, .. } => {
+                    if lines.len() < n {
+                        lines.push(format!("[{d} events discarded on cpu {cpu}]"));
+                    }
+                    discarded += d;
                 }
-                discarded += d;
             }
-        }
-        Ok::<_, std::convert::Infallible>(true)
-    })?;
+            Ok::<_, std::convert::Infallible>(true)
+        },
+    )?;
     crate::read::damage(&errors, "the demo's own trace could not be read back")?;
     Ok((lines, events, discarded))
 }

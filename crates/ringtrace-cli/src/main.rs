@@ -1,16 +1,20 @@
 //! The `ringtrace` command: run the demo, record a program, read traces
 //! (view, stats, export) and control traced processes live (ctl).
 
+#[macro_use]
+mod out;
+
 mod ctl;
 mod demo;
+mod docs;
 mod export;
+mod outdir;
 mod read;
 mod record;
 mod recover;
 mod stats;
 mod view;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -22,7 +26,7 @@ use ringtrace::Mode;
 #[derive(Parser, Debug)]
 #[command(
     name = "ringtrace",
-    version,
+    version = VERSION,
     after_help = "Examples:\n  ringtrace demo                                   record and show the demo workload\n  \
                   ringtrace record -o /tmp/t -- ./myprogram --its-args\n  \
                   ringtrace view /tmp/t --events 'myapp:*' --limit 20\n  \
@@ -31,7 +35,7 @@ use ringtrace::Mode;
                   ringtrace ctl list\n  \
                   ringtrace ctl 1234 snapshot fr -o /tmp/snap"
 )]
-struct Cli {
+pub struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -46,10 +50,7 @@ enum Cmd {
     /// Print events merged by time, one per line.
     View(view::Args),
     /// Per-stream and per-event statistics of a trace.
-    Stats {
-        /// Trace directory.
-        dir: PathBuf,
-    },
+    Stats(stats::Args),
     /// Convert a trace for ui.perfetto.dev / chrome://tracing.
     Export(export::Args),
     /// Control traced processes of this user through their sockets.
@@ -57,25 +58,51 @@ enum Cmd {
     /// Rebuild a trace from the buffer directory of a process that died
     /// (sessions with a buffer directory: RINGTRACE_SESSION=...,bufdir=DIR).
     Recover(recover::Args),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(docs::CompletionArgs),
+    /// Write the man pages (ringtrace.1 and one per subcommand).
+    Man(docs::ManArgs),
 }
+
+/// `--version`: the program's version and the trace format it writes and reads.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (traces: CTF 1.8)");
 
 /// `--mode` values.
 pub fn parse_mode(s: &str) -> Result<Mode, String> {
     s.parse::<Mode>().map_err(|e| e.to_string())
 }
 
+/// `--seconds` values: a finite number of seconds, more than 0 and at most
+/// a day.
+pub fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !v.is_finite() || v <= 0.0 || v > 86_400.0 {
+        return Err(format!(
+            "'{s}': give a number of seconds more than 0 and at most 86400"
+        ));
+    }
+    Ok(v)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Demo(a) => demo::run(a),
-        Cmd::Record(a) => record::run(a),
+        // `record` exits with the status of the program it ran.
+        Cmd::Record(a) => return record::run(a),
         Cmd::View(a) => view::run(a),
-        Cmd::Stats { dir } => stats::run(&dir),
+        Cmd::Stats(a) => stats::run(a),
         Cmd::Export(a) => export::run(a),
         Cmd::Ctl(a) => ctl::run(a),
         Cmd::Recover(a) => recover::run(a),
+        Cmd::Completions(a) => docs::completions(a),
+        Cmd::Man(a) => docs::man(a),
     };
     match r {
+        Ok(()) if out::failed() => ExitCode::FAILURE,
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ringtrace: {e}");

@@ -1,11 +1,15 @@
 //! Opening traces for the reading subcommands: a clear error for a missing
 //! directory or bad metadata, the walk of a trace merged by time that goes
-//! on past a damaged stream, the damage report, and a progress spinner for
+//! on past a damaged stream, the damage report, and a progress bar for
 //! long reads.
 
+use std::io::IsTerminal;
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 use ctf::read::{ItemRef, Trace};
+use indicatif::{ProgressBar, ProgressStyle};
 
 /// Opens the trace in `dir`, or says what is wrong with it.
 pub fn open(dir: &Path) -> Result<Trace, String> {
@@ -21,36 +25,93 @@ pub fn open(dir: &Path) -> Result<Trace, String> {
     Trace::open(dir).map_err(|e| e.to_string())
 }
 
-/// A spinner on stderr counting events, hidden when stderr is not a terminal.
-pub fn spinner(what: &str) -> indicatif::ProgressBar {
-    let pb = indicatif::ProgressBar::new_spinner();
+/// When a long read shows its progress bar (on stderr, never when stderr
+/// is not a terminal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Show {
+    /// Whenever stderr is a terminal.
+    OnTerminal,
+    /// Only when stdout is also redirected to a file: a command that prints
+    /// its results on stdout (`view`) must not draw over them on the
+    /// terminal, nor into a pager it is piped to.
+    WhenStdoutIsAFile,
+}
+
+/// A progress bar over the bytes of `trace`'s stream files, with the
+/// percentage and the time left; hidden unless `show` allows it.
+pub fn progress(trace: &Trace, what: &str, show: Show) -> ProgressBar {
+    let visible = std::io::stderr().is_terminal()
+        && match show {
+            Show::OnTerminal => true,
+            Show::WhenStdoutIsAFile => stdout_is_a_file(),
+        };
+    if !visible {
+        return ProgressBar::hidden();
+    }
+    let total = trace
+        .streams
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let pb = ProgressBar::new(total);
     pb.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {msg} {human_pos} events ({per_sec})")
-            .expect("valid template"),
+        ProgressStyle::with_template(
+            "{msg} [{bar:30}] {percent:>3}% of {binary_total_bytes}, {eta} left",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
     );
     pb.set_message(what.to_string());
     pb
 }
 
+/// Whether stdout is a regular file (or /dev/null): not a terminal, pipe or
+/// socket.
+fn stdout_is_a_file() -> bool {
+    let out = std::io::stdout();
+    if out.is_terminal() {
+        return false;
+    }
+    let Ok(fd) = out.as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    std::fs::File::from(fd).metadata().is_ok_and(|m| {
+        let t = m.file_type();
+        t.is_file() || t.is_char_device()
+    })
+}
+
 /// Walks the events and gaps of `trace` merged by time; `f` returns whether
 /// to go on. A damaged stream stops only itself: its error joins the list
-/// returned, after everything before the damage was walked.
+/// returned, after everything before the damage was walked. A progress bar
+/// (`what`, `show`) follows the bytes read.
 pub fn walk<E>(
     trace: &Trace,
+    what: &str,
+    show: Show,
     mut f: impl FnMut(ItemRef<'_>) -> Result<bool, E>,
 ) -> Result<Vec<String>, E> {
+    let pb = progress(trace, what, show);
     let mut merger = ctf::merge::Merger::new(trace);
     let mut errors = Vec::new();
-    while let Some(item) = merger.next_ref() {
-        match item {
-            Ok((_, i)) => {
+    let mut n = 0u32;
+    loop {
+        n = n.wrapping_add(1);
+        if n.is_multiple_of(1 << 16) && !pb.is_hidden() {
+            pb.set_position(merger.bytes_read());
+        }
+        match merger.next_ref() {
+            None => break,
+            Some(Ok((_, i))) => {
                 if !f(i)? {
                     break;
                 }
             }
-            Err(e) => errors.push(e.to_string()),
+            Some(Err(e)) => errors.push(e.to_string()),
         }
     }
+    pb.finish_and_clear();
     Ok(errors)
 }
 

@@ -1,38 +1,52 @@
 //! `ringtrace record`: runs a program built with ringtrace under a session
-//! configured through `RINGTRACE_SESSION`, then summarizes the trace.
+//! (passed to it through the environment), then summarizes the trace and
+//! exits with the program's status (128+N when signal N killed it, as
+//! shells do). Every value is checked here, against the flag that gave it,
+//! before the program starts: the program itself never has to reject a
+//! session it was handed.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, ExitStatus};
 
 use ringtrace::Mode;
 
 /// Arguments of `record`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Example:\n  ringtrace record -o /tmp/t --events 'myapp:*' -- ./myserver --port 8080"
+    after_help = "Examples:\n  ringtrace record -- ./myserver --port 8080\n  \
+                  ringtrace record -o /tmp/t -e 'myapp:*' -e 'db:query_*' -- ./myserver\n  \
+                  ringtrace record --mode flight-recorder --buffer-dir /dev/shm/b -- ./myserver\n\
+                  The exit status is the program's (128+N if signal N killed it)."
 )]
 pub struct Args {
-    /// Trace directory.
+    /// Trace directory: new (created 0700), empty, or an earlier ringtrace
+    /// trace (replaced). Default: a new ringtrace-<program>-<date>-<time> here.
     #[arg(short, long)]
-    output: PathBuf,
+    output: Option<PathBuf>,
     /// discard (stream to disk) or flight-recorder (written at exit).
     #[arg(long, default_value = "discard", value_parser = crate::parse_mode)]
     mode: Mode,
-    /// Events to record (`provider:event`, `*` wildcards); repeatable; default all.
-    #[arg(long = "events", short = 'e')]
+    /// Events to record (`provider:event`, `*` wildcards); repeatable or
+    /// comma-separated; default all.
+    #[arg(long = "events", short = 'e', value_delimiter = ',')]
     events: Vec<String>,
     /// One buffer per thread instead of per CPU.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "per_cpu")]
     per_thread: bool,
-    /// Sub-buffer size (bytes, or with k/m suffix).
-    #[arg(long, default_value = "256k")]
-    subbuf: String,
-    /// Sub-buffers per buffer.
-    #[arg(long, default_value_t = 4)]
+    /// One buffer per CPU (the default).
+    #[arg(long)]
+    per_cpu: bool,
+    /// Sub-buffer size: bytes, or with a k or m suffix; a power of two from
+    /// 4k (a page, as LTTng's minimum) to 1024m.
+    #[arg(long, default_value = "256k", value_parser = parse_subbuf)]
+    subbuf: u64,
+    /// Sub-buffers per buffer: a power of two from 2 to 1048576.
+    #[arg(long, default_value_t = 4, value_parser = parse_count)]
     count: u32,
-    /// Keep the buffers in files of this (new) directory, e.g. on /dev/shm:
-    /// if the program is killed, its trace is recovered from them into the
-    /// output directory.
+    /// Keep the buffers in files of this (new or empty) directory, e.g. on
+    /// /dev/shm: if the program is killed, its trace is recovered from them
+    /// into the output directory.
     #[arg(long)]
     buffer_dir: Option<PathBuf>,
     /// The program and its arguments.
@@ -40,20 +54,135 @@ pub struct Args {
     command: Vec<String>,
 }
 
-/// Runs `record`.
-pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::path::absolute(&a.output)?;
-    let dir_s = dir
+/// `--subbuf` values.
+fn parse_subbuf(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let (digits, mult) = match t.as_bytes().last() {
+        Some(b'k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some(b'm') => (&t[..t.len() - 1], 1 << 20),
+        _ => (&t[..], 1),
+    };
+    let v = digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("'{s}' is not a size (e.g. 256k, 1m, 65536)"))?;
+    if !v.is_power_of_two() || !(4096..=1 << 30).contains(&v) {
+        return Err(format!(
+            "'{s}': the sub-buffer size must be a power of two from 4k to 1024m"
+        ));
+    }
+    Ok(v)
+}
+
+/// `--count` values.
+fn parse_count(s: &str) -> Result<u32, String> {
+    let v: u32 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a whole number"))?;
+    if !v.is_power_of_two() || !(2..=1 << 20).contains(&v) {
+        return Err(format!(
+            "'{s}': the sub-buffer count must be a power of two from 2 to 1048576"
+        ));
+    }
+    Ok(v)
+}
+
+/// A path as one item of the session description the program is handed.
+fn spec_path(flag: &str, p: &Path) -> Result<String, String> {
+    let p = std::path::absolute(p).map_err(|e| format!("{flag} {}: {e}", p.display()))?;
+    let s = p
         .to_str()
-        .ok_or("the output directory must be valid UTF-8")?;
-    if dir_s.contains(',') {
-        return Err(format!("the output directory '{dir_s}' cannot contain ','").into());
+        .ok_or_else(|| format!("{flag} {}: the path must be valid UTF-8", p.display()))?;
+    if s.contains(',') {
+        return Err(format!("{flag} {s}: a path with ',' is not supported yet"));
     }
-    if a.events.iter().any(|p| p.contains(',')) {
-        return Err("event patterns cannot contain ','".into());
+    Ok(s.to_string())
+}
+
+/// The exit code a shell gives for `status`: the code, or 128+N for a
+/// signal N.
+fn shell_code(status: ExitStatus) -> u8 {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(sig)) => (128 + sig) as u8,
+        (None, None) => 1,
     }
+}
+
+/// What became of the program, in words.
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(sig)) => format!(
+            "was killed by signal {sig} ({})",
+            // SAFETY: strsignal returns a pointer to a static or
+            // thread-local string, read at once.
+            unsafe { std::ffi::CStr::from_ptr(libc::strsignal(sig)) }.to_string_lossy()
+        ),
+        (None, None) => status.to_string(),
+    }
+}
+
+/// Runs `record`: the program's exit code, or 1 when `record` itself failed
+/// and the program did not.
+pub fn run(a: Args) -> ExitCode {
+    let mut status = None;
+    match record(a, &mut status) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("ringtrace record: {e}");
+            match status.map(shell_code) {
+                Some(c) if c != 0 => ExitCode::from(c),
+                _ => ExitCode::FAILURE,
+            }
+        }
+    }
+}
+
+fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn std::error::Error>> {
+    for p in &a.events {
+        if p.trim().is_empty() {
+            return Err("-e/--events: an empty pattern".into());
+        }
+        if p.contains('=') || !p.contains(':') && !p.contains('*') {
+            return Err(format!(
+                "-e/--events '{p}': patterns look like provider:event, with * wildcards"
+            )
+            .into());
+        }
+    }
+    if let Some(b) = &a.buffer_dir {
+        if std::fs::read_dir(b).is_ok_and(|mut rd| rd.next().is_some()) {
+            return Err(format!(
+                "--buffer-dir {}: not empty (the buffers of a killed program? 'ringtrace recover {} -o DIR' first)",
+                b.display(),
+                b.display()
+            )
+            .into());
+        }
+    }
+    let program = &a.command[0];
+    let dir = match &a.output {
+        Some(d) => {
+            if crate::outdir::chosen(d, "-o")? == crate::outdir::Chosen::Replaced {
+                eprintln!(
+                    "ringtrace record: replacing the earlier trace in {}",
+                    d.display()
+                );
+            }
+            d.clone()
+        }
+        None => {
+            let name = Path::new(program)
+                .file_name()
+                .map_or("program".into(), |n| n.to_string_lossy().into_owned());
+            crate::outdir::fresh(&name)?
+        }
+    };
     let mut spec = vec![
-        dir_s.to_string(),
+        spec_path("-o", &dir)?,
         match a.mode {
             Mode::Discard => "discard".into(),
             Mode::FlightRecorder => "flight-recorder".into(),
@@ -69,54 +198,60 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     ];
     let bufdir = match &a.buffer_dir {
         Some(b) => {
-            let b = std::path::absolute(b)?;
-            let s = b
-                .to_str()
-                .ok_or("the buffer directory must be valid UTF-8")?;
-            if s.contains(',') {
-                return Err(format!("the buffer directory '{s}' cannot contain ','").into());
-            }
-            spec.push(format!("bufdir={s}"));
-            Some(b)
+            spec.push(format!("bufdir={}", spec_path("--buffer-dir", b)?));
+            Some(std::path::absolute(b)?)
         }
         None => None,
     };
-    spec.extend(a.events.iter().cloned());
-    let status = Command::new(&a.command[0])
+    spec.extend(a.events.iter().map(|e| e.trim().to_string()));
+    let spec = spec.join(",");
+    // What the program will parse, checked here so that a mistake is told
+    // in terms of this command's flags (a failure here is a bug of ours).
+    ringtrace::env::parse(&spec).map_err(|e| format!("internal error: {e}"))?;
+    let mut child = Command::new(program)
         .args(&a.command[1..])
-        .env(ringtrace::env::VAR, spec.join(","))
-        .status()
-        .map_err(|e| format!("cannot run '{}': {e}", a.command[0]))?;
+        .env(ringtrace::env::VAR, &spec)
+        .spawn()
+        .map_err(|e| {
+            let _ = std::fs::remove_dir(&dir);
+            format!("cannot run '{program}': {e}")
+        })?;
+    // Ctrl-C and Ctrl-\ reach the program (same process group); this
+    // process waits for it and summarizes what it recorded.
+    ignore_interrupts();
+    let status = child.wait()?;
+    *status_out = Some(status);
     // Killed before it could complete its trace: rebuild it from the buffers.
     if let Some(b) = bufdir.filter(|b| b.join("metadata").exists()) {
         if !dir.join("metadata").exists() {
             eprintln!(
-                "ringtrace record: {} {status}; recovering its trace from {}",
-                a.command[0],
+                "ringtrace record: {program} {}; recovering its trace from {}",
+                describe(status),
                 b.display()
             );
             let report = ringtrace::recover::recover(&b, &dir)?;
             eprint!("{}", report.table());
         } else {
             eprintln!(
-                "ringtrace record: {} {status}; its buffers are in {} (ringtrace recover {} -o DIR)",
-                a.command[0],
+                "ringtrace record: {program} {}; its buffers are in {} (ringtrace recover {} -o DIR)",
+                describe(status),
                 b.display(),
                 b.display()
             );
         }
     }
     if !dir.join("metadata").exists() {
+        let _ = std::fs::remove_dir(&dir);
         return Err(format!(
-            "no trace in {}: is '{}' built with ringtrace? (it exited with {status})",
+            "no trace in {}: is '{program}' built with ringtrace? (it {})",
             dir.display(),
-            a.command[0]
+            describe(status)
         )
         .into());
     }
     let trace = crate::read::open(&dir)?;
     let (mut events, mut discarded) = (0u64, 0u64);
-    let errors = crate::read::walk(&trace, |item| {
+    let errors = crate::read::walk(&trace, "reading", crate::read::Show::OnTerminal, |item| {
         match item {
             ctf::read::ItemRef::Event(_) => events += 1,
             ctf::read::ItemRef::Discarded { events: d, .. } => discarded += d,
@@ -128,23 +263,33 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         .filter_map(|e| e.metadata().ok())
         .map(|m| m.len())
         .sum();
-    println!();
-    println!(
-        "ringtrace record: {} {status}, trace in {}",
-        a.command[0],
+    outln!();
+    outln!(
+        "ringtrace record: {program} {}, trace in {}",
+        describe(status),
         dir.display()
     );
-    println!("{:<24} {:>14}", "trace events", events);
-    println!("{:<24} {:>14}", "trace discarded events", discarded);
-    println!("{:<24} {:>14}", "trace bytes", bytes);
-    println!(
+    outln!("{:<24} {:>14}", "trace events", events);
+    outln!("{:<24} {:>14}", "trace discarded events", discarded);
+    outln!("{:<24} {:>14}", "trace bytes", bytes);
+    outln!(
         "{:<24} {:>14.1}",
         "trace bytes per event",
         bytes as f64 / events.max(1) as f64
     );
     crate::read::damage(&errors, "the counts above stop at the damage")?;
-    if !status.success() {
-        return Err(format!("'{}' {status}", a.command[0]).into());
+    if crate::out::failed() && status.success() {
+        return Ok(1);
     }
-    Ok(())
+    Ok(shell_code(status))
+}
+
+/// Ignores SIGINT and SIGQUIT in this process (after the program started,
+/// so that it does not inherit the ignored dispositions).
+fn ignore_interrupts() {
+    // SAFETY: setting a signal's disposition to SIG_IGN has no other effect.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
 }

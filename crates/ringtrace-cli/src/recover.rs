@@ -16,17 +16,17 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let report = ringtrace::recover::recover(&a.bufdir, &a.output)?;
-    print!("{}", report.table());
+    out!("{}", report.table());
     let trace = crate::read::open(&a.output)?;
     let (mut events, mut discarded) = (0u64, 0u64);
-    let errors = crate::read::walk(&trace, |i| {
+    let errors = crate::read::walk(&trace, "reading back", crate::read::Show::OnTerminal, |i| {
         match i {
             ctf::read::ItemRef::Event(_) => events += 1,
             ctf::read::ItemRef::Discarded { events: n, .. } => discarded += n,
         }
         Ok::<_, String>(true)
     })?;
-    println!(
+    outln!(
         "recovered trace: {} ({events} events, {discarded} marked lost)",
         a.output.display()
     );

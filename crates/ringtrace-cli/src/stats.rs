@@ -1,9 +1,17 @@
 //! `ringtrace stats`: per stream (events, discarded, packets, time span,
 //! rate), per event class counts, total size and bytes per event.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use ctf::read::ItemRef;
+
+/// Arguments of `stats`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Example:\n  ringtrace stats /tmp/t")]
+pub struct Args {
+    /// Trace directory.
+    dir: PathBuf,
+}
 
 #[derive(Default)]
 struct StreamStats {
@@ -16,14 +24,16 @@ struct StreamStats {
 }
 
 /// Runs `stats`.
-pub fn run(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
+pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = a.dir.as_path();
     let trace = crate::read::open(dir)?;
     let desc = trace.desc.clone();
     let freq = desc.clock.freq.max(1) as f64;
     let mut per_class = vec![0u64; desc.events.len()];
     let mut rows = Vec::new();
     let mut errors = Vec::new();
-    let pb = crate::read::spinner("reading");
+    let pb = crate::read::progress(&trace, "reading", crate::read::Show::OnTerminal);
+    let mut done_before = 0u64;
     for k in 0..trace.streams.len() {
         let path = &trace.streams[k];
         let mut st = StreamStats {
@@ -60,12 +70,14 @@ pub fn run(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
                     st.first.get_or_insert(e.ts);
                     st.last = e.ts;
                     if st.events.is_multiple_of(65536) {
-                        pb.inc(65536);
+                        pb.set_position(done_before + s.bytes_read());
                     }
                 }
                 ItemRef::Discarded { events, .. } => st.discarded += events,
             }
         }
+        done_before += s.bytes_read();
+        pb.set_position(done_before);
         rows.push((
             path.file_name()
                 .unwrap_or_default()
@@ -75,11 +87,17 @@ pub fn run(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
         ));
     }
     pb.finish_and_clear();
-    println!("trace {}  (clock {} Hz)", dir.display(), desc.clock.freq);
-    println!();
-    println!(
+    outln!("trace {}  (clock {} Hz)", dir.display(), desc.clock.freq);
+    outln!();
+    outln!(
         "{:<24} {:>12} {:>10} {:>8} {:>12} {:>14} {:>12}",
-        "stream", "events", "discarded", "packets", "span (s)", "events/s", "bytes"
+        "stream",
+        "events",
+        "discarded",
+        "packets",
+        "span (s)",
+        "events/s",
+        "bytes"
     );
     let (mut events, mut discarded, mut bytes) = (0u64, 0u64, 0u64);
     for (name, s) in &rows {
@@ -89,9 +107,15 @@ pub fn run(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
         } else {
             0.0
         };
-        println!(
+        outln!(
             "{:<24} {:>12} {:>10} {:>8} {:>12.6} {:>14.0} {:>12}",
-            name, s.events, s.discarded, s.packets, span, rate, s.bytes
+            name,
+            s.events,
+            s.discarded,
+            s.packets,
+            span,
+            rate,
+            s.bytes
         );
         events += s.events;
         discarded += s.discarded;
@@ -103,7 +127,7 @@ pub fn run(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let first = rows.iter().filter_map(|r| r.1.first).min();
     let last = rows.iter().map(|r| r.1.last).max().unwrap_or(0);
     let span = first.map_or(0.0, |f| (last.saturating_sub(f)) as f64 / freq);
-    println!(
+    outln!(
         "{:<24} {:>12} {:>10} {:>8} {:>12.6} {:>14.0} {:>12}",
         "total",
         events,
@@ -117,8 +141,8 @@ pub fn run(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
         },
         bytes
     );
-    println!();
-    println!("{:<40} {:>12} {:>8}", "event", "count", "%");
+    outln!();
+    outln!("{:<40} {:>12} {:>8}", "event", "count", "%");
     let mut classes: Vec<(usize, u64)> = per_class
         .iter()
         .copied()
@@ -127,17 +151,17 @@ pub fn run(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     classes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     for (c, n) in classes {
-        println!(
+        outln!(
             "{:<40} {:>12} {:>7.2}%",
             desc.events[c].name,
             n,
             100.0 * n as f64 / events.max(1) as f64
         );
     }
-    println!();
-    println!("{:<24} {:>12}", "stream bytes", bytes);
-    println!("{:<24} {:>12}", "metadata bytes", meta);
-    println!(
+    outln!();
+    outln!("{:<24} {:>12}", "stream bytes", bytes);
+    outln!("{:<24} {:>12}", "metadata bytes", meta);
+    outln!(
         "{:<24} {:>12.1}",
         "bytes per event",
         (bytes + meta) as f64 / events.max(1) as f64

@@ -95,6 +95,32 @@ fn resolve(t: TimeSpec, first: i128) -> i128 {
     }
 }
 
+/// What to say when no event was printed: which filters, if any, left
+/// nothing.
+fn nothing_matched(a: &Args, any: bool) -> String {
+    if !any {
+        return format!("ringtrace view: {} holds no event", a.dir.display());
+    }
+    let mut filters = Vec::new();
+    for p in &a.events {
+        filters.push(format!("--events {p}"));
+    }
+    if let Some(c) = a.cpu {
+        filters.push(format!("--cpu {c}"));
+    }
+    if let Some(b) = &a.begin {
+        filters.push(format!("--begin {b}"));
+    }
+    if let Some(e) = &a.end {
+        filters.push(format!("--end {e}"));
+    }
+    format!(
+        "ringtrace view: no event matched {} (see 'ringtrace stats {}' for what the trace holds)",
+        filters.join(" "),
+        a.dir.display()
+    )
+}
+
 /// Runs `view`.
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let trace = crate::read::open(&a.dir)?;
@@ -135,56 +161,89 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut lines = pretty::LineWriter::default();
     // A reader that went away (`| head`) ends the output quietly.
     let mut reader_gone = false;
-    let errors = crate::read::walk(&trace, |item| -> Result<bool, std::io::Error> {
-        let t = pretty::epoch_ns(clock, item.ts());
-        let f = *first.get_or_insert(t);
-        if begin.is_some_and(|b| t < resolve(b, f)) {
-            return Ok(true);
-        }
-        if end.is_some_and(|e| t > resolve(e, f)) {
-            return Ok(false);
-        }
-        let text = match item {
-            ItemRef::Event(e) => {
-                if !wanted[e.class] || a.cpu.is_some_and(|c| c != e.cpu) {
-                    return Ok(true);
+    if a.limit == Some(0) {
+        return Ok(());
+    }
+    let mut bad_window = false;
+    let show = crate::read::Show::WhenStdoutIsAFile;
+    let errors = crate::read::walk(
+        &trace,
+        "reading",
+        show,
+        |item| -> Result<bool, std::io::Error> {
+            let t = pretty::epoch_ns(clock, item.ts());
+            let f = match first {
+                Some(f) => f,
+                None => {
+                    first = Some(t);
+                    if let (Some(b), Some(e)) = (begin, end) {
+                        if resolve(b, t) > resolve(e, t) {
+                            bad_window = true;
+                            return Ok(false);
+                        }
+                    }
+                    t
                 }
-                let s = lines.line(clock, &desc.events[e.class], e.ts, prev, e.cpu, e.values);
-                prev = Some(e.ts);
-                shown += 1;
-                std::borrow::Cow::Borrowed(s)
+            };
+            if begin.is_some_and(|b| t < resolve(b, f)) {
+                return Ok(true);
             }
-            ItemRef::Discarded {
-                events,
-                packets,
-                ts,
-                cpu,
-            } => {
-                if a.cpu.is_some_and(|c| c != cpu) {
-                    return Ok(true);
+            if end.is_some_and(|e| t > resolve(e, f)) {
+                return Ok(false);
+            }
+            let text = match item {
+                ItemRef::Event(e) => {
+                    if !wanted[e.class] || a.cpu.is_some_and(|c| c != e.cpu) {
+                        return Ok(true);
+                    }
+                    let s = lines.line(clock, &desc.events[e.class], e.ts, prev, e.cpu, e.values);
+                    prev = Some(e.ts);
+                    shown += 1;
+                    std::borrow::Cow::Borrowed(s)
                 }
-                std::borrow::Cow::Owned(format!(
+                ItemRef::Discarded {
+                    events,
+                    packets,
+                    ts,
+                    cpu,
+                } => {
+                    if a.cpu.is_some_and(|c| c != cpu) {
+                        return Ok(true);
+                    }
+                    std::borrow::Cow::Owned(format!(
                     "{} [lost on cpu {cpu}: {events} events discarded, {packets} packets missing]",
                     pretty::wall_time(pretty::epoch_ns(clock, ts))
                 ))
+                }
+            };
+            match writeln!(out, "{text}") {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    reader_gone = true;
+                    return Ok(false);
+                }
+                Err(e) => return Err(e),
             }
-        };
-        match writeln!(out, "{text}") {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                reader_gone = true;
-                return Ok(false);
-            }
-            Err(e) => return Err(e),
-        }
-        Ok(a.limit.is_none_or(|l| shown < l))
-    })?;
+            Ok(a.limit.is_none_or(|l| shown < l))
+        },
+    )?;
     match out.flush() {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
         _ => {}
     }
     if reader_gone {
         return Ok(());
+    }
+    if bad_window {
+        return Err(format!(
+            "--begin {} is after --end {}",
+            a.begin.as_deref().unwrap_or(""),
+            a.end.as_deref().unwrap_or("")
+        )
+        .into());
+    }
+    if shown == 0 && errors.is_empty() {
+        eprintln!("{}", nothing_matched(&a, first.is_some()));
     }
     crate::read::damage(&errors, "everything before the damage was printed")
 }

@@ -5,75 +5,10 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
-
-fn bin() -> Command {
-    Command::cargo_bin("ringtrace").unwrap()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringtrace-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-struct Out {
-    ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(args: &[&str]) -> Out {
-    let o = bin().args(args).output().unwrap();
-    let out = Out {
-        ok: o.status.success(),
-        stdout: String::from_utf8_lossy(&o.stdout).into(),
-        stderr: String::from_utf8_lossy(&o.stderr).into(),
-    };
-    assert!(!out.stderr.contains("panicked"), "panic: {}", out.stderr);
-    out
-}
-
-/// One demo trace shared by the reading tests.
-fn demo_trace() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = tmp("demo");
-        let o = run(&[
-            "demo",
-            "-o",
-            d.to_str().unwrap(),
-            "--seconds",
-            "0.3",
-            "--show",
-            "5",
-        ]);
-        assert!(o.ok, "{}", o.stderr);
-        assert!(o.stdout.contains("events recorded"), "{}", o.stdout);
-        assert!(o.stdout.contains("first 5 events"), "{}", o.stdout);
-        d
-    })
-}
-
-/// Events in a trace, counted by our reader.
-fn count_events(dir: &Path) -> u64 {
-    let t = ctf::read::Trace::open(dir).unwrap();
-    ctf::merge::Merger::new(&t)
-        .filter(|i| matches!(i, Ok((_, ctf::read::Item::Event(_)))))
-        .count() as u64
-}
-
-fn copy_trace(from: &Path, name: &str) -> PathBuf {
-    let to = tmp(name);
-    std::fs::create_dir_all(&to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-    }
-    to
-}
+mod common;
+use common::*;
 
 #[test]
 fn view_prints_one_line_per_event_with_filters() {
@@ -358,7 +293,13 @@ fn record_runs_a_traced_program_and_summarizes() {
         "{}",
         o.stderr
     );
-    let o = run(&["record", "-o", "/tmp/x", "--", "/nonexistent/program"]);
+    let o = run(&[
+        "record",
+        "-o",
+        tmp("record-nonexistent").to_str().unwrap(),
+        "--",
+        "/nonexistent/program",
+    ]);
     assert!(
         !o.ok && o.stderr.contains("cannot run '/nonexistent/program'"),
         "{}",
@@ -505,10 +446,6 @@ fn ctl_controls_a_running_process_and_survives_bad_requests() {
         "{}",
         o.stderr
     );
-}
-
-fn tmp_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("ringtrace-cli-{}-{name}", std::process::id()))
 }
 
 /// Other users are refused: a process run as `nobody` refuses root's

@@ -11,6 +11,7 @@ use ctf::value::Value;
 use serde_json::{json, Map};
 
 use super::{classes, process, Args, Kind};
+use crate::read::Show;
 
 pub(crate) fn json_value(v: &Value) -> serde_json::Value {
     match v {
@@ -24,6 +25,7 @@ pub(crate) fn json_value(v: &Value) -> serde_json::Value {
         Value::Bool(b) => json!(b),
         Value::Enum(x) => json!(x),
         Value::Str(s) => json!(s),
+        Value::RawStr(b) => json!(super::escaped(b)),
         Value::UintArray(xs) => json!(xs),
         Value::IntArray(xs) => json!(xs),
     }
@@ -35,8 +37,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let desc = trace.desc.clone();
     let (pid, procname) = process(&desc);
     let classes = classes(&desc);
-    let file = ringtrace::output::create_file(&a.output)
-        .map_err(|e| format!("{}: {e}", a.output.display()))?;
+    let file = super::create_output(a)?;
     let mut out = BufWriter::with_capacity(1 << 16, file);
     write!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
     let mut sep = "";
@@ -55,74 +56,74 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut cpus = BTreeSet::new();
     let mut first = None;
     let mut count = 0u64;
-    let pb = crate::read::spinner("exporting");
-    let errors = crate::read::walk(&trace, |item| -> Result<bool, Box<dyn std::error::Error>> {
-        let ns = ringtrace::pretty::epoch_ns(&desc.clock, item.ts());
-        let f = *first.get_or_insert(ns);
-        let ts = (ns - f) as f64 / 1000.0;
-        let cpu = match item {
-            ItemRef::Event(e) => e.cpu,
-            ItemRef::Discarded { cpu, .. } => cpu,
-        };
-        if cpus.insert(cpu) {
-            emit(
-                &mut out,
-                json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": cpu, "args": {"name": format!("cpu {cpu}")}}),
-            )?;
-        }
-        let v = match item {
-            ItemRef::Discarded {
-                events, packets, ..
-            } => json!({
-                "ph": "i", "s": "t", "name": "events lost", "cat": "ringtrace", "pid": pid, "tid": cpu, "ts": ts,
-                "args": {"discarded events": events, "missing packets": packets}
-            }),
-            ItemRef::Event(e) => {
-                let (k, cat, name, id) = &classes[e.class];
-                let class = &desc.events[e.class];
-                let mut args = Map::new();
-                for (fd, v) in class.fields.iter().zip(e.values) {
-                    args.insert(fd.name.clone(), json_value(v));
-                }
-                let mut ev = json!({"name": name, "cat": cat, "pid": pid, "tid": cpu, "ts": ts, "args": args});
-                let o = ev.as_object_mut().expect("an object");
-                match (k, id.map(|i| &e.values[i])) {
-                    (Kind::Instant, _) => {
-                        o.insert("ph".into(), json!("i"));
-                        o.insert("s".into(), json!("t"));
-                        o.insert(
-                            "name".into(),
-                            json!(class
-                                .name
-                                .split_once(':')
-                                .map_or(class.name.as_str(), |x| x.1)),
-                        );
-                    }
-                    (Kind::Begin | Kind::End, Some(idv)) => {
-                        o.insert(
-                            "ph".into(),
-                            json!(if *k == Kind::Begin { "b" } else { "e" }),
-                        );
-                        o.insert("id".into(), json!(format!("{}", json_value(idv))));
-                    }
-                    (Kind::Begin, None) => {
-                        o.insert("ph".into(), json!("B"));
-                    }
-                    (Kind::End, None) => {
-                        o.insert("ph".into(), json!("E"));
-                    }
-                }
-                ev
+    let errors = crate::read::walk(
+        &trace,
+        "exporting",
+        Show::OnTerminal,
+        |item| -> Result<bool, Box<dyn std::error::Error>> {
+            let ns = ringtrace::pretty::epoch_ns(&desc.clock, item.ts());
+            let f = *first.get_or_insert(ns);
+            let ts = (ns - f) as f64 / 1000.0;
+            let cpu = match item {
+                ItemRef::Event(e) => e.cpu,
+                ItemRef::Discarded { cpu, .. } => cpu,
+            };
+            if cpus.insert(cpu) {
+                emit(
+                    &mut out,
+                    json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": cpu, "args": {"name": format!("cpu {cpu}")}}),
+                )?;
             }
-        };
-        emit(&mut out, v)?;
-        count += 1;
-        if count.is_multiple_of(65536) {
-            pb.inc(65536);
-        }
-        Ok(true)
-    })?;
-    pb.finish_and_clear();
+            let v = match item {
+                ItemRef::Discarded {
+                    events, packets, ..
+                } => json!({
+                    "ph": "i", "s": "t", "name": "events lost", "cat": "ringtrace", "pid": pid, "tid": cpu, "ts": ts,
+                    "args": {"discarded events": events, "missing packets": packets}
+                }),
+                ItemRef::Event(e) => {
+                    let (k, cat, name, id) = &classes[e.class];
+                    let class = &desc.events[e.class];
+                    let mut args = Map::new();
+                    for (fd, v) in class.fields.iter().zip(e.values) {
+                        args.insert(fd.name.clone(), json_value(v));
+                    }
+                    let mut ev = json!({"name": name, "cat": cat, "pid": pid, "tid": cpu, "ts": ts, "args": args});
+                    let o = ev.as_object_mut().expect("an object");
+                    match (k, id.map(|i| &e.values[i])) {
+                        (Kind::Instant, _) => {
+                            o.insert("ph".into(), json!("i"));
+                            o.insert("s".into(), json!("t"));
+                            o.insert(
+                                "name".into(),
+                                json!(class
+                                    .name
+                                    .split_once(':')
+                                    .map_or(class.name.as_str(), |x| x.1)),
+                            );
+                        }
+                        (Kind::Begin | Kind::End, Some(idv)) => {
+                            o.insert(
+                                "ph".into(),
+                                json!(if *k == Kind::Begin { "b" } else { "e" }),
+                            );
+                            o.insert("id".into(), json!(format!("{}", json_value(idv))));
+                        }
+                        (Kind::Begin, None) => {
+                            o.insert("ph".into(), json!("B"));
+                        }
+                        (Kind::End, None) => {
+                            o.insert("ph".into(), json!("E"));
+                        }
+                    }
+                    ev
+                }
+            };
+            emit(&mut out, v)?;
+            count += 1;
+            Ok(true)
+        },
+    )?;
     write!(out, "]}}")?;
     out.flush()?;
     super::finish(count, a, errors)

@@ -33,9 +33,41 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "chrome-json")]
     pub(crate) format: Format,
-    /// Output file (created 0600).
+    /// Output file (created 0600; an existing file is refused unless --force).
     #[arg(short, long)]
     pub(crate) output: PathBuf,
+    /// Replace the output file if it exists.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+/// Creates the output file: new (`O_EXCL`, never through a symbolic link),
+/// mode 0600; an existing file is replaced only with `--force`, by removing
+/// it first (a link is removed, not followed).
+pub(crate) fn create_output(a: &Args) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = &a.output;
+    let open = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+    };
+    match open() {
+        Ok(f) => Ok(f),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && a.force => {
+            std::fs::remove_file(path)
+                .map_err(|e| format!("-o {}: cannot replace it: {e}", path.display()))?;
+            open().map_err(|e| format!("-o {}: {e}", path.display()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(format!(
+            "-o {}: the file exists; give another name, or --force to replace it",
+            path.display()
+        )),
+        Err(e) => Err(format!("-o {}: {e}", path.display())),
+    }
 }
 
 /// How an event class is drawn.
@@ -89,6 +121,15 @@ pub(crate) fn process(desc: &TraceDesc) -> (i64, String) {
         _ => "traced process".into(),
     };
     (pid, name)
+}
+
+/// A recorded string that is not valid UTF-8, as text: each byte that is
+/// not part of valid UTF-8 becomes `\xNN` (as `view` shows it); the format
+/// escapes the rest.
+pub(crate) fn escaped(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() + 8);
+    ringtrace::pretty::lossless_into(bytes, &mut s);
+    s
 }
 
 /// Reports what an export wrote; fails if the trace was damaged (the events

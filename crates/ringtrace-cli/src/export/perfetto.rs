@@ -20,6 +20,7 @@ use ctf::value::Value;
 use prost::Message;
 
 use super::{classes, process, Args, Kind};
+use crate::read::Show;
 
 #[derive(Clone, PartialEq, Message)]
 struct TracePacket {
@@ -110,6 +111,7 @@ fn annotation(name: &str, v: &Value) -> DebugAnnotation {
         Value::F64(x) => a.double_value = Some(*x),
         Value::Bool(b) => a.bool_value = Some(*b),
         Value::Str(s) => a.string_value = Some(s.clone()),
+        Value::RawStr(b) => a.string_value = Some(super::escaped(b)),
         Value::UintArray(xs) => a.string_value = Some(format!("{xs:?}")),
         Value::IntArray(xs) => a.string_value = Some(format!("{xs:?}")),
     }
@@ -156,8 +158,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let desc = trace.desc.clone();
     let (pid, procname) = process(&desc);
     let classes = classes(&desc);
-    let file = ringtrace::output::create_file(&a.output)
-        .map_err(|e| format!("{}: {e}", a.output.display()))?;
+    let file = super::create_output(a)?;
     let mut out = Out {
         w: BufWriter::with_capacity(1 << 16, file),
         buf: Vec::with_capacity(256),
@@ -179,110 +180,114 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut lanes: HashMap<String, Vec<Option<String>>> = HashMap::new();
     let mut lane_uuid: HashMap<(String, usize), u64> = HashMap::new();
     let mut count = 0u64;
-    let pb = crate::read::spinner("exporting");
-    let errors = crate::read::walk(&trace, |item| -> Result<bool, Box<dyn std::error::Error>> {
-        let ts = ringtrace::pretty::epoch_ns(&desc.clock, item.ts()).max(0) as u64;
-        let cpu = match item {
-            ItemRef::Event(e) => e.cpu,
-            ItemRef::Discarded { cpu, .. } => cpu,
-        };
-        let cpu_track = CPU_TRACK_BASE + cpu as u64;
-        if cpus.insert(cpu) {
-            out.track(cpu_track, format!("cpu {cpu}"), Some(PROCESS_TRACK))?;
-        }
-        let ev = match item {
-            ItemRef::Discarded {
-                events, packets, ..
-            } => TrackEvent {
-                r#type: Some(INSTANT),
-                track_uuid: Some(cpu_track),
-                categories: vec!["ringtrace".into()],
-                name: Some("events lost".into()),
-                debug_annotations: vec![
-                    annotation("discarded_events", &Value::Uint(events)),
-                    annotation("missing_packets", &Value::Uint(packets)),
-                ],
-            },
-            ItemRef::Event(e) => {
-                let (k, cat, name, id) = &classes[e.class];
-                let class = &desc.events[e.class];
-                let args = class
-                    .fields
-                    .iter()
-                    .zip(e.values)
-                    .map(|(f, v)| annotation(&f.name, v))
-                    .collect();
-                let key = id.map(|i| format!("{:?}", e.values[i]));
-                let (ty, track, shown) = match (k, key) {
-                    (Kind::Instant, _) => (
-                        INSTANT,
-                        cpu_track,
-                        class
-                            .name
-                            .split_once(':')
-                            .map_or(class.name.clone(), |x| x.1.to_string()),
-                    ),
-                    (Kind::Begin, Some(key)) => {
-                        let l = lanes.entry(name.clone()).or_default();
-                        let lane = match l.iter().position(Option::is_none) {
-                            Some(i) => i,
-                            None => {
-                                l.push(None);
-                                l.len() - 1
-                            }
-                        };
-                        l[lane] = Some(key);
-                        let n = lane_uuid.len() as u64;
-                        let uuid = *lane_uuid
-                            .entry((name.clone(), lane))
-                            .or_insert(LANE_TRACK_BASE + n);
-                        if uuid == LANE_TRACK_BASE + n {
-                            out.track(uuid, format!("{cat}:{name} #{lane}"), Some(PROCESS_TRACK))?;
-                        }
-                        (SLICE_BEGIN, uuid, name.clone())
-                    }
-                    (Kind::End, Some(key)) => {
-                        let l = lanes.entry(name.clone()).or_default();
-                        match l.iter().position(|x| x.as_deref() == Some(key.as_str())) {
-                            Some(lane) => {
-                                l[lane] = None;
-                                (SLICE_END, lane_uuid[&(name.clone(), lane)], name.clone())
-                            }
-                            // Its begin is before the trace: an instant.
-                            None => (
-                                INSTANT,
-                                cpu_track,
-                                class
-                                    .name
-                                    .split_once(':')
-                                    .map_or(class.name.clone(), |x| x.1.to_string()),
-                            ),
-                        }
-                    }
-                    (Kind::Begin, None) => (SLICE_BEGIN, cpu_track, name.clone()),
-                    (Kind::End, None) => (SLICE_END, cpu_track, name.clone()),
-                };
-                TrackEvent {
-                    r#type: Some(ty),
-                    track_uuid: Some(track),
-                    categories: vec![cat.clone()],
-                    name: Some(shown),
-                    debug_annotations: args,
-                }
+    let errors = crate::read::walk(
+        &trace,
+        "exporting",
+        Show::OnTerminal,
+        |item| -> Result<bool, Box<dyn std::error::Error>> {
+            let ts = ringtrace::pretty::epoch_ns(&desc.clock, item.ts()).max(0) as u64;
+            let cpu = match item {
+                ItemRef::Event(e) => e.cpu,
+                ItemRef::Discarded { cpu, .. } => cpu,
+            };
+            let cpu_track = CPU_TRACK_BASE + cpu as u64;
+            if cpus.insert(cpu) {
+                out.track(cpu_track, format!("cpu {cpu}"), Some(PROCESS_TRACK))?;
             }
-        };
-        out.packet(TracePacket {
-            timestamp: Some(ts),
-            track_event: Some(ev),
-            ..Default::default()
-        })?;
-        count += 1;
-        if count.is_multiple_of(65536) {
-            pb.inc(65536);
-        }
-        Ok(true)
-    })?;
-    pb.finish_and_clear();
+            let ev = match item {
+                ItemRef::Discarded {
+                    events, packets, ..
+                } => TrackEvent {
+                    r#type: Some(INSTANT),
+                    track_uuid: Some(cpu_track),
+                    categories: vec!["ringtrace".into()],
+                    name: Some("events lost".into()),
+                    debug_annotations: vec![
+                        annotation("discarded_events", &Value::Uint(events)),
+                        annotation("missing_packets", &Value::Uint(packets)),
+                    ],
+                },
+                ItemRef::Event(e) => {
+                    let (k, cat, name, id) = &classes[e.class];
+                    let class = &desc.events[e.class];
+                    let args = class
+                        .fields
+                        .iter()
+                        .zip(e.values)
+                        .map(|(f, v)| annotation(&f.name, v))
+                        .collect();
+                    let key = id.map(|i| format!("{:?}", e.values[i]));
+                    let (ty, track, shown) = match (k, key) {
+                        (Kind::Instant, _) => (
+                            INSTANT,
+                            cpu_track,
+                            class
+                                .name
+                                .split_once(':')
+                                .map_or(class.name.clone(), |x| x.1.to_string()),
+                        ),
+                        (Kind::Begin, Some(key)) => {
+                            let l = lanes.entry(name.clone()).or_default();
+                            let lane = match l.iter().position(Option::is_none) {
+                                Some(i) => i,
+                                None => {
+                                    l.push(None);
+                                    l.len() - 1
+                                }
+                            };
+                            l[lane] = Some(key);
+                            let n = lane_uuid.len() as u64;
+                            let uuid = *lane_uuid
+                                .entry((name.clone(), lane))
+                                .or_insert(LANE_TRACK_BASE + n);
+                            if uuid == LANE_TRACK_BASE + n {
+                                out.track(
+                                    uuid,
+                                    format!("{cat}:{name} #{lane}"),
+                                    Some(PROCESS_TRACK),
+                                )?;
+                            }
+                            (SLICE_BEGIN, uuid, name.clone())
+                        }
+                        (Kind::End, Some(key)) => {
+                            let l = lanes.entry(name.clone()).or_default();
+                            match l.iter().position(|x| x.as_deref() == Some(key.as_str())) {
+                                Some(lane) => {
+                                    l[lane] = None;
+                                    (SLICE_END, lane_uuid[&(name.clone(), lane)], name.clone())
+                                }
+                                // Its begin is before the trace: an instant.
+                                None => (
+                                    INSTANT,
+                                    cpu_track,
+                                    class
+                                        .name
+                                        .split_once(':')
+                                        .map_or(class.name.clone(), |x| x.1.to_string()),
+                                ),
+                            }
+                        }
+                        (Kind::Begin, None) => (SLICE_BEGIN, cpu_track, name.clone()),
+                        (Kind::End, None) => (SLICE_END, cpu_track, name.clone()),
+                    };
+                    TrackEvent {
+                        r#type: Some(ty),
+                        track_uuid: Some(track),
+                        categories: vec![cat.clone()],
+                        name: Some(shown),
+                        debug_annotations: args,
+                    }
+                }
+            };
+            out.packet(TracePacket {
+                timestamp: Some(ts),
+                track_event: Some(ev),
+                ..Default::default()
+            })?;
+            count += 1;
+            Ok(true)
+        },
+    )?;
     out.w.flush()?;
     super::finish(count, a, errors)
 }

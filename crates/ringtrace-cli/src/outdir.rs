@@ -1,0 +1,197 @@
+//! Where `demo` and `record` put a new trace, so that no command deletes or
+//! overwrites what the user did not ask it to:
+//!
+//! - without `-o`, a new folder in the current directory named with the
+//!   date and time, as LTTng names its sessions
+//!   (`ringtrace-demo-20261123-181144`; `-2`, `-3`, … if that exists), so a
+//!   second run never clobbers the first;
+//! - with `-o DIR`: a DIR that does not exist is created (0700); an empty
+//!   one is used; one that holds an earlier ringtrace trace and nothing else
+//!   has that trace's files removed (only them) and is used; anything else
+//!   is refused, naming what is in the way.
+
+use std::fs::DirBuilder;
+use std::io::Read;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+/// What `-o DIR` became.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Chosen {
+    /// A new or empty directory.
+    Fresh,
+    /// An earlier ringtrace trace was there; its files were removed.
+    Replaced,
+}
+
+/// Prepares `dir`, given with `-o`, for a new trace (see the module doc).
+pub fn chosen(dir: &Path, flag: &str) -> Result<Chosen, String> {
+    let refuse = |why: String| {
+        Err(format!(
+            "{flag} {}: {why}; give a new or empty folder, or one with an earlier ringtrace trace (it is replaced)",
+            dir.display()
+        ))
+    };
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| format!("{flag} {}: cannot create it: {e}", dir.display()))?;
+            return Ok(Chosen::Fresh);
+        }
+        Err(e) => return Err(format!("{flag} {}: {e}", dir.display())),
+        Ok(m) if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) => {
+            let what = if m.file_type().is_symlink() {
+                "a link to something that is not a folder"
+            } else {
+                "not a folder"
+            };
+            return refuse(what.into());
+        }
+        Ok(_) => {}
+    }
+    let entries: Vec<_> = std::fs::read_dir(dir)
+        .and_then(|rd| rd.collect::<Result<_, _>>())
+        .map_err(|e| format!("{flag} {}: cannot list it: {e}", dir.display()))?;
+    if entries.is_empty() {
+        return Ok(Chosen::Fresh);
+    }
+    let mut files = Vec::new();
+    let mut has_metadata = false;
+    for e in &entries {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let is_file = e.file_type().is_ok_and(|t| t.is_file());
+        if !is_file || !(name == "metadata" || is_stream_name(&name)) {
+            return refuse(format!(
+                "it holds '{name}', which is not part of a ringtrace trace"
+            ));
+        }
+        has_metadata |= name == "metadata";
+        files.push(e.path());
+    }
+    if !has_metadata || !written_by_ringtrace(&dir.join("metadata")) {
+        return refuse("it holds files that are not a ringtrace trace".into());
+    }
+    for f in files {
+        std::fs::remove_file(&f).map_err(|e| {
+            format!(
+                "{flag} {}: cannot remove the earlier trace's {}: {e}",
+                dir.display(),
+                f.display()
+            )
+        })?;
+    }
+    Ok(Chosen::Replaced)
+}
+
+/// A stream file's name as ringtrace writes it: `<channel>_<number>`.
+fn is_stream_name(name: &str) -> bool {
+    match name.rsplit_once('_') {
+        Some((ch, n)) => {
+            !ch.is_empty()
+                && !ch.starts_with('.')
+                && !n.is_empty()
+                && n.bytes().all(|c| c.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+/// Whether `path` is CTF metadata that ringtrace wrote: TSDL text whose
+/// environment names ringtrace as the tracer (read at most 1 MiB).
+fn written_by_ringtrace(path: &Path) -> bool {
+    let mut text = Vec::new();
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    if f.take(1 << 20).read_to_end(&mut text).is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&text);
+    text.starts_with("/* CTF 1.8 */") && text.contains("tracer_name = \"ringtrace\";")
+}
+
+/// Creates a new folder `ringtrace-<what>-YYYYMMDD-HHMMSS` (local time) in
+/// the current directory, with `-2`, `-3`, … when that name is taken.
+pub fn fresh(what: &str) -> Result<PathBuf, String> {
+    let what: String = what
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let base = format!("ringtrace-{what}-{}", local_time_stamp());
+    for n in 1..1000 {
+        let name = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        let p = PathBuf::from(&name);
+        match DirBuilder::new().mode(0o700).create(&p) {
+            Ok(()) => return Ok(p),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(format!(
+                    "cannot create the trace folder {name} in the current directory: {e}; give one with -o"
+                ))
+            }
+        }
+    }
+    Err(format!(
+        "{base}: 999 folders of that name exist; give one with -o"
+    ))
+}
+
+/// `YYYYMMDD-HHMMSS` in local time.
+fn local_time_stamp() -> String {
+    // SAFETY: time(NULL) only returns the time; localtime_r fills the
+    // zeroed `tm` we own and reads the time zone (no shared static result,
+    // unlike localtime).
+    let tm = unsafe {
+        let t = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&t, &mut tm);
+        tm
+    };
+    format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_names() {
+        assert!(is_stream_name("demo_0"));
+        assert!(is_stream_name("channel0_17"));
+        assert!(!is_stream_name("demo_"));
+        assert!(!is_stream_name("_3"));
+        assert!(!is_stream_name(".x_3"));
+        assert!(!is_stream_name("notes.txt"));
+        assert!(!is_stream_name("a_1b"));
+    }
+
+    #[test]
+    fn time_stamp_shape() {
+        let s = local_time_stamp();
+        assert_eq!(s.len(), 15, "{s}");
+        assert_eq!(&s[8..9], "-");
+        assert!(s.bytes().filter(|c| c.is_ascii_digit()).count() == 14);
+    }
+}

@@ -1,0 +1,80 @@
+//! Helpers shared by the command's test files: the built binary, scratch
+//! directories, a run that fails on a panic, and one demo trace shared by
+//! the reading tests of a test binary.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use assert_cmd::cargo::CommandCargoExt;
+
+pub fn bin() -> Command {
+    Command::cargo_bin("ringtrace").unwrap()
+}
+
+pub fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ringtrace-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+pub struct Out {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run(args: &[&str]) -> Out {
+    let o = bin().args(args).output().unwrap();
+    let out = Out {
+        ok: o.status.success(),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+    };
+    assert!(!out.stderr.contains("panicked"), "panic: {}", out.stderr);
+    out
+}
+
+/// One demo trace shared by the reading tests.
+pub fn demo_trace() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = tmp("demo");
+        let o = run(&[
+            "demo",
+            "-o",
+            d.to_str().unwrap(),
+            "--seconds",
+            "0.3",
+            "--show",
+            "5",
+        ]);
+        assert!(o.ok, "{}", o.stderr);
+        assert!(o.stdout.contains("events recorded"), "{}", o.stdout);
+        assert!(o.stdout.contains("first 5 events"), "{}", o.stdout);
+        d
+    })
+}
+
+/// Events in a trace, counted by our reader.
+pub fn count_events(dir: &Path) -> u64 {
+    let t = ctf::read::Trace::open(dir).unwrap();
+    ctf::merge::Merger::new(&t)
+        .filter(|i| matches!(i, Ok((_, ctf::read::Item::Event(_)))))
+        .count() as u64
+}
+
+pub fn copy_trace(from: &Path, name: &str) -> PathBuf {
+    let to = tmp(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+    to
+}
+
+/// A scratch path (not created).
+pub fn tmp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("ringtrace-cli-{}-{name}", std::process::id()))
+}
