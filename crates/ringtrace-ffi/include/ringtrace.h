@@ -29,8 +29,9 @@
  * Build (static):  cc prog.c $(pkg-config --cflags ringtrace) \
  *                     $(pkg-config --variable=libdir ringtrace)/libringtrace.a \
  *                     $(pkg-config --libs-only-l --static ringtrace | sed s/-lringtrace//)
- * (scripts/install-c.sh PREFIX installs the header, both libraries and
- * ringtrace.pc.)
+ * (scripts/install.sh PREFIX installs the header, both libraries,
+ * ringtrace.pc, whose link flags carry a run path to the shared library, and
+ * the ringtrace command.)
  *
  * Needs GCC or Clang (section, constructor and __atomic builtins), C99 or
  * C++11 and later.
