@@ -54,6 +54,11 @@ pub fn progress(trace: &Trace, what: &str, show: Show) -> ProgressBar {
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();
+    bar(total, what)
+}
+
+/// A visible bar of `total` bytes: percentage, size and time left.
+fn bar(total: u64, what: &str) -> ProgressBar {
     let pb = ProgressBar::new(total);
     pb.set_style(
         ProgressStyle::with_template(
@@ -80,6 +85,22 @@ fn stdout_is_a_file() -> bool {
         let t = m.file_type();
         t.is_file() || t.is_char_device()
     })
+}
+
+/// Rebuilds a trace from a buffer directory ([`ringtrace::recover`]) with
+/// a progress bar over the buffer files' bytes on a terminal.
+pub fn recover(bufdir: &Path, out: &Path) -> Result<ringtrace::recover::Report, ringtrace::Error> {
+    let pb = if std::io::stderr().is_terminal() {
+        bar(0, "recovering")
+    } else {
+        ProgressBar::hidden()
+    };
+    let r = ringtrace::recover::recover_with_progress(bufdir, out, |done, total| {
+        pb.set_length(total);
+        pb.set_position(done);
+    });
+    pb.finish_and_clear();
+    r
 }
 
 /// Walks the events and gaps of `trace` merged by time; `f` returns whether

@@ -229,7 +229,7 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
                 describe(status),
                 b.display()
             );
-            let report = ringtrace::recover::recover(&b, &dir)?;
+            let report = crate::read::recover(&b, &dir)?;
             eprint!("{}", report.table());
         } else {
             eprintln!(

@@ -15,7 +15,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let report = ringtrace::recover::recover(&a.bufdir, &a.output)?;
+    let report = crate::read::recover(&a.bufdir, &a.output)?;
     out!("{}", report.table());
     let trace = crate::read::open(&a.output)?;
     let (mut events, mut discarded) = (0u64, 0u64);

@@ -168,6 +168,17 @@ fn committed_end(f: &BufferFile, i: usize, sb: &[u8], committed: u64) -> usize {
 /// directory, 0700, files 0600). Damaged or foreign buffer files are
 /// reported and skipped; every other file is recovered.
 pub fn recover(bufdir: &Path, out: &Path) -> Result<Report, Error> {
+    recover_with_progress(bufdir, out, |_, _| {})
+}
+
+/// [`recover`], calling `progress(done, total)` with the bytes of buffer
+/// files processed so far and their total, once before the first file and
+/// after each one.
+pub fn recover_with_progress(
+    bufdir: &Path,
+    out: &Path,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<Report, Error> {
     let meta_path = bufdir.join("metadata");
     let text = std::fs::read_to_string(&meta_path).map_err(|e| Error::io(&meta_path, e))?;
     let desc = ctf::parse::parse_metadata(&text).map_err(|e| {
@@ -179,14 +190,20 @@ pub fn recover(bufdir: &Path, out: &Path) -> Result<Report, Error> {
             e.msg
         ))
     })?;
-    let mut names: Vec<String> = std::fs::read_dir(bufdir)
+    let mut names: Vec<(String, u64)> = std::fs::read_dir(bufdir)
         .map_err(|e| Error::io(bufdir, e))?
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n != "metadata")
+        .filter_map(|e| {
+            let len = e.metadata().map_or(0, |m| m.len());
+            e.file_name().into_string().ok().map(|n| (n, len))
+        })
+        .filter(|(n, _)| n != "metadata")
         .collect();
     names.sort();
+    let total = names.iter().map(|n| n.1).sum();
+    let mut done = 0;
+    progress(done, total);
     output::create_trace_dir(out)?;
     let mut m = output::create_file(&out.join("metadata")).map_err(|e| Error::io(out, e))?;
     m.write_all(text.as_bytes())
@@ -195,7 +212,7 @@ pub fn recover(bufdir: &Path, out: &Path) -> Result<Report, Error> {
         files: Vec::new(),
         out: out.to_path_buf(),
     };
-    for name in names {
+    for (name, len) in names {
         let mut r = FileReport {
             name: name.clone(),
             ..Default::default()
@@ -214,6 +231,8 @@ pub fn recover(bufdir: &Path, out: &Path) -> Result<Report, Error> {
             Err(e) => r.error = Some(e),
         }
         report.files.push(r);
+        done += len;
+        progress(done, total);
     }
     Ok(report)
 }
