@@ -95,6 +95,20 @@ fn resolve(t: TimeSpec, first: i128) -> i128 {
     }
 }
 
+/// The line of a gap of discarded events.
+fn lost_line(
+    clock: &ctf::types::ClockDesc,
+    ts: u64,
+    cpu: u32,
+    events: u64,
+    packets: u64,
+) -> String {
+    format!(
+        "{} [lost on cpu {cpu}: {events} events discarded, {packets} packets missing]",
+        pretty::wall_time(pretty::epoch_ns(clock, ts))
+    )
+}
+
 /// What to say when no event was printed: which filters, if any, left
 /// nothing.
 fn nothing_matched(a: &Args, any: bool) -> String {
@@ -210,10 +224,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                     if a.cpu.is_some_and(|c| c != cpu) {
                         return Ok(true);
                     }
-                    std::borrow::Cow::Owned(format!(
-                    "{} [lost on cpu {cpu}: {events} events discarded, {packets} packets missing]",
-                    pretty::wall_time(pretty::epoch_ns(clock, ts))
-                ))
+                    std::borrow::Cow::Owned(lost_line(clock, ts, cpu, events, packets))
                 }
             };
             match writeln!(out, "{text}") {

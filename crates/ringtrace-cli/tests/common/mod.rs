@@ -4,8 +4,9 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::CommandCargoExt;
 
@@ -77,4 +78,54 @@ pub fn copy_trace(from: &Path, name: &str) -> PathBuf {
 /// A scratch path (not created).
 pub fn tmp_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("ringtrace-cli-{}-{name}", std::process::id()))
+}
+
+/// A long-running traced process: `exe demo` writing to `dir` for 20 s,
+/// with `extra` arguments, output discarded.
+pub fn demo_command(exe: &Path, dir: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(exe);
+    c.args([
+        "demo",
+        "-o",
+        dir.to_str().unwrap(),
+        "--seconds",
+        "20",
+        "--show",
+        "0",
+    ])
+    .args(extra)
+    .stdout(Stdio::null());
+    c
+}
+
+/// A running demo process with its pid, killed on drop.
+pub struct Traced(pub std::process::Child);
+
+impl Drop for Traced {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn wait_for_socket(pid: u32, list_env: &[(&str, &str)]) {
+    let t = Instant::now();
+    loop {
+        let o = bin()
+            .args(["ctl", "list"])
+            .envs(list_env.iter().copied())
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(&pid.to_string()))
+        {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "process {pid} never listed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -1,0 +1,193 @@
+//! `ringtrace ctl` against running traced processes: every request, bad
+//! requests, and other users refused.
+
+mod common;
+use common::*;
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+#[test]
+fn ctl_controls_a_running_process_and_survives_bad_requests() {
+    let d = tmp("ctl");
+    let child = demo_command(
+        &assert_cmd::cargo::cargo_bin("ringtrace"),
+        &d,
+        &["--mode", "flight-recorder"],
+    )
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let traced = Traced(child);
+    wait_for_socket(pid, &[]);
+    let p = pid.to_string();
+    let o = run(&["ctl", &p, "sessions"]);
+    assert!(
+        o.ok && o.stdout.contains("demo")
+            && o.stdout.contains("flight-recorder")
+            && o.stdout.contains("active"),
+        "{}{}",
+        o.stdout,
+        o.stderr
+    );
+    let o = run(&["ctl", &p, "stats", "demo"]);
+    assert!(o.ok && o.stdout.contains("records"), "{}", o.stdout);
+    let o = run(&["ctl", &p, "enable", "demo", "nosuch:*"]);
+    assert!(
+        !o.ok
+            && o.stderr
+                .contains("no event of this process matches 'nosuch:*'"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&["ctl", &p, "stop", "nosession"]);
+    assert!(
+        !o.ok
+            && o.stderr
+                .contains("no session named 'nosession' (sessions: demo)"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&["ctl", &p, "disable", "demo", "demo:timer_tick"]);
+    assert!(o.ok, "{}", o.stderr);
+
+    // Malformed and oversized requests get an error reply; the process
+    // keeps tracing.
+    let sock = ringtrace::ctl::socket_path(&ringtrace::ctl::socket_dir().unwrap(), pid);
+    for frame in [
+        {
+            let mut f = 5u32.to_le_bytes().to_vec();
+            f.extend(b"hello");
+            f
+        },
+        (1u32 << 31).to_le_bytes().to_vec(),
+        {
+            let mut f = 3u32.to_le_bytes().to_vec();
+            f.extend([0xff, 0xfe, 0xfd]);
+            f
+        },
+    ] {
+        use std::io::{Read, Write};
+        let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+        s.write_all(&frame).unwrap();
+        let mut reply = Vec::new();
+        s.read_to_end(&mut reply).unwrap();
+        let text = String::from_utf8_lossy(&reply[4..]);
+        assert!(text.starts_with("error\nbad request"), "{text}");
+    }
+    let o = run(&[
+        "ctl",
+        &p,
+        "snapshot",
+        "demo",
+        "-o",
+        tmp("ctl-snap").to_str().unwrap(),
+    ]);
+    assert!(o.ok && o.stdout.contains("packets"), "{}", o.stderr);
+    assert!(count_events(&tmp_path("ctl-snap")) > 0);
+    let o = run(&["ctl", &p, "stop", "demo"]);
+    assert!(o.ok && o.stdout.contains("stopped"), "{}", o.stderr);
+    let o = run(&["ctl", &p, "sessions"]);
+    assert!(o.ok && o.stdout.contains("stopped"), "{}", o.stdout);
+    drop(traced);
+    let o = run(&["ctl", "999999999", "sessions"]);
+    assert!(
+        !o.ok && o.stderr.contains("has no control socket"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// Other users are refused: a process run as `nobody` refuses root's
+/// requests (SO_PEERCRED), and a client that dropped to `nobody` cannot
+/// reach root's sockets. Needs root (to switch users); skipped otherwise.
+#[test]
+fn other_users_are_refused() {
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("SKIPPED: needs root to run processes as nobody");
+        return;
+    }
+    const NOBODY: u32 = 65534;
+    let base = tmp("nobody");
+    std::fs::create_dir_all(&base).unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = base.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::os::unix::fs::chown(&home, Some(NOBODY), Some(NOBODY)).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // The binary where nobody can execute it.
+    let exe = base.join("ringtrace");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("ringtrace"), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rundir = home.join("run");
+    let child = {
+        use std::os::unix::process::CommandExt;
+        demo_command(&exe, &home.join("t"), &[])
+            .env("XDG_RUNTIME_DIR", &rundir)
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .spawn()
+            .unwrap()
+    };
+    let pid = child.id();
+    let _traced = Traced(child);
+    let sock = rundir.join("ringtrace").join(format!("{pid}.sock"));
+    let t = Instant::now();
+    while !sock.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no socket {}",
+            sock.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Root can reach the socket (root ignores directory modes) but the
+    // process checks the peer's uid.
+    let reply = ringtrace::ctl::request(&sock, &ringtrace::ctl::proto::Request::Sessions).unwrap();
+    assert_eq!(
+        reply,
+        Err(format!(
+            "permission denied: uid 0 may not control a process of uid {NOBODY}"
+        ))
+    );
+    // A client running as nobody cannot even reach root's sockets: they
+    // live in a 0700 directory of root's.
+    let root_run = base.join("rootrun");
+    std::fs::create_dir_all(&root_run).unwrap();
+    std::fs::set_permissions(&root_run, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let env = [("XDG_RUNTIME_DIR", root_run.to_str().unwrap())];
+    let d = tmp("nobody-client");
+    let root_traced = Traced(
+        demo_command(&assert_cmd::cargo::cargo_bin("ringtrace"), &d, &[])
+            .envs(env)
+            .spawn()
+            .unwrap(),
+    );
+    let root_pid = root_traced.0.id();
+    wait_for_socket(root_pid, &env);
+    let o = {
+        use std::os::unix::process::CommandExt;
+        Command::new(&exe)
+            .args(["ctl", &root_pid.to_string(), "sessions"])
+            .envs(env)
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .output()
+            .unwrap()
+    };
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("ermission denied") || err.contains("must be a directory owned by"),
+        "{err}"
+    );
+    // Root's own request still works: both traced processes run on.
+    let o = bin()
+        .args(["ctl", &root_pid.to_string(), "sessions"])
+        .envs(env)
+        .output()
+        .unwrap();
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("active"));
+}
