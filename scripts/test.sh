@@ -29,15 +29,15 @@ cargo "+$STABLE" test --workspace
 step "oldest supported Rust: $MSRV (rust-version)"
 # Its own target directory, so the two toolchains do not rebuild each
 # other's artifacts.
-CARGO_TARGET_DIR=target/msrv cargo "+$MSRV" build --workspace --all-targets
-CARGO_TARGET_DIR=target/msrv cargo "+$MSRV" test --workspace
+CARGO_TARGET_DIR="$PWD/target/msrv" cargo "+$MSRV" build --workspace --all-targets
+CARGO_TARGET_DIR="$PWD/target/msrv" cargo "+$MSRV" test --workspace
 
 step "loom models (--cfg loom)"
 # The code the models compile (loom atomics, stubs) is linted too.
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$PWD/target/loom" \
   cargo "+$STABLE" clippy -p ringbuf -p traceclock -p ringtrace --lib --tests -- -D warnings
 # The models print how many interleavings each explored.
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$PWD/target/loom" \
   cargo "+$STABLE" test -p ringbuf -p traceclock -p ringtrace --test loom --release -- --nocapture
 
 step "Miri ($MIRI_NIGHTLY)"
