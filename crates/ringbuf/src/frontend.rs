@@ -13,8 +13,9 @@ use crate::Error;
 
 use Ordering::{AcqRel, Acquire, Relaxed, Release};
 
-/// Why a reservation failed. Every failure is counted in the buffer's
-/// [`LostCounts`]; nothing is lost silently.
+/// Why a reservation failed. Every failure to record is counted in the
+/// buffer's [`LostCounts`]; nothing is lost silently. ([`Lost::Empty`] is
+/// not a loss: nothing was asked to be recorded.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Lost {
     /// Discard mode: the buffer is full.
@@ -30,6 +31,10 @@ pub enum Lost {
     /// Per-thread channel: no buffer left in the pool for this thread.
     #[error("no per-thread buffer available")]
     NoBuffer,
+    /// A zero-length record was asked for: nothing is reserved, and nothing
+    /// is counted (no record was lost).
+    #[error("zero-length record")]
+    Empty,
 }
 
 /// What the client's slot-size function is told: the record would start at
@@ -95,6 +100,9 @@ pub(crate) struct WriterSide {
     lost_full: Counter,
     lost_wrap: Counter,
     lost_big: Counter,
+    /// Clock readings earlier than the buffer's last timestamp, raised to
+    /// it (see [`BufferStats::clock_clamps`]).
+    clamps: Counter,
 }
 
 /// The reader's counters, alone on their cache line.
@@ -175,6 +183,11 @@ pub struct BufferStats {
     pub consumed: u64,
     /// Sub-buffers overwritten before the reader got them (overwrite mode).
     pub overruns: u64,
+    /// Clock readings that were earlier than the buffer's last timestamp
+    /// and were raised to it, so that timestamps never go back within a
+    /// buffer: a clock that stepped back, or (SMP buffers, whose clock is
+    /// read unordered) a reading taken before another writer's reservation.
+    pub clock_clamps: u64,
 }
 
 /// A reserved record: write its bytes, then commit it. Dropping the slot
@@ -325,6 +338,7 @@ impl<C: Config> Buffer<C> {
                 lost_full: Counter::new(0),
                 lost_wrap: Counter::new(0),
                 lost_big: Counter::new(0),
+                clamps: Counter::new(0),
             }),
             rd: CacheAligned(ReaderSide {
                 r: AtomicU64::new(w0),
@@ -406,7 +420,7 @@ impl<C: Config> Buffer<C> {
         let (w, last) = self.wr.head.load();
         // Clamped: the clock read is not ordered after the loads, the CAS
         // below proves `last` current (see `Head`).
-        let ts = now.max(last);
+        let ts = self.clamp(now, last);
         let off = geo.sb_offset(w);
         let len = slot_size(SlotCtx {
             offset: off as usize,
@@ -414,14 +428,32 @@ impl<C: Config> Buffer<C> {
             last_ts: last,
         }) as u64;
         // Fast path: the record fits strictly inside the current sub-buffer.
+        // `off < S`, so `S - off` cannot wrap; `len` is compared before any
+        // arithmetic on it (a length near 2^64 fails the test, it never
+        // wraps the sum).
         if off != 0
-            && off + len < geo.subbuf_size()
-            && len != 0
+            && len.wrapping_sub(1) < geo.subbuf_size() - off - 1
             && self.wr.head.cas(C::SYNC, (w, last), (w + len, ts)).is_ok()
         {
             return Ok(self.slot(w, w + len, ts));
         }
         self.reserve_slow(slot_size, (w, last, ts))
+    }
+
+    /// `now` raised to `last`, counting the raise (a predicted-not-taken
+    /// branch to an out-of-line count).
+    #[inline(always)]
+    fn clamp(&self, now: u64, last: u64) -> u64 {
+        if now < last {
+            self.count_clamp();
+        }
+        now.max(last)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_clamp(&self) {
+        self.wr.clamps.add(C::SYNC, 1);
     }
 
     /// The reserve loop. `first` is the fast path's (write count, last
@@ -443,7 +475,7 @@ impl<C: Config> Buffer<C> {
                 Some(t) => t,
                 None => {
                     let (w, last) = self.wr.head.load();
-                    (w, last, self.cfg.clock().max(last))
+                    (w, last, self.clamp(self.cfg.clock(), last))
                 }
             };
             let off = geo.sb_offset(w);
@@ -455,7 +487,11 @@ impl<C: Config> Buffer<C> {
             }) as u64;
             let mut switch_old = false;
             let mut switch_new = false;
-            if off == 0 || off + len > s {
+            if len == 0 {
+                return Err(Lost::Empty);
+            }
+            // `off < S`: `S - off` cannot wrap, and `len` is only compared.
+            if off == 0 || len > s - off {
                 switch_old = off != 0;
                 let x = geo.sb_trunc(w).wrapping_add(if switch_old { s } else { 0 });
                 // Discard mode tests "full" first: the reader not having
@@ -482,7 +518,10 @@ impl<C: Config> Buffer<C> {
                     last_ts: ts,
                 }) as u64;
             }
-            if len == 0 || geo.sb_offset(begin) + len > s {
+            if len == 0 {
+                return Err(Lost::Empty);
+            }
+            if len > s - geo.sb_offset(begin) {
                 self.wr.lost_big.add(C::SYNC, 1);
                 return Err(Lost::TooBig);
             }
@@ -721,6 +760,7 @@ impl<C: Config> Buffer<C> {
             produced: self.produced.load(Relaxed),
             consumed: self.rd.consumed.load(Relaxed),
             overruns: self.rd.overruns.load(Relaxed),
+            clock_clamps: self.wr.clamps.load(Relaxed),
         }
     }
 
