@@ -122,16 +122,18 @@ impl<T> core::ops::Deref for CacheAligned<T> {
 /// every earlier load and locked operation) was most of an SMP event.
 ///
 /// * [`Sync::Smp`] on x86_64: one `lock cmpxchg16b` on the 16-byte pair.
-/// * [`Sync::Local`]: the non-locked `cmpxchg` on `W`, then a plain store of
-///   the timestamp. Only the owning thread and its signal handlers write, so
-///   the only interleaving is a handler between the two stores: it reads the
-///   previous timestamp (older, never newer: its clamp and header choice
-///   stay safe) and its own clock, read later on the same thread, is larger
-///   anyway; the interrupted writer then stores its smaller timestamp back,
-///   and the thread's next clock reading is later than both. So per-thread
-///   buffers rely on one thread's clock readings not going back across its
-///   signal handlers (the kernel's entry and exit order them), which the
-///   trace clock's invariant TSC gives.
+/// * [`Sync::Local`]: two non-locked `cmpxchg`, the timestamp's first, then
+///   `W`'s. Only the owning thread and its signal handlers write, and a
+///   handler runs whole between two instructions of the thread, so take a
+///   handler `H` that reserves while the writer is between its load and its
+///   second `cmpxchg`: if `H` ran before the timestamp's `cmpxchg` and moved
+///   anything, one of the two fails and the writer retries from what `H`
+///   left; if `H` ran between the two, it loaded the writer's timestamp (so
+///   its own is not smaller) and moved `W`, so the writer's second
+///   `cmpxchg` fails and its retry clamps to `H`'s timestamp. A failed try
+///   may leave the timestamp raised without moving `W`: later records are
+///   clamped to it, never earlier than a record before them. So timestamps
+///   are ordered per buffer whatever the clock does, as for SMP buffers.
 /// * Elsewhere, and under loom and Miri (which run no inline assembly), the
 ///   16-byte CAS is emulated under a one-bit spin lock: same semantics, not
 ///   lock-free. x86_64 is the target the tracer is built for.
@@ -140,7 +142,7 @@ impl<T> core::ops::Deref for CacheAligned<T> {
 pub(crate) struct Head {
     /// Write count `W`; first, so that the pair is (low, high) = (W, ts).
     pub(crate) w: Counter,
-    ts: AtomicU64,
+    ts: Counter,
     #[cfg(any(loom, miri, not(target_arch = "x86_64")))]
     lock: AtomicBool,
 }
@@ -149,7 +151,7 @@ impl Head {
     pub(crate) fn new(w: u64) -> Self {
         Head {
             w: Counter::new(w),
-            ts: AtomicU64::new(0),
+            ts: Counter::new(0),
             #[cfg(any(loom, miri, not(target_arch = "x86_64")))]
             lock: AtomicBool::new(false),
         }
@@ -169,8 +171,9 @@ impl Head {
     #[inline(always)]
     pub(crate) fn cas(&self, sync: Sync, cur: (u64, u64), new: (u64, u64)) -> Result<(), ()> {
         if let Sync::Local = sync {
+            // The timestamp first, then W (see the type's doc).
+            self.ts.cas(sync, cur.1, new.1).map_err(|_| ())?;
             self.w.cas(sync, cur.0, new.0).map_err(|_| ())?;
-            self.ts.store(new.1, Ordering::Relaxed);
             return Ok(());
         }
         self.cas_pair(cur, new)
@@ -229,7 +232,7 @@ impl Head {
             self.ts.load(Ordering::Relaxed),
         );
         let r = if now == cur {
-            self.ts.store(new.1, Ordering::Relaxed);
+            self.ts.0.store(new.1, Ordering::Relaxed);
             // Release: publishes what this writer did before (as the AcqRel
             // CAS on W does).
             self.w.0.store(new.0, Ordering::Release);

@@ -49,7 +49,8 @@ extern "C" fn handler<C: Config>(_: libc::c_int) {
     }
 }
 
-fn run<C: Config + Default>() {
+/// Runs the test for client `C`; returns the buffer's clock clamps.
+fn run<C: Config + Default>() -> u64 {
     let _g = LOCK.lock().unwrap();
     H_WRITTEN.store(0, Ordering::Relaxed);
     H_LOST.store(0, Ordering::Relaxed);
@@ -176,6 +177,7 @@ fn run<C: Config + Default>() {
         written + hw,
         "discard mode: every record written is read"
     );
+    st.clock_clamps
 }
 
 #[test]
@@ -186,4 +188,14 @@ fn signal_handler_records_into_global_smp_buffer() {
 #[test]
 fn signal_handler_records_into_per_thread_local_buffer() {
     run::<Client<false, A_THREAD, true>>();
+}
+
+/// The same with a clock that reads up to 20 µs in the past at random: the
+/// handler's reservations land between the two compare-and-swaps of the
+/// interrupted one, and every packet's timestamps must still be ordered
+/// (`check_subbuf`); the raised readings are counted.
+#[test]
+fn signal_handler_with_a_backward_clock_keeps_per_thread_timestamps_ordered() {
+    let clamps = run::<Client<false, A_THREAD, true, true>>();
+    assert!(clamps > 0, "a clock that goes back is clamped and counted");
 }
