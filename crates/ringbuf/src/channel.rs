@@ -1,9 +1,9 @@
 //! A channel: the set of buffers writers record into, one per possible CPU,
 //! one per thread (from a pool), or one global, as [`Config::ALLOC`] says.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::config::{Alloc, ChannelAttr, Config, ConfigError};
 use crate::frontend::{Buffer, Lost, Slot, SlotCtx};
@@ -25,18 +25,78 @@ const THREAD_SLOTS: usize = 16;
 thread_local! {
     /// (channel id, pool index) of the per-thread buffers this thread owns.
     /// Cells, not a RefCell: a signal handler may look it up while the thread
-    /// is inside `reserve`.
+    /// is inside `reserve`. Const-initialized and without a destructor, so
+    /// the first access of a thread registers nothing and allocates nothing.
     static OWNED_BUFFERS: [Cell<(u64, usize)>; THREAD_SLOTS] =
         const { [const { Cell::new((0, 0)) }; THREAD_SLOTS] };
-    /// Gives the thread's buffers back to their pools when it exits.
-    static RELEASE_ON_EXIT: RefCell<ExitRelease> = const { RefCell::new(ExitRelease(Vec::new())) };
+    /// Set while this thread takes a buffer from a pool: a signal handler
+    /// that interrupts the taking and records gets no buffer (its record is
+    /// counted lost) instead of racing for the same slot.
+    static ACQUIRING: Cell<bool> = const { Cell::new(false) };
 }
 
-struct ExitRelease(Vec<(Arc<[AtomicU64]>, usize)>);
+/// Thread exit, noticed without allocating in the thread: a pthread key
+/// (created with the first per-thread channel, in normal context) whose
+/// destructor gives the thread's buffers back. Setting the key's value on a
+/// thread's first record is a store into the thread descriptor for glibc's
+/// first 32 keys (`PTHREAD_KEY_2NDLEVEL_SIZE`): no allocation, no lock, no
+/// system call, async-signal-safe in practice (POSIX does not list
+/// `pthread_setspecific`). A key beyond those is reported on stderr once:
+/// then a thread's first record may allocate.
+#[derive(Debug)]
+struct ExitNotice {
+    key: libc::pthread_key_t,
+    /// Per-thread channels by id: the states the destructor updates.
+    channels: Mutex<Vec<(u64, Arc<[AtomicU64]>)>>,
+}
 
-impl Drop for ExitRelease {
-    fn drop(&mut self) {
-        for (states, i) in self.0.drain(..) {
+/// Keys up to this index keep their values in the thread descriptor.
+const KEY_FIRST_BLOCK: libc::pthread_key_t = 32;
+
+static EXIT_NOTICE: OnceLock<Option<ExitNotice>> = OnceLock::new();
+
+fn exit_notice() -> Option<&'static ExitNotice> {
+    EXIT_NOTICE
+        .get_or_init(|| {
+            let mut key: libc::pthread_key_t = 0;
+            // SAFETY: `key` is a valid out-pointer; the destructor is an
+            // `extern "C"` function that does not unwind.
+            let r = unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) };
+            if r != 0 {
+                return None;
+            }
+            if key >= KEY_FIRST_BLOCK {
+                eprintln!(
+                    "ringbuf: pthread key {key} is beyond the first {KEY_FIRST_BLOCK}: a thread's first \
+                     record into a per-thread channel may allocate (not async-signal-safe)"
+                );
+            }
+            Some(ExitNotice {
+                key,
+                channels: Mutex::new(Vec::new()),
+            })
+        })
+        .as_ref()
+}
+
+/// The key's destructor: runs at thread exit, in normal context, for a
+/// thread that took at least one per-thread buffer.
+extern "C" fn on_thread_exit(_: *mut libc::c_void) {
+    let Some(notice) = EXIT_NOTICE.get().and_then(Option::as_ref) else {
+        return;
+    };
+    let mut owned = [(0u64, 0usize); THREAD_SLOTS];
+    // The slots are emptied first, so that a signal handler that records
+    // from here on takes a new buffer (and sets the key again, for one more
+    // round of destructors) instead of writing into one being handed back.
+    let _ = OWNED_BUFFERS.try_with(|slots| {
+        for (o, s) in owned.iter_mut().zip(slots) {
+            *o = s.replace((0, 0));
+        }
+    });
+    let channels = notice.channels.lock().unwrap_or_else(|e| e.into_inner());
+    for (id, i) in owned.into_iter().filter(|o| o.0 != 0) {
+        if let Some((_, states)) = channels.iter().find(|c| c.0 == id) {
             // Release: everything the thread wrote happens-before the
             // consumer that sees ORPHANED and drains the buffer.
             states[i].store(ORPHANED, Release);
@@ -52,7 +112,21 @@ pub struct Channel<C: Config> {
     /// Per-thread channels: FREE / OWNED / ORPHANED per pooled buffer.
     states: Arc<[AtomicU64]>,
     lost_no_buffer: AtomicU64,
+    /// Per-thread channels: the thread-exit notice this channel is
+    /// registered with (unregistered on drop).
+    notice: Option<&'static ExitNotice>,
     cfg: Arc<C>,
+}
+
+impl<C: Config> Drop for Channel<C> {
+    fn drop(&mut self) {
+        if let Some(n) = self.notice {
+            n.channels
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|c| c.0 != self.id);
+        }
+    }
 }
 
 impl<C: Config> Channel<C> {
@@ -70,12 +144,25 @@ impl<C: Config> Channel<C> {
             .map(|i| Buffer::with_id(cfg.clone(), attr, &format!("{name}_{i}"), i as u32))
             .collect::<Result<Vec<_>, _>>()?
             .into_boxed_slice();
-        let states = (0..n).map(|_| AtomicU64::new(FREE)).collect();
+        let states: Arc<[AtomicU64]> = (0..n).map(|_| AtomicU64::new(FREE)).collect();
+        let id = NEXT_CHANNEL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let notice = match C::ALLOC {
+            Alloc::PerThread => {
+                let n = exit_notice().ok_or(ConfigError::ThreadExitKey)?;
+                n.channels
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((id, states.clone()));
+                Some(n)
+            }
+            _ => None,
+        };
         Ok(Channel {
-            id: NEXT_CHANNEL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            id,
             buffers,
             states,
             lost_no_buffer: AtomicU64::new(0),
+            notice,
             cfg,
         })
     }
@@ -164,9 +251,21 @@ impl<C: Config> Channel<C> {
     }
 
     /// First record of a thread in this channel: take a free buffer from the
-    /// pool (this allocates once, to register the release at thread exit).
+    /// pool. Async-signal-safe: no allocation, no lock, no system call (see
+    /// [`ExitNotice`]); a handler interrupting this very function gets no
+    /// buffer, and its record is counted lost.
     #[cold]
     fn acquire_thread_buffer(&self) -> Option<&Buffer<C>> {
+        let notice = self.notice?;
+        if ACQUIRING.try_with(|a| a.replace(true)).unwrap_or(true) {
+            return None;
+        }
+        let r = self.acquire_with(notice);
+        ACQUIRING.with(|a| a.set(false));
+        r
+    }
+
+    fn acquire_with(&self, notice: &ExitNotice) -> Option<&Buffer<C>> {
         let slot = OWNED_BUFFERS
             .try_with(|slots| slots.iter().position(|s| s.get().0 == 0))
             .ok()
@@ -175,15 +274,12 @@ impl<C: Config> Channel<C> {
             .states
             .iter()
             .position(|s| s.compare_exchange(FREE, OWNED, AcqRel, Acquire).is_ok())?;
-        let registered = RELEASE_ON_EXIT
-            .try_with(|r| match r.try_borrow_mut() {
-                Ok(mut r) => {
-                    r.0.push((self.states.clone(), i));
-                    true
-                }
-                Err(_) => false,
-            })
-            .unwrap_or(false);
+        // SAFETY: the key was created by `exit_notice` and is never
+        // deleted; get/setspecific only read and write this thread's value.
+        let registered = unsafe {
+            !libc::pthread_getspecific(notice.key).is_null()
+                || libc::pthread_setspecific(notice.key, std::ptr::dangling::<u8>().cast()) == 0
+        };
         if !registered {
             self.states[i].store(FREE, Release);
             return None;
@@ -222,8 +318,13 @@ impl<C: Config> Channel<C> {
             .flatten()
     }
 
+    /// Whether the calling thread may switch buffer `i`: any SMP buffer; a
+    /// `Sync::Local` buffer only if it is the thread's own or its thread has
+    /// exited (ORPHANED). A FREE buffer is not switched: it holds nothing
+    /// unread (it was drained before it went back to the pool), and a thread
+    /// may take it at any moment.
     fn may_flush(&self, i: usize, own: Option<usize>) -> bool {
-        C::SYNC == crate::Sync::Smp || own == Some(i) || self.states[i].load(Acquire) != OWNED
+        C::SYNC == crate::Sync::Smp || own == Some(i) || self.states[i].load(Acquire) == ORPHANED
     }
 
     /// Per-thread channels: buffers whose thread exited and that the reader

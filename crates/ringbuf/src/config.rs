@@ -194,6 +194,9 @@ pub enum ConfigError {
     /// A per-thread channel needs at least one pooled buffer.
     #[error("a per-thread channel needs a thread pool of at least 1 buffer")]
     EmptyPool,
+    /// The thread-exit notice of per-thread channels could not be set up.
+    #[error("no pthread key left for the thread-exit notice of per-thread buffers")]
+    ThreadExitKey,
     /// SMP buffers reserve with a 16-byte compare-and-swap.
     #[error("this CPU has no cmpxchg16b, which SMP (per-CPU, global) buffers need")]
     NoCas16,
