@@ -33,6 +33,11 @@ pub struct BufferStats {
     /// would overwrite is not fully committed): a writer stalled between
     /// reserve and commit (other buffers flow).
     pub stalled: bool,
+    /// Clock readings earlier than the buffer's last timestamp, raised to
+    /// it so that timestamps never go back within the buffer (a clock that
+    /// stepped back; on per-CPU buffers also a reading taken just before
+    /// another thread's reservation, by design).
+    pub clock_clamps: u64,
 }
 
 impl BufferStats {
@@ -55,6 +60,7 @@ impl BufferStats {
             overruns: s.overruns,
             packets_written: written.0,
             bytes_written: written.1,
+            clock_clamps: s.clock_clamps,
         }
     }
 
@@ -95,6 +101,7 @@ impl ChannelStats {
             t.packets_written += b.packets_written;
             t.bytes_written += b.bytes_written;
             t.stalled |= b.stalled;
+            t.clock_clamps += b.clock_clamps;
         }
         t
     }
@@ -148,14 +155,22 @@ impl SessionStats {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{:<12} {:>6} {:>12} {:>10} {:>10} {:>10} {:>9} {:>12}",
-            "channel", "buffer", "records", "lost full", "lost wrap", "too big", "packets", "bytes"
+            "{:<12} {:>6} {:>12} {:>10} {:>10} {:>10} {:>9} {:>12} {:>12}",
+            "channel",
+            "buffer",
+            "records",
+            "lost full",
+            "lost wrap",
+            "too big",
+            "packets",
+            "bytes",
+            "clock clamps"
         );
         for c in &self.channels {
             let row = |s: &mut String, buffer: &str, b: &BufferStats| {
                 let _ = writeln!(
                     s,
-                    "{:<12} {:>6} {:>12} {:>10} {:>10} {:>10} {:>9} {:>12}",
+                    "{:<12} {:>6} {:>12} {:>10} {:>10} {:>10} {:>9} {:>12} {:>12}",
                     c.name,
                     buffer,
                     b.records.map_or("-".to_string(), |r| r.to_string()),
@@ -163,7 +178,8 @@ impl SessionStats {
                     b.lost_wrap,
                     b.lost_too_big,
                     b.packets_produced,
-                    b.bytes
+                    b.bytes,
+                    b.clock_clamps
                 );
             };
             let used: Vec<_> = c
