@@ -1,17 +1,17 @@
-//! Producer side: reserve, commit, sub-buffer switch, forced switch (flush).
-//! Algorithms 1–4 of `000_…`; the arithmetic is in [`crate::counters`].
+//! Producer side: reserve (its fast path), commit and delivery; the
+//! sub-buffer switch, the reservation's slow path and the forced switch are
+//! in [`crate::switch`]. Algorithms 1–4 of `000_…`; the arithmetic is in
+//! [`crate::counters`].
 
 use std::sync::Arc;
 
 use crate::backend::{Entry, Store, Table};
-use crate::config::{
-    ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufBegin, SubbufEnd, Sync,
-};
+use crate::config::{ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufEnd, Sync};
 use crate::counters::Geometry;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CacheAligned, Counter, Head, Ordering};
 use crate::Error;
 
-use Ordering::{AcqRel, Acquire, Relaxed, Release};
+use Ordering::{AcqRel, Relaxed, Release};
 
 /// Why a reservation failed. Every failure to record is counted in the
 /// buffer's [`LostCounts`]; nothing is lost silently. ([`Lost::Empty`] is
@@ -47,7 +47,7 @@ pub struct SlotCtx {
     pub offset: usize,
     /// The record's timestamp (never less than [`SlotCtx::last_ts`]).
     pub ts: u64,
-    last_ts: u64,
+    pub(crate) last_ts: u64,
 }
 
 impl SlotCtx {
@@ -70,9 +70,9 @@ impl SlotCtx {
 pub(crate) struct CloseRecord {
     pub(crate) end_ts: AtomicU64,
     pub(crate) data_size: AtomicU64,
-    lost_full: AtomicU64,
-    lost_wrap: AtomicU64,
-    lost_big: AtomicU64,
+    pub(crate) lost_full: AtomicU64,
+    pub(crate) lost_wrap: AtomicU64,
+    pub(crate) lost_big: AtomicU64,
 }
 
 /// Counters of one sub-buffer. The commit count, written on every commit,
@@ -97,9 +97,9 @@ pub(crate) struct WriterSide {
     /// Write count `W` and the last reservation's timestamp.
     pub(crate) head: Head,
     records: Counter,
-    lost_full: Counter,
-    lost_wrap: Counter,
-    lost_big: Counter,
+    pub(crate) lost_full: Counter,
+    pub(crate) lost_wrap: Counter,
+    pub(crate) lost_big: Counter,
     /// Clock readings earlier than the buffer's last timestamp, raised to
     /// it (see [`BufferStats::clock_clamps`]).
     clamps: Counter,
@@ -163,7 +163,7 @@ pub struct Buffer<C: Config> {
     pub(crate) header_size: u64,
     pub(crate) w0: u64,
     /// Index of the buffer in its channel.
-    id: u32,
+    pub(crate) id: u32,
     produced: AtomicU64,
     pub(crate) cfg: Arc<C>,
 }
@@ -443,7 +443,7 @@ impl<C: Config> Buffer<C> {
     /// `now` raised to `last`, counting the raise (a predicted-not-taken
     /// branch to an out-of-line count).
     #[inline(always)]
-    fn clamp(&self, now: u64, last: u64) -> u64 {
+    pub(crate) fn clamp(&self, now: u64, last: u64) -> u64 {
         if now < last {
             self.count_clamp();
         }
@@ -456,118 +456,9 @@ impl<C: Config> Buffer<C> {
         self.wr.clamps.add(C::SYNC, 1);
     }
 
-    /// The reserve loop. `first` is the fast path's (write count, last
-    /// timestamp, clamped clock): exactly what the loop's first iteration
-    /// would read, so reusing it saves a clock read on every sub-buffer
-    /// switch and every dropped record.
-    #[cold]
-    #[inline(never)]
-    fn reserve_slow<F: FnMut(SlotCtx) -> usize>(
-        &self,
-        mut slot_size: F,
-        first: (u64, u64, u64),
-    ) -> Result<Slot<'_, C>, Lost> {
-        let geo = self.geo;
-        let s = geo.subbuf_size();
-        let mut first = Some(first);
-        let (w, begin, end, ts, switch_old, switch_new, lost) = loop {
-            let (w, last, ts) = match first.take() {
-                Some(t) => t,
-                None => {
-                    let (w, last) = self.wr.head.load();
-                    (w, last, self.clamp(self.cfg.clock(), last))
-                }
-            };
-            let off = geo.sb_offset(w);
-            let mut begin = w;
-            let mut len = slot_size(SlotCtx {
-                offset: off as usize,
-                ts,
-                last_ts: last,
-            }) as u64;
-            let mut switch_old = false;
-            let mut switch_new = false;
-            if len == 0 {
-                return Err(Lost::Empty);
-            }
-            // `off < S`: `S - off` cannot wrap, and `len` is only compared.
-            if off == 0 || len > s - off {
-                switch_old = off != 0;
-                let x = geo.sb_trunc(w).wrapping_add(if switch_old { s } else { 0 });
-                // Discard mode tests "full" first: the reader not having
-                // consumed the sub-buffer is the cause to report, and a
-                // consumed sub-buffer is always fully committed.
-                if C::MODE == Mode::Discard && geo.buffer_full(x, self.rd.r.load(Acquire)) {
-                    self.wr.lost_full.add(C::SYNC, 1);
-                    return Err(Lost::Full);
-                }
-                let cs = self.subbuf_state(geo.sb_index(x)).cs.load(Acquire);
-                if !geo.fully_committed(cs, x) {
-                    if self.wr.head.w.load(Acquire) != w {
-                        continue; // a nested or concurrent writer moved on: retry
-                    }
-                    self.wr.lost_wrap.add(C::SYNC, 1);
-                    return Err(Lost::Wrap);
-                }
-                switch_new = true;
-                begin = x.wrapping_add(self.header_size);
-                // A new packet restarts the timestamp chain at its begin time.
-                len = slot_size(SlotCtx {
-                    offset: self.header_size as usize,
-                    ts,
-                    last_ts: ts,
-                }) as u64;
-            }
-            if len == 0 {
-                return Err(Lost::Empty);
-            }
-            if len > s - geo.sb_offset(begin) {
-                self.wr.lost_big.add(C::SYNC, 1);
-                return Err(Lost::TooBig);
-            }
-            let end = begin.wrapping_add(len);
-            // Sampled before the CAS, so the counts go with this position.
-            let lost = self.lost_counts();
-            if self.wr.head.cas(C::SYNC, (w, last), (end, ts)).is_ok() {
-                break (w, begin, end, ts, switch_old, switch_new, lost);
-            }
-        };
-        if C::MODE == Mode::Overwrite {
-            self.push_reader(end.wrapping_sub(1));
-        }
-        if switch_old {
-            self.close_subbuf(w, ts, lost);
-        }
-        if switch_new {
-            let x = begin.wrapping_sub(self.header_size);
-            let phys = self.hold(geo.sb_index(x));
-            let seq = x.wrapping_sub(self.w0) >> geo.subbuf_order();
-            // SAFETY: the header bytes of the sub-buffer we just entered are
-            // ours: the CAS on W gave this reservation the range
-            // [x, x + header), the entry is held, and the sub-buffer was fully
-            // committed in its previous lap, so no stale writer is inside.
-            let header = unsafe { self.subbuf_mut(phys, self.header_size as usize) };
-            self.cfg.subbuf_begin(
-                header,
-                &SubbufBegin {
-                    ts,
-                    seq,
-                    buffer: self.id,
-                },
-            );
-            self.commit_at(x, self.header_size);
-        }
-        if geo.sb_offset(end) == 0 {
-            // Exact fill: this record closes its sub-buffer; its own commit
-            // delivers it.
-            self.write_close(geo.sb_index(begin), ts, s, lost);
-        }
-        Ok(self.slot(begin, end, ts))
-    }
-
     /// Builds the slot for `[begin, end)`, holding its sub-buffer first.
     #[inline(always)]
-    fn slot(&self, begin: u64, end: u64, ts: u64) -> Slot<'_, C> {
+    pub(crate) fn slot(&self, begin: u64, end: u64, ts: u64) -> Slot<'_, C> {
         let geo = self.geo;
         let idx = geo.sb_index(begin);
         let phys = self.hold(idx);
@@ -587,50 +478,11 @@ impl<C: Config> Buffer<C> {
     /// Physical sub-buffer of ring position `i`, held for a writer. Only
     /// overwrite mode swaps sub-buffers, so discard mode maps `i` to itself.
     #[inline(always)]
-    fn hold(&self, i: usize) -> usize {
+    pub(crate) fn hold(&self, i: usize) -> usize {
         match C::MODE {
             Mode::Overwrite => self.table.hold(i),
             Mode::Discard => i,
         }
-    }
-
-    /// Overwrite mode: push the reader off the sub-buffer containing byte
-    /// `p` if it is a whole lap behind.
-    fn push_reader(&self, p: u64) {
-        let geo = self.geo;
-        let mut r = self.rd.r.load(Acquire);
-        while geo.sb_trunc(p).wrapping_sub(geo.sb_trunc(r)) >= geo.buf_size() {
-            let next = geo.sb_trunc(r).wrapping_add(geo.subbuf_size());
-            match self.rd.r.compare_exchange(r, next, AcqRel, Acquire) {
-                Ok(_) => {
-                    self.rd.overruns.fetch_add(1, Relaxed);
-                    r = next;
-                }
-                Err(actual) => r = actual,
-            }
-        }
-    }
-
-    /// Closes the sub-buffer that write count `w` (not at a boundary) is in:
-    /// records its close data and commits the padding up to its end.
-    fn close_subbuf(&self, w: u64, ts: u64, lost: LostCounts) {
-        let geo = self.geo;
-        let data_size = geo.sb_offset(w);
-        let p = w.wrapping_sub(1);
-        let i = geo.sb_index(p);
-        // The sub-buffer is held: a reservation entered it and it is not
-        // delivered before this padding commit.
-        self.write_close(i, ts, data_size, lost);
-        self.commit_at(p, geo.subbuf_size() - data_size);
-    }
-
-    fn write_close(&self, i: usize, ts: u64, data_size: u64, lost: LostCounts) {
-        let c = &self.subbuf_state(i).close;
-        c.end_ts.store(ts, Relaxed);
-        c.data_size.store(data_size, Relaxed);
-        c.lost_full.store(lost.full, Relaxed);
-        c.lost_wrap.store(lost.wrap, Relaxed);
-        c.lost_big.store(lost.too_big, Relaxed);
     }
 
     /// Commits the record `[end - len, end)` of ring sub-buffer `idx`.
@@ -645,7 +497,7 @@ impl<C: Config> Buffer<C> {
     /// Adds `amount` committed bytes to the sub-buffer containing byte `p`
     /// and delivers it if that completed it.
     #[inline(always)]
-    fn commit_at(&self, p: u64, amount: u64) {
+    pub(crate) fn commit_at(&self, p: u64, amount: u64) {
         self.commit_in(self.geo.sb_index(p), p, amount)
     }
 
@@ -713,35 +565,6 @@ impl<C: Config> Buffer<C> {
         st.cs.store(c, Release);
     }
 
-    /// Forced switch (Algorithm 4): closes the current sub-buffer if it holds
-    /// anything, without reserving; the next reservation opens a new one.
-    /// Returns whether a sub-buffer was closed. Callable from any thread for
-    /// SMP buffers; for `Sync::Local` buffers only from the owning thread
-    /// (or once it has exited), see [`crate::sync`].
-    pub fn flush(&self) -> bool {
-        let geo = self.geo;
-        loop {
-            let (w, last) = self.wr.head.load();
-            if geo.sb_offset(w) == 0 {
-                return false;
-            }
-            let ts = self.cfg.clock().max(last);
-            let lost = self.lost_counts();
-            let next = geo.sb_trunc(w).wrapping_add(geo.subbuf_size());
-            if self.wr.head.cas(C::SYNC, (w, last), (next, ts)).is_ok() {
-                self.close_subbuf(w, ts, lost);
-                return true;
-            }
-        }
-    }
-
-    /// Flushes and marks the buffer finalized: readers get a hang-up once
-    /// they have read everything.
-    pub fn finalize(&self) {
-        self.flush();
-        self.rd.finalized.store(true, Release);
-    }
-
     /// Cumulative lost-record counts.
     pub fn lost_counts(&self) -> LostCounts {
         LostCounts {
@@ -769,7 +592,7 @@ impl<C: Config> Buffer<C> {
     /// # Safety
     /// The caller must have exclusive access to those bytes (see callers).
     #[allow(clippy::mut_from_ref)]
-    unsafe fn subbuf_mut(&self, phys: usize, len: usize) -> &mut [u8] {
+    pub(crate) unsafe fn subbuf_mut(&self, phys: usize, len: usize) -> &mut [u8] {
         let s = self.geo.subbuf_size() as usize;
         // SAFETY: `phys <= N`, `len <= S`: inside the store; exclusivity is
         // the caller's contract.

@@ -67,6 +67,17 @@
 //! Release store of `CS`; readers load `CS` with Acquire; the reader's CAS on
 //! `R` is Release and writers load `R` with Acquire. The same code runs under
 //! loom (`--cfg loom`), which checks these orderings.
+//!
+//! ## What is checked how
+//!
+//! | path | loom (`tests/loom.rs`) | Miri | stress test on real threads and signals |
+//! |---|---|---|---|
+//! | reserve/commit/switch/deliver, reader swap and `put`, push in overwrite mode, counters near 2^64 | every interleaving of the models, with loom atomics | `tests/sequential.rs`, `tests/equations.rs`, the unit tests: undefined behaviour of the unsafe code (slots, store, table) on one thread | `tests/stress.rs`, `tests/stalled.rs` |
+//! | the 16-byte `lock cmpxchg16b` of SMP buffers (`sync::Head`) | no: loom and Miri run no inline assembly, the pair is emulated under a spin lock with the same semantics | no (emulated) | `tests/stress.rs::backward_clock_reads_keep_timestamps_ordered` (three writers on one SMP buffer with a clock up to 20 µs behind), `tests/signal.rs` |
+//! | non-locked `cmpxchg`/`xadd` of per-thread buffers (`Sync::Local`) and the two-step (timestamp, then `W`) move | no: the plain atomics run instead | no (plain atomics) | `tests/signal.rs`: a handler recording into the interrupted thread's buffer, also with a clock going back (it failed 3 of 3 with the old one-step move) |
+//! | a thread's first per-thread buffer and thread exit (pthread key) | no | the pool logic runs, the key's destructor too | the tracer's `tests/thread_storm.rs`: first record inside a handler that interrupted `malloc`, 10,000 short-lived threads on a pool of 4 |
+//! | lengths into `reserve` over the whole `usize` range | — | — | `tests/bounds.rs` (property test) |
+//! | file-backed stores, recovery after a crash | no | no (`mmap` of files) | `tests/backing.rs`, the tracer's `tests/crash.rs` |
 
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -79,6 +90,7 @@ pub mod cpu;
 pub mod file;
 pub mod frontend;
 pub mod reader;
+mod switch;
 mod sync;
 
 pub use backend::{BackendError, Store};
