@@ -47,8 +47,11 @@ thread_local! {
 struct ExitNotice {
     key: libc::pthread_key_t,
     /// Per-thread channels by id: the states the destructor updates.
-    channels: Mutex<Vec<(u64, Arc<[AtomicU64]>)>>,
+    channels: Mutex<Registry>,
 }
+
+/// (channel id, pool states) of every per-thread channel.
+type Registry = Vec<(u64, Arc<[AtomicU64]>)>;
 
 /// Keys up to this index keep their values in the thread descriptor.
 const KEY_FIRST_BLOCK: libc::pthread_key_t = 32;
@@ -77,6 +80,23 @@ fn exit_notice() -> Option<&'static ExitNotice> {
             })
         })
         .as_ref()
+}
+
+/// The lock of the thread-exit registry, held across `fork()` (from a
+/// `pthread_atfork` prepare handler until the parent and child handlers), so
+/// that a child never inherits it locked by a thread it does not have.
+#[derive(Debug)]
+pub struct ForkHold(#[allow(dead_code)] Option<std::sync::MutexGuard<'static, Registry>>);
+
+/// Takes the locks this crate holds across `fork()` (see [`ForkHold`]);
+/// dropping the hold releases them.
+pub fn hold_for_fork() -> ForkHold {
+    ForkHold(
+        EXIT_NOTICE
+            .get()
+            .and_then(Option::as_ref)
+            .map(|n| n.channels.lock().unwrap_or_else(|e| e.into_inner())),
+    )
 }
 
 /// The key's destructor: runs at thread exit, in normal context, for a

@@ -115,6 +115,12 @@ pub static EVENTS: [&'static EventDesc];
 /// Descriptors created at run time (e.g. a `tracing` layer's callsites).
 static DYNAMIC: Mutex<Vec<&'static EventDesc>> = Mutex::new(Vec::new());
 
+/// The registry's lock, held across `fork()` (`fork.rs`): a child never
+/// inherits it locked by a thread it does not have.
+pub(crate) fn hold_for_fork() -> std::sync::MutexGuard<'static, Vec<&'static EventDesc>> {
+    DYNAMIC.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Adds a descriptor built at run time; sessions whose enable rules match
 /// start recording it at once.
 pub fn register(desc: &'static EventDesc) {

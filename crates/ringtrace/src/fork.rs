@@ -4,25 +4,47 @@
 //! the child has tracing off for every inherited session — their probes see
 //! `active == false`, their handles refuse or ignore every operation — and
 //! the sessions it creates after the fork are its own (a consumer thread is
-//! started for them). The control and consumer locks are held across the
-//! fork so that the child never inherits them locked by a thread it does
-//! not have.
+//! started for them). Every lock of the tracer is held across the fork, as
+//! LTTng-UST does, so that the child never inherits one locked by a thread
+//! it does not have: taken in the crate's lock order (control, then the
+//! registry of run-time descriptions, the consumer's wake lock, the ring
+//! buffer's thread-exit registry) before `fork`, released after it in both
+//! processes. The child's thread also gets its own identity in the RCU
+//! reader slot it inherited (`rcu::after_fork_in_child`).
 
 use std::cell::RefCell;
 use std::sync::{MutexGuard, Once};
 
 use crate::control::{self, ForkHold};
+use crate::desc::EventDesc;
+
+/// The locks `prepare` takes, in order; dropped in reverse.
+struct Held {
+    notice: ringbuf::channel::ForkHold,
+    wake: Option<MutexGuard<'static, bool>>,
+    descs: MutexGuard<'static, Vec<&'static EventDesc>>,
+    control: ForkHold,
+}
 
 thread_local! {
     /// The locks taken by `prepare`, released by `parent` or `child` (the
     /// same thread runs all three).
-    static HELD: RefCell<Option<(ForkHold, Option<MutexGuard<'static, bool>>)>> = const { RefCell::new(None) };
+    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
 }
 
 extern "C" fn prepare() {
-    let c = control::hold_for_fork();
-    let w = crate::consumer::hold_for_fork();
-    HELD.with(|h| *h.borrow_mut() = Some((c, w)));
+    let control = control::hold_for_fork();
+    let descs = crate::desc::hold_for_fork();
+    let wake = crate::consumer::hold_for_fork();
+    let notice = ringbuf::channel::hold_for_fork();
+    HELD.with(|h| {
+        *h.borrow_mut() = Some(Held {
+            notice,
+            wake,
+            descs,
+            control,
+        })
+    });
 }
 
 extern "C" fn parent() {
@@ -30,11 +52,20 @@ extern "C" fn parent() {
 }
 
 extern "C" fn child() {
+    crate::rcu::after_fork_in_child();
     HELD.with(|h| {
-        if let Some((mut c, w)) = h.borrow_mut().take() {
-            c.forget_sessions();
-            drop(w);
-            drop(c);
+        if let Some(mut held) = h.borrow_mut().take() {
+            held.control.forget_sessions();
+            let Held {
+                notice,
+                wake,
+                descs,
+                control,
+            } = held;
+            drop(notice);
+            drop(wake);
+            drop(descs);
+            drop(control);
         }
     });
 }

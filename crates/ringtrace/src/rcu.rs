@@ -297,6 +297,19 @@ mod global {
             const { std::cell::Cell::new(std::ptr::null()) };
     }
 
+    /// In a `fork` child (its `pthread_atfork` handler): the one thread the
+    /// child has keeps the reader slot it had in the parent, under the
+    /// parent's thread id, which is no thread of the child's: a grace
+    /// period would find that id gone and free the slot while the thread
+    /// still uses it. The slot takes the child thread's own id.
+    pub fn after_fork_in_child() {
+        let p = MY_SLOT.with(|c| c.get());
+        // SAFETY: a non-null `MY_SLOT` points into the static slot array.
+        if let Some(slot) = unsafe { p.as_ref() } {
+            slot.tid.store(gettid(), Relaxed);
+        }
+    }
+
     /// Registers the process for `membarrier`; readers then stop fencing.
     /// Called before the first pointer is published.
     pub fn init() {
@@ -379,7 +392,9 @@ mod global {
 }
 
 #[cfg(not(loom))]
-pub use global::{init, read_lock, slots_used, uses_membarrier, Guard, DOMAIN, SLOTS};
+pub use global::{
+    after_fork_in_child, init, read_lock, slots_used, uses_membarrier, Guard, DOMAIN, SLOTS,
+};
 
 /// Under loom only [`Domain`] is modelled (`tests/loom.rs`); the process-wide
 /// domain is not built, and the tracer must not run.
@@ -399,6 +414,7 @@ mod loom_stubs {
     pub fn read_lock() -> Option<Guard> {
         unreachable!("the tracer does not run under loom; only rcu::Domain is modelled")
     }
+    pub fn after_fork_in_child() {}
     pub struct Global;
     impl Global {
         pub fn synchronize(&self, _: Duration) -> bool {
@@ -412,7 +428,9 @@ mod loom_stubs {
     }
 }
 #[cfg(loom)]
-pub use loom_stubs::{init, no_slot_drops, read_lock, slots_used, Guard, DOMAIN, SLOTS};
+pub use loom_stubs::{
+    after_fork_in_child, init, no_slot_drops, read_lock, slots_used, Guard, DOMAIN, SLOTS,
+};
 
 /// Records dropped because more than [`SLOTS`] threads were reading at once.
 #[cfg(not(loom))]
