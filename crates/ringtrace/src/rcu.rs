@@ -297,16 +297,24 @@ mod global {
             const { std::cell::Cell::new(std::ptr::null()) };
     }
 
-    /// In a `fork` child (its `pthread_atfork` handler): the one thread the
-    /// child has keeps the reader slot it had in the parent, under the
-    /// parent's thread id, which is no thread of the child's: a grace
-    /// period would find that id gone and free the slot while the thread
-    /// still uses it. The slot takes the child thread's own id.
+    /// In a `fork` child (its `pthread_atfork` handler), where only the
+    /// calling thread exists: it keeps the reader slot it had in the parent
+    /// but takes its own thread id there (under the parent's id a grace
+    /// period would find that thread gone and free the slot while it is in
+    /// use); every other slot is freed at once, its thread being the
+    /// parent's. Left to `tgkill`, a parent thread's id that the kernel
+    /// hands again to a thread of the child (ids wrap at `pid_max`, 32768
+    /// here) would keep a slot that was inside a read section at the fork
+    /// "reading" for ever.
     pub fn after_fork_in_child() {
-        let p = MY_SLOT.with(|c| c.get());
-        // SAFETY: a non-null `MY_SLOT` points into the static slot array.
-        if let Some(slot) = unsafe { p.as_ref() } {
-            slot.tid.store(gettid(), Relaxed);
+        let mine = MY_SLOT.with(|c| c.get());
+        for slot in &SLOT_ARRAY {
+            if std::ptr::eq(slot, mine) {
+                slot.tid.store(gettid(), Relaxed);
+            } else {
+                slot.ctr.store(0, Relaxed);
+                slot.tid.store(0, Relaxed);
+            }
         }
     }
 
