@@ -12,6 +12,11 @@
 //!   `lock cmpxchg16b` on (write count, last timestamp), so timestamps stay
 //!   ordered per buffer — how SMP buffers reserve since session 5 (on the
 //!   AMD EPYC machine it costs 10 ns against 25 ns for `bare_event_locked`);
+//! * `floor/bare_event_local_two_cas`: how per-thread buffers reserve since
+//!   session 7: non-locked `cmpxchg` on the last timestamp, then on the
+//!   write count (ordered timestamps whatever the clock, against the
+//!   thread's signal handlers); `floor/bare_event_local_cas16`: the
+//!   alternative, one non-locked `cmpxchg16b` on the pair (slower here);
 //! * `record/{percpu|perthread}/{discard|overwrite}/{8,16,64}B/{4K,128K,512K}/{reader|noreader}/{1,2}w`.
 //!
 //! `cargo bench -p ringbuf --bench record` (add a filter to run a subset);
@@ -47,8 +52,12 @@ fn floors(c: &mut Criterion) {
     let mut floor = Floor::new();
     g.bench_function("bare_event_locked", |b| b.iter(|| floor.locked()));
     g.bench_function("bare_event_local", |b| b.iter(|| floor.local()));
+    g.bench_function("bare_event_local_two_cas", |b| {
+        b.iter(|| floor.local_two_cas())
+    });
     if std::arch::is_x86_feature_detected!("cmpxchg16b") {
         g.bench_function("bare_event_cas16", |b| b.iter(|| floor.cas16()));
+        g.bench_function("bare_event_local_cas16", |b| b.iter(|| floor.local_cas16()));
     }
     g.finish();
 }
@@ -59,6 +68,9 @@ struct Floor {
     mem: Vec<u8>,
     w: AtomicU64,
     cc: AtomicU64,
+    /// A second commit count, for the variants that use `cc` as the last
+    /// timestamp.
+    w2: AtomicU64,
     /// (write count, last timestamp) for `cas16`, as one 16-byte word.
     pair: Box<Pair>,
 }
@@ -72,6 +84,7 @@ impl Floor {
             mem: vec![0u8; 1 << 16],
             w: AtomicU64::new(0),
             cc: AtomicU64::new(0),
+            w2: AtomicU64::new(0),
             pair: Box::new(Pair(0)),
         }
     }
@@ -118,6 +131,36 @@ impl Floor {
         }
     }
 
+    /// Per-thread buffers as they reserve now (`sync::Head`, `Sync::Local`):
+    /// `rdtsc` clamped to the last timestamp, `cmpxchg` on the timestamp,
+    /// then on W, 16-byte store, `xadd`, without lock prefixes.
+    #[inline(always)]
+    fn local_two_cas(&mut self) {
+        let cur = self.w.load(Ordering::Acquire);
+        let last = self.cc.load(Ordering::Relaxed);
+        let ts = rdtsc().max(last);
+        if cas_nolock(&self.cc, last, ts) == last && cas_nolock(&self.w, cur, cur + 16) == cur {
+            self.store(cur, ts);
+            xadd_nolock(&self.w2, 16);
+        }
+    }
+
+    /// The same with one non-locked `cmpxchg16b` on (W, last timestamp).
+    #[inline(always)]
+    fn local_cas16(&mut self) {
+        let p = &mut self.pair.0 as *mut u128;
+        // SAFETY: as in `cas16`.
+        let old = unsafe { std::ptr::read_volatile(p) };
+        let (cur, last) = (old as u64, (old >> 64) as u64);
+        let ts = rdtsc().max(last);
+        let new = (cur + 16) as u128 | ((ts as u128) << 64);
+        // SAFETY: as in `cas16`.
+        if unsafe { cas128_nolock(p, old, new) } == old {
+            self.store(cur, ts);
+            xadd_nolock(&self.w2, 16);
+        }
+    }
+
     /// `rdtsc` + `cmpxchg` + 16-byte store + `xadd`, without lock prefixes.
     #[inline(always)]
     fn local(&mut self) {
@@ -146,6 +189,31 @@ unsafe fn cas128(p: *mut u128, old: u128, new: u128) -> u128 {
             "lock cmpxchg16b xmmword ptr [rsi]",
             "mov rbx, {nlo}",
             // Named: a `reg` operand may be given `rbx` itself.
+            in("rsi") p,
+            nlo = inout(reg) new as u64 => _,
+            in("rcx") (new >> 64) as u64,
+            inout("rax") lo,
+            inout("rdx") hi,
+            options(nostack),
+        );
+    }
+    lo as u128 | (hi as u128) << 64
+}
+
+/// `cmpxchg16b` without the lock prefix (atomic against the thread's own
+/// signal handlers only).
+///
+/// # Safety
+/// As [`cas128`].
+#[target_feature(enable = "cmpxchg16b")]
+unsafe fn cas128_nolock(p: *mut u128, old: u128, new: u128) -> u128 {
+    let (mut lo, mut hi) = (old as u64, (old >> 64) as u64);
+    // SAFETY: the caller's contract; see `cas128`.
+    unsafe {
+        core::arch::asm!(
+            "xchg {nlo}, rbx",
+            "cmpxchg16b xmmword ptr [rsi]",
+            "mov rbx, {nlo}",
             in("rsi") p,
             nlo = inout(reg) new as u64 => _,
             in("rcx") (new >> 64) as u64,
