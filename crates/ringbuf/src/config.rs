@@ -149,8 +149,12 @@ pub struct ChannelAttr {
     /// First value of the write and read counts; a multiple of the buffer
     /// size. Tests start it a few laps below 2^64 to exercise wrap-around.
     pub initial_count: u64,
-    /// Per-thread channels: how many buffers the pool holds (threads beyond
-    /// that fall back to the shared overflow buffer).
+    /// Per-thread channels: how many buffers the pool holds. A thread takes
+    /// one on its first record and gives it back when it exits (the consumer
+    /// returns it to the pool once drained). While the pool is empty, a
+    /// thread without a buffer records nothing: each of its records is
+    /// counted in [`crate::Channel::lost_no_buffer`] (there is no shared
+    /// overflow buffer), and it tries again on its next record.
     pub thread_pool: usize,
 }
 

@@ -54,7 +54,10 @@ pub struct ChannelConfig {
     pub num_subbuf: usize,
     /// Per CPU or per thread.
     pub buffers: Buffers,
-    /// Per-thread channels: buffers in the pool.
+    /// Per-thread channels: buffers in the pool. A thread takes one on its
+    /// first record and gives it back at exit; while none is free, its
+    /// records are counted as lost ("lost for want of a free per-thread
+    /// buffer" in the statistics), never dropped silently.
     pub thread_pool: usize,
     /// Close a non-empty sub-buffer this often so live readers see data
     /// within that delay (per-CPU buffers, and per-thread buffers of exited
