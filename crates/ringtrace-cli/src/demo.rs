@@ -176,17 +176,19 @@ fn dir_size(dir: &Path) -> u64 {
 
 /// Runs the demo.
 pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let output = match &args.output {
+    // Whether the folder is ours to remove again if the session is refused.
+    let (output, created) = match &args.output {
         Some(dir) => {
-            if crate::outdir::chosen(dir, "-o")? == crate::outdir::Chosen::Replaced {
+            let chosen = crate::outdir::chosen(dir, "-o")?;
+            if chosen == crate::outdir::Chosen::Replaced {
                 eprintln!(
                     "ringtrace demo: replacing the earlier trace in {}",
                     dir.display()
                 );
             }
-            dir.clone()
+            (dir.clone(), chosen == crate::outdir::Chosen::Created)
         }
-        None => crate::outdir::fresh("demo")?,
+        None => (crate::outdir::fresh("demo")?, true),
     };
     let mut ch = ChannelConfig::new("demo").subbufs(256 * 1024, 8);
     if args.per_thread {
@@ -199,8 +201,11 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .enable("demo:*")
         .create()
         .inspect_err(|_| {
-            // Nothing left behind: only an empty folder is removed.
-            let _ = std::fs::remove_dir(&output);
+            // Nothing left behind: the folder, if this run created it and
+            // it is still empty.
+            if created {
+                let _ = std::fs::remove_dir(&output);
+            }
         })?;
     session.start();
     let q = Arc::new(Queue {

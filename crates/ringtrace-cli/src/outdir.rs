@@ -18,8 +18,10 @@ use std::path::{Path, PathBuf};
 /// What `-o DIR` became.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Chosen {
-    /// A new or empty directory.
-    Fresh,
+    /// A directory this call created.
+    Created,
+    /// An existing empty directory.
+    Empty,
     /// An earlier ringtrace trace was there; its files were removed.
     Replaced,
 }
@@ -39,7 +41,7 @@ pub fn chosen(dir: &Path, flag: &str) -> Result<Chosen, String> {
                 .mode(0o700)
                 .create(dir)
                 .map_err(|e| format!("{flag} {}: cannot create it: {e}", dir.display()))?;
-            return Ok(Chosen::Fresh);
+            return Ok(Chosen::Created);
         }
         Err(e) => return Err(format!("{flag} {}: {e}", dir.display())),
         Ok(m) if !std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) => {
@@ -56,7 +58,7 @@ pub fn chosen(dir: &Path, flag: &str) -> Result<Chosen, String> {
         .and_then(|rd| rd.collect::<Result<_, _>>())
         .map_err(|e| format!("{flag} {}: cannot list it: {e}", dir.display()))?;
     if entries.is_empty() {
-        return Ok(Chosen::Fresh);
+        return Ok(Chosen::Empty);
     }
     let mut files = Vec::new();
     let mut has_metadata = false;

@@ -164,56 +164,37 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
         }
     }
     let program = &a.command[0];
-    let dir = match &a.output {
+    // Whether the folder is ours to remove again if no trace comes.
+    let (dir, created) = match &a.output {
         Some(d) => {
-            if crate::outdir::chosen(d, "-o")? == crate::outdir::Chosen::Replaced {
+            let chosen = crate::outdir::chosen(d, "-o")?;
+            if chosen == crate::outdir::Chosen::Replaced {
                 eprintln!(
                     "ringtrace record: replacing the earlier trace in {}",
                     d.display()
                 );
             }
-            d.clone()
+            (d.clone(), chosen == crate::outdir::Chosen::Created)
         }
         None => {
             let name = Path::new(program)
                 .file_name()
                 .map_or("program".into(), |n| n.to_string_lossy().into_owned());
-            crate::outdir::fresh(&name)?
+            (crate::outdir::fresh(&name)?, true)
         }
     };
-    let mut spec = vec![
-        spec_path("-o", &dir)?,
-        match a.mode {
-            Mode::Discard => "discard".into(),
-            Mode::FlightRecorder => "flight-recorder".into(),
-        },
-        if a.per_thread {
-            "per-thread"
-        } else {
-            "per-cpu"
+    let remove_if_unused = || {
+        if created {
+            let _ = std::fs::remove_dir(&dir);
         }
-        .into(),
-        format!("subbuf={}", a.subbuf),
-        format!("count={}", a.count),
-    ];
-    let bufdir = match &a.buffer_dir {
-        Some(b) => {
-            spec.push(format!("bufdir={}", spec_path("--buffer-dir", b)?));
-            Some(std::path::absolute(b)?)
-        }
-        None => None,
     };
-    spec.extend(a.events.iter().map(|e| e.trim().to_string()));
-    let spec = spec.join(",");
-    // What the program will parse, checked here so that a mistake is told
-    // in terms of this command's flags (a failure here is a bug of ours).
-    ringtrace::env::parse(&spec).map_err(|e| format!("internal error: {e}"))?;
+    let (spec, bufdir) = session_spec(&a, &dir).inspect_err(|_| remove_if_unused())?;
     let mut child = Command::new(program)
         .args(&a.command[1..])
         .env(ringtrace::env::VAR, &spec)
         .spawn()
         .map_err(|e| {
-            let _ = std::fs::remove_dir(&dir);
+            remove_if_unused();
             format!("cannot run '{program}': {e}")
         })?;
     // Ctrl-C and Ctrl-\ reach the program (same process group); this
@@ -241,7 +222,7 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
         }
     }
     if !dir.join("metadata").exists() {
-        let _ = std::fs::remove_dir(&dir);
+        remove_if_unused();
         return Err(format!(
             "no trace in {}: is '{program}' built with ringtrace? (it {})",
             dir.display(),
@@ -282,6 +263,42 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
         return Ok(1);
     }
     Ok(shell_code(status))
+}
+
+/// The session description handed to the program (`RINGTRACE_SESSION`) and
+/// the absolute buffer directory, checked as the program will parse it.
+fn session_spec(
+    a: &Args,
+    dir: &Path,
+) -> Result<(String, Option<PathBuf>), Box<dyn std::error::Error>> {
+    let mut spec = vec![
+        spec_path("-o", dir)?,
+        match a.mode {
+            Mode::Discard => "discard".into(),
+            Mode::FlightRecorder => "flight-recorder".into(),
+        },
+        if a.per_thread {
+            "per-thread"
+        } else {
+            "per-cpu"
+        }
+        .into(),
+        format!("subbuf={}", a.subbuf),
+        format!("count={}", a.count),
+    ];
+    let bufdir = match &a.buffer_dir {
+        Some(b) => {
+            spec.push(format!("bufdir={}", spec_path("--buffer-dir", b)?));
+            Some(std::path::absolute(b)?)
+        }
+        None => None,
+    };
+    spec.extend(a.events.iter().map(|e| e.trim().to_string()));
+    let spec = spec.join(",");
+    // What the program will parse, checked here so that a mistake is told
+    // in terms of this command's flags (a failure here is a bug of ours).
+    ringtrace::env::parse(&spec).map_err(|e| format!("internal error: {e}"))?;
+    Ok((spec, bufdir))
 }
 
 /// Ignores SIGINT and SIGQUIT in this process (after the program started,

@@ -115,6 +115,24 @@ fn record_errors_name_its_own_flags() {
     }
     // Nothing was run, nothing left behind.
     assert!(!Path::new(out).exists());
+    // A path the session description cannot carry: refused, and the
+    // folder made for it removed again.
+    let comma = tmp("a,b");
+    let o = run(&["record", "-o", comma.to_str().unwrap(), "--", "true"]);
+    assert!(!o.ok && o.stderr.contains("-o"), "{}", o.stderr);
+    assert!(!comma.exists());
+    // A folder the user made stays, even when nothing could be recorded.
+    let mine = tmp("empty-mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    let o = run(&[
+        "record",
+        "-o",
+        mine.to_str().unwrap(),
+        "--",
+        "/nonexistent/program",
+    ]);
+    assert!(!o.ok && o.stderr.contains("cannot run"), "{}", o.stderr);
+    assert!(mine.is_dir(), "the user's empty folder was removed");
 }
 
 /// A folder of the user's: a `metadata` file that is not a trace's, other
