@@ -93,6 +93,36 @@ impl Floor {
     /// (W, last) + 16-byte store + `lock xadd`.
     #[inline(always)]
     fn cas16(&mut self) {
+        // SAFETY: the CPU has cmpxchg16b (checked before this bench runs).
+        self.pair_event(
+            |p, old, new| unsafe { cas128(p, old, new) },
+            |c| {
+                c.fetch_add(16, Ordering::AcqRel);
+            },
+        );
+    }
+
+    /// The same with one non-locked `cmpxchg16b` on (W, last timestamp)
+    /// and a non-locked `xadd`.
+    #[inline(always)]
+    fn local_cas16(&mut self) {
+        // SAFETY: as in `cas16`.
+        self.pair_event(
+            |p, old, new| unsafe { cas128_nolock(p, old, new) },
+            |c| {
+                xadd_nolock(c, 16);
+            },
+        );
+    }
+
+    /// An event reserved with a 16-byte compare-and-swap `cas` on
+    /// (W, last timestamp), committed with `commit`.
+    #[inline(always)]
+    fn pair_event(
+        &mut self,
+        cas: impl Fn(*mut u128, u128, u128) -> u128,
+        commit: impl Fn(&AtomicU64),
+    ) {
         let p = &mut self.pair.0 as *mut u128;
         // SAFETY: `p` is a live, 16-byte aligned u128 only this thread
         // uses; a torn read is harmless (the CAS then fails).
@@ -100,12 +130,9 @@ impl Floor {
         let (cur, last) = (old as u64, (old >> 64) as u64);
         let ts = rdtsc().max(last);
         let new = (cur + 16) as u128 | ((ts as u128) << 64);
-        // SAFETY: the CPU has cmpxchg16b (checked before this bench runs)
-        // and `p` is valid and 16-byte aligned.
-        let prev = unsafe { cas128(p, old, new) };
-        if prev == old {
+        if cas(p, old, new) == old {
             self.store(cur, ts);
-            self.cc.fetch_add(16, Ordering::AcqRel);
+            commit(&self.cc);
         }
     }
 
@@ -145,22 +172,6 @@ impl Floor {
         }
     }
 
-    /// The same with one non-locked `cmpxchg16b` on (W, last timestamp).
-    #[inline(always)]
-    fn local_cas16(&mut self) {
-        let p = &mut self.pair.0 as *mut u128;
-        // SAFETY: as in `cas16`.
-        let old = unsafe { std::ptr::read_volatile(p) };
-        let (cur, last) = (old as u64, (old >> 64) as u64);
-        let ts = rdtsc().max(last);
-        let new = (cur + 16) as u128 | ((ts as u128) << 64);
-        // SAFETY: as in `cas16`.
-        if unsafe { cas128_nolock(p, old, new) } == old {
-            self.store(cur, ts);
-            xadd_nolock(&self.w2, 16);
-        }
-    }
-
     /// `rdtsc` + `cmpxchg` + 16-byte store + `xadd`, without lock prefixes.
     #[inline(always)]
     fn local(&mut self) {
@@ -173,57 +184,51 @@ impl Floor {
     }
 }
 
-/// `lock cmpxchg16b`.
-///
-/// # Safety
-/// The CPU supports cmpxchg16b; `p` is valid and 16-byte aligned.
-#[target_feature(enable = "cmpxchg16b")]
-unsafe fn cas128(p: *mut u128, old: u128, new: u128) -> u128 {
-    let (mut lo, mut hi) = (old as u64, (old >> 64) as u64);
-    // SAFETY: the caller's contract. Inline asm rather than the intrinsic,
-    // which without the target feature compiled in calls libatomic in debug
-    // builds. `rbx` is reserved by LLVM: swapped in and out around the CAS.
-    unsafe {
-        core::arch::asm!(
-            "xchg {nlo}, rbx",
-            "lock cmpxchg16b xmmword ptr [rsi]",
-            "mov rbx, {nlo}",
-            // Named: a `reg` operand may be given `rbx` itself.
-            in("rsi") p,
-            nlo = inout(reg) new as u64 => _,
-            in("rcx") (new >> 64) as u64,
-            inout("rax") lo,
-            inout("rdx") hi,
-            options(nostack),
-        );
-    }
-    lo as u128 | (hi as u128) << 64
+/// A 16-byte compare-and-swap function named `$name`, the instruction
+/// `$insn`.
+macro_rules! cas128_fn {
+    ($(#[$doc:meta])* $name:ident, $insn:literal) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The CPU supports cmpxchg16b; `p` is valid and 16-byte aligned.
+        #[target_feature(enable = "cmpxchg16b")]
+        unsafe fn $name(p: *mut u128, old: u128, new: u128) -> u128 {
+            let (mut lo, mut hi) = (old as u64, (old >> 64) as u64);
+            // SAFETY: the caller's contract. Inline asm rather than the
+            // intrinsic, which without the target feature compiled in calls
+            // libatomic in debug builds. `rbx` is reserved by LLVM: swapped
+            // in and out around the CAS.
+            unsafe {
+                core::arch::asm!(
+                    "xchg {nlo}, rbx",
+                    $insn,
+                    "mov rbx, {nlo}",
+                    // Named: a `reg` operand may be given `rbx` itself.
+                    in("rsi") p,
+                    nlo = inout(reg) new as u64 => _,
+                    in("rcx") (new >> 64) as u64,
+                    inout("rax") lo,
+                    inout("rdx") hi,
+                    options(nostack),
+                );
+            }
+            lo as u128 | (hi as u128) << 64
+        }
+    };
 }
 
-/// `cmpxchg16b` without the lock prefix (atomic against the thread's own
-/// signal handlers only).
-///
-/// # Safety
-/// As [`cas128`].
-#[target_feature(enable = "cmpxchg16b")]
-unsafe fn cas128_nolock(p: *mut u128, old: u128, new: u128) -> u128 {
-    let (mut lo, mut hi) = (old as u64, (old >> 64) as u64);
-    // SAFETY: the caller's contract; see `cas128`.
-    unsafe {
-        core::arch::asm!(
-            "xchg {nlo}, rbx",
-            "cmpxchg16b xmmword ptr [rsi]",
-            "mov rbx, {nlo}",
-            in("rsi") p,
-            nlo = inout(reg) new as u64 => _,
-            in("rcx") (new >> 64) as u64,
-            inout("rax") lo,
-            inout("rdx") hi,
-            options(nostack),
-        );
-    }
-    lo as u128 | (hi as u128) << 64
-}
+cas128_fn!(
+    /// `lock cmpxchg16b`.
+    cas128,
+    "lock cmpxchg16b xmmword ptr [rsi]"
+);
+cas128_fn!(
+    /// `cmpxchg16b` without the lock prefix (atomic against the thread's
+    /// own signal handlers only).
+    cas128_nolock,
+    "cmpxchg16b xmmword ptr [rsi]"
+);
 
 #[inline(always)]
 fn cas_nolock(a: &AtomicU64, cur: u64, new: u64) -> u64 {

@@ -177,19 +177,7 @@ fn dir_size(dir: &Path) -> u64 {
 /// Runs the demo.
 pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // Whether the folder is ours to remove again if the session is refused.
-    let (output, created) = match &args.output {
-        Some(dir) => {
-            let chosen = crate::outdir::chosen(dir, "-o")?;
-            if chosen == crate::outdir::Chosen::Replaced {
-                eprintln!(
-                    "ringtrace demo: replacing the earlier trace in {}",
-                    dir.display()
-                );
-            }
-            (dir.clone(), chosen == crate::outdir::Chosen::Created)
-        }
-        None => (crate::outdir::fresh("demo")?, true),
-    };
+    let (output, created) = crate::outdir::prepare(args.output.as_deref(), "demo", "demo")?;
     let mut ch = ChannelConfig::new("demo").subbufs(256 * 1024, 8);
     if args.per_thread {
         ch = ch.per_thread();

@@ -89,6 +89,26 @@ pub fn chosen(dir: &Path, flag: &str) -> Result<Chosen, String> {
     Ok(Chosen::Replaced)
 }
 
+/// The trace folder of `cmd` (`demo`, `record`): `output` (`-o`) as
+/// [`chosen`] prepares it, or a new dated folder named after `what`; and
+/// whether this call created it (so that it may be removed again, while
+/// empty, if no trace comes).
+pub fn prepare(output: Option<&Path>, what: &str, cmd: &str) -> Result<(PathBuf, bool), String> {
+    match output {
+        Some(dir) => {
+            let c = chosen(dir, "-o")?;
+            if c == Chosen::Replaced {
+                eprintln!(
+                    "ringtrace {cmd}: replacing the earlier trace in {}",
+                    dir.display()
+                );
+            }
+            Ok((dir.to_path_buf(), c == Chosen::Created))
+        }
+        None => Ok((fresh(what)?, true)),
+    }
+}
+
 /// A stream file's name as ringtrace writes it: `<channel>_<number>`.
 fn is_stream_name(name: &str) -> bool {
     match name.rsplit_once('_') {

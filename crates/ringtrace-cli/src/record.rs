@@ -165,24 +165,10 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
     }
     let program = &a.command[0];
     // Whether the folder is ours to remove again if no trace comes.
-    let (dir, created) = match &a.output {
-        Some(d) => {
-            let chosen = crate::outdir::chosen(d, "-o")?;
-            if chosen == crate::outdir::Chosen::Replaced {
-                eprintln!(
-                    "ringtrace record: replacing the earlier trace in {}",
-                    d.display()
-                );
-            }
-            (d.clone(), chosen == crate::outdir::Chosen::Created)
-        }
-        None => {
-            let name = Path::new(program)
-                .file_name()
-                .map_or("program".into(), |n| n.to_string_lossy().into_owned());
-            (crate::outdir::fresh(&name)?, true)
-        }
-    };
+    let name = Path::new(program)
+        .file_name()
+        .map_or("program".into(), |n| n.to_string_lossy().into_owned());
+    let (dir, created) = crate::outdir::prepare(a.output.as_deref(), &name, "record")?;
     let remove_if_unused = || {
         if created {
             let _ = std::fs::remove_dir(&dir);

@@ -71,20 +71,7 @@ fn fork_children_trace_into_their_own_sessions_only() {
     for i in 0..1000u64 {
         event!(forktest, after, i: u64 = i);
     }
-    let t = Instant::now();
-    let status = loop {
-        let mut st = 0;
-        // SAFETY: waits for our own child.
-        let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
-        if r == pid {
-            break st;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "the fork child hangs"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = wait_child(pid, Duration::from_secs(20), "the fork child");
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "child status {status:#x}"

@@ -16,7 +16,7 @@ mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use ringtrace::{event, ChannelConfig, EventDesc, Level, Session};
@@ -148,34 +148,11 @@ fn fork_while_other_threads_hold_every_tracer_lock() {
             // handlers or the test harness.
             unsafe { libc::_exit(code) };
         }
-        let t = Instant::now();
-        let status = loop {
-            let mut st = 0;
-            // SAFETY: waits for our own child.
-            let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
-            if r == pid {
-                break st;
-            }
-            if t.elapsed() > Duration::from_secs(30) {
-                // Where it hangs, when gdb is there to say.
-                if let Ok(o) = std::process::Command::new("gdb")
-                    .args([
-                        "-p",
-                        &pid.to_string(),
-                        "-batch",
-                        "-ex",
-                        "thread apply all bt",
-                    ])
-                    .output()
-                {
-                    eprintln!("{}", String::from_utf8_lossy(&o.stdout));
-                }
-                // SAFETY: our own child.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                panic!("fork child {k} hangs (a lock inherited locked?)");
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        };
+        let status = wait_child(
+            pid,
+            Duration::from_secs(30),
+            &format!("fork child {k} (a lock inherited locked?)"),
+        );
         assert!(
             libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
             "fork child {k}: status {status:#x} (exit code {})",

@@ -37,14 +37,8 @@ fn signal_handlers_record_valid_events_in_both_buffer_kinds() {
         .create()
         .unwrap();
     s.start();
-    // SAFETY: installs a handler that only uses async-signal-safe operations.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = handler as *const () as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
-    }
+    // The handler only uses async-signal-safe operations.
+    on_sigusr1(handler);
     const N: u64 = 300_000;
     let done = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel::<libc::pthread_t>();

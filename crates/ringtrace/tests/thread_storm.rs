@@ -39,17 +39,6 @@ extern "C" fn handler(_: libc::c_int) {
     event!(storm, from_handler, n: u64 = n);
 }
 
-fn install_handler() {
-    // SAFETY: the handler only uses an atomic and the probe.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = handler as *const () as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
-    }
-}
-
 /// Blocks or unblocks SIGUSR1 in the calling thread (threads it creates
 /// inherit the mask).
 fn sigusr1(block: bool) {
@@ -122,7 +111,7 @@ fn check(s: &Session, dir: &std::path::Path, attempted: u64) -> (u64, u64) {
 #[test]
 fn first_record_of_every_thread_inside_a_signal_handler_that_interrupted_malloc() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    install_handler();
+    on_sigusr1(handler);
     for round in 0..repeat() {
         let (s, dir) = per_thread_session(&format!("sigfirst-{round}"), 64);
         H_ATTEMPTS.store(0, Relaxed);
@@ -188,7 +177,7 @@ fn first_record_of_every_thread_inside_a_signal_handler_that_interrupted_malloc(
 #[test]
 fn ten_thousand_short_lived_threads_share_a_pool_of_four() {
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    install_handler();
+    on_sigusr1(handler);
     const THREADS: u64 = 10_000;
     const PER_THREAD: u64 = 5;
     for round in 0..repeat() {

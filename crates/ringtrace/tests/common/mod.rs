@@ -171,3 +171,48 @@ impl ringtrace::FieldValue for Stall {
         8
     }
 }
+
+/// Installs `handler` for SIGUSR1 (`SA_RESTART`, nothing masked). The
+/// handler must only use async-signal-safe operations.
+pub fn on_sigusr1(handler: extern "C" fn(libc::c_int)) {
+    // SAFETY: installs a handler whose safety is the caller's contract.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
+    }
+}
+
+/// Waits for fork child `pid` at most `limit`; on a hang, prints where it
+/// hangs (when gdb is there), kills it and panics. Returns its wait status.
+pub fn wait_child(pid: libc::pid_t, limit: std::time::Duration, what: &str) -> libc::c_int {
+    let t = std::time::Instant::now();
+    loop {
+        let mut st = 0;
+        // SAFETY: waits for our own child.
+        let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+        if r == pid {
+            return st;
+        }
+        if t.elapsed() > limit {
+            if let Ok(o) = Command::new("gdb")
+                .args([
+                    "-p",
+                    &pid.to_string(),
+                    "-batch",
+                    "-ex",
+                    "thread apply all bt",
+                ])
+                .output()
+            {
+                eprintln!("{}", String::from_utf8_lossy(&o.stdout));
+            }
+            // SAFETY: our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{what} hangs (no end within {limit:?})");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
