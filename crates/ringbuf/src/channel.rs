@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::config::{Alloc, ChannelAttr, Config, ConfigError};
 use crate::frontend::{Buffer, Lost, Slot, SlotCtx};
 use crate::sync::{AtomicU64, Ordering};
+use crate::writer::Writer;
 use crate::{cpu, Error};
 
 use Ordering::{AcqRel, Acquire, Relaxed, Release};
@@ -16,6 +17,10 @@ use Ordering::{AcqRel, Acquire, Relaxed, Release};
 const FREE: u64 = 0;
 const OWNED: u64 = 1;
 const ORPHANED: u64 = 2;
+/// An orphaned buffer one thread is switching or recycling: no other thread
+/// switches it, and none takes it from the pool, until it is ORPHANED again
+/// (or FREE).
+const SWITCHING: u64 = 3;
 
 static NEXT_CHANNEL_ID: StdAtomicU64 = StdAtomicU64::new(1);
 
@@ -242,7 +247,10 @@ impl<C: Config> Channel<C> {
         f: F,
     ) -> Result<Slot<'_, C>, Lost> {
         match self.current() {
-            Some(b) => b.reserve_at(now, f),
+            // SAFETY: `current` is an SMP buffer, or the calling thread's own
+            // per-thread buffer (taken from the pool by this thread and kept
+            // until it exits).
+            Some(b) => unsafe { b.writer_unchecked() }.reserve_at(now, f),
             None => {
                 self.lost_no_buffer.fetch_add(1, Relaxed);
                 Err(Lost::NoBuffer)
@@ -308,21 +316,49 @@ impl<C: Config> Channel<C> {
         Some(&self.buffers[i])
     }
 
-    /// Forced switch of every buffer that the calling thread may flush: all of
-    /// them for SMP buffers; for `Sync::Local` per-thread buffers, the calling
-    /// thread's own and those whose thread has exited. Returns how many closed
-    /// a sub-buffer.
+    /// Forced switch of every buffer that the calling thread may switch: all
+    /// of them for SMP buffers; for `Sync::Local` per-thread buffers, the
+    /// calling thread's own and those whose thread has exited. Returns how
+    /// many closed a sub-buffer.
     pub fn flush(&self) -> usize {
+        self.each_writable(|w| w.flush())
+            .filter(|&closed| closed)
+            .count()
+    }
+
+    /// Runs `f` with a writer on every buffer the calling thread may write
+    /// now: every SMP buffer; its own per-thread buffer; per-thread buffers
+    /// whose thread has exited, each claimed for the time of `f`.
+    fn each_writable<'s, R>(
+        &'s self,
+        mut f: impl FnMut(&Writer<'_, C>) -> R + 's,
+    ) -> impl Iterator<Item = R> + 's {
         let own = match C::SYNC {
             crate::Sync::Smp => None,
             crate::Sync::Local => self.thread_index(),
         };
-        self.buffers
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| self.may_flush(*i, own))
-            .filter(|(_, b)| b.flush())
-            .count()
+        (0..self.buffers.len()).filter_map(move |i| {
+            if C::SYNC == crate::Sync::Smp || own == Some(i) {
+                // SAFETY: an SMP buffer, or the calling thread's own.
+                Some(f(&unsafe { self.buffers[i].writer_unchecked() }))
+            } else {
+                self.with_orphan(i, |w| f(w))
+            }
+        })
+    }
+
+    /// Runs `f` on per-thread buffer `i` if its thread has exited, with the
+    /// buffer claimed (ORPHANED → SWITCHING) for the time of `f`: no other
+    /// thread switches it meanwhile, and none takes it from the pool.
+    fn with_orphan<R>(&self, i: usize, f: impl FnOnce(&Writer<'_, C>) -> R) -> Option<R> {
+        self.states[i]
+            .compare_exchange(ORPHANED, SWITCHING, AcqRel, Acquire)
+            .ok()?;
+        // SAFETY: the buffer's thread has exited (ORPHANED), and the claim
+        // excludes every other thread until it is released below.
+        let r = f(&unsafe { self.buffers[i].writer_unchecked() });
+        self.states[i].store(ORPHANED, Release);
+        Some(r)
     }
 
     #[inline(never)]
@@ -338,29 +374,21 @@ impl<C: Config> Channel<C> {
             .flatten()
     }
 
-    /// Whether the calling thread may switch buffer `i`: any SMP buffer; a
-    /// `Sync::Local` buffer only if it is the thread's own or its thread has
-    /// exited (ORPHANED). A FREE buffer is not switched: it holds nothing
-    /// unread (it was drained before it went back to the pool), and a thread
-    /// may take it at any moment.
-    fn may_flush(&self, i: usize, own: Option<usize>) -> bool {
-        C::SYNC == crate::Sync::Smp || own == Some(i) || self.states[i].load(Acquire) == ORPHANED
-    }
-
     /// Per-thread channels: buffers whose thread exited and that the reader
     /// has drained completely go back to the pool. Returns how many.
     pub fn recycle(&self) -> usize {
         let mut n = 0;
-        for (i, b) in self.buffers.iter().enumerate() {
-            if self.states[i].load(Acquire) == ORPHANED {
-                b.flush();
-                if b.is_drained()
-                    && self.states[i]
-                        .compare_exchange(ORPHANED, FREE, AcqRel, Acquire)
-                        .is_ok()
-                {
-                    n += 1;
-                }
+        for i in 0..self.buffers.len() {
+            let drained = self.with_orphan(i, |w| {
+                w.flush();
+                w.buffer().is_drained()
+            });
+            if drained == Some(true)
+                && self.states[i]
+                    .compare_exchange(ORPHANED, FREE, AcqRel, Acquire)
+                    .is_ok()
+            {
+                n += 1;
             }
         }
         n
@@ -368,16 +396,13 @@ impl<C: Config> Channel<C> {
 
     /// Whether the thread that owned per-thread buffer `i` has exited.
     pub fn is_orphaned(&self, i: usize) -> bool {
-        self.states[i].load(Acquire) == ORPHANED
+        matches!(self.states[i].load(Acquire), ORPHANED | SWITCHING)
     }
 
-    /// Flushes and finalizes every buffer (see [`Buffer::finalize`]).
+    /// Flushes and finalizes every buffer the calling thread may write (see
+    /// [`Channel::flush`] and [`Buffer::finalize`]).
     pub fn finalize(&self) {
-        for (i, b) in self.buffers.iter().enumerate() {
-            if self.may_flush(i, self.thread_index()) {
-                b.finalize();
-            }
-        }
+        self.each_writable(|w| w.finalize()).for_each(drop);
     }
 }
 

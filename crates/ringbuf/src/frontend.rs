@@ -389,29 +389,36 @@ impl<C: Config> Buffer<C> {
         &self.store
     }
 
-    /// Reserves `len` bytes.
+    /// Reserves `len` bytes (SMP buffers; see [`Buffer::writer`]).
     #[inline(always)]
     pub fn reserve(&self, len: usize) -> Result<Slot<'_, C>, Lost> {
-        self.reserve_with(|_| len)
+        self.writer().reserve(len)
     }
 
-    /// Reserves a record whose size the client computes from its position
-    /// and timestamp (alignment, compact or extended header). `slot_size` may
-    /// be called several times; the last call's answer is the one reserved.
+    /// [`Writer::reserve_with`](crate::Writer::reserve_with) (SMP buffers; see [`Buffer::writer`]).
     #[inline(always)]
     pub fn reserve_with<F: FnMut(SlotCtx) -> usize>(
         &self,
         slot_size: F,
     ) -> Result<Slot<'_, C>, Lost> {
-        self.reserve_at(self.cfg.clock(), slot_size)
+        self.writer().reserve_with(slot_size)
     }
 
-    /// [`Buffer::reserve_with`] with the clock read by the caller, at any
-    /// time before the call (`now` is a reading of the client's clock). A
-    /// writer that reads the clock first lets the CPU wait for it (`rdtsc`
-    /// takes tens of cycles) while it finds its buffer.
+    /// [`Writer::reserve_at`](crate::Writer::reserve_at) (SMP buffers; see [`Buffer::writer`]).
     #[inline(always)]
     pub fn reserve_at<F: FnMut(SlotCtx) -> usize>(
+        &self,
+        now: u64,
+        slot_size: F,
+    ) -> Result<Slot<'_, C>, Lost> {
+        self.writer().reserve_at(now, slot_size)
+    }
+
+    /// The reservation itself, for every buffer kind: see
+    /// [`Writer::reserve_at`](crate::Writer::reserve_at). The caller guarantees what a [`Writer`](crate::Writer)
+    /// stands for (for `Sync::Local` buffers: the calling thread owns it).
+    #[inline(always)]
+    pub(crate) fn reserve_at_unchecked<F: FnMut(SlotCtx) -> usize>(
         &self,
         now: u64,
         mut slot_size: F,

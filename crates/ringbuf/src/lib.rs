@@ -92,6 +92,7 @@ pub mod frontend;
 pub mod reader;
 mod switch;
 mod sync;
+pub mod writer;
 
 pub use backend::{BackendError, Store};
 pub use channel::Channel;
@@ -102,6 +103,7 @@ pub use config::{
 pub use counters::Geometry;
 pub use frontend::{Buffer, BufferStats, Lost, Slot, SlotCtx};
 pub use reader::{BadRecord, Order, Poll, Pushed, Reader, Records, SnapshotStats, Subbuf};
+pub use writer::Writer;
 
 /// Creating a buffer or channel failed.
 #[derive(Debug, thiserror::Error)]

@@ -163,9 +163,26 @@ impl<'a, C: Config> Reader<'a, C> {
 
     /// Forces a switch, then hands every complete sub-buffer between the read
     /// count and the write count to `f`, in `order`, without consuming:
-    /// repeatable. Sub-buffers overwritten during the walk are skipped.
+    /// repeatable. Sub-buffers overwritten during the walk are skipped. SMP
+    /// buffers (the switch is a write: a compile error for `Sync::Local`
+    /// buffers, see [`Reader::snapshot_unchecked`]).
     pub fn snapshot<F: FnMut(&Subbuf<'_, 'a, C>)>(&mut self, order: Order, f: F) -> SnapshotStats {
-        self.buf.flush();
+        self.buf.writer().flush();
+        self.snapshot_complete(order, f)
+    }
+
+    /// [`Reader::snapshot`] for any buffer.
+    ///
+    /// # Safety
+    /// The forced switch writes the buffer: the contract of
+    /// [`Buffer::writer_unchecked`] holds for the calling thread.
+    pub unsafe fn snapshot_unchecked<F: FnMut(&Subbuf<'_, 'a, C>)>(
+        &mut self,
+        order: Order,
+        f: F,
+    ) -> SnapshotStats {
+        // SAFETY: the caller's contract.
+        unsafe { self.buf.writer_unchecked() }.flush();
         self.snapshot_complete(order, f)
     }
 

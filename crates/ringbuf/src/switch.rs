@@ -246,10 +246,14 @@ impl<C: Config> Buffer<C> {
     /// Forced switch (Algorithm 4): closes the current sub-buffer if it holds
     /// anything, without reserving (switch old end alone); the next
     /// reservation opens a new one. Returns whether a sub-buffer was closed.
-    /// Callable from any thread for SMP buffers; for `Sync::Local` buffers
-    /// only from the owning thread (or once it has exited), see
-    /// [`crate::sync`].
+    /// SMP buffers, from any thread; see [`Writer::flush`](crate::Writer::flush) for the others.
     pub fn flush(&self) -> bool {
+        self.writer().flush()
+    }
+
+    /// [`Buffer::flush`] for every buffer kind; the caller guarantees what
+    /// a [`Writer`](crate::Writer) stands for.
+    pub(crate) fn flush_unchecked(&self) -> bool {
         let geo = self.geo;
         loop {
             let (w, last) = self.wr.head.load();
@@ -267,9 +271,15 @@ impl<C: Config> Buffer<C> {
     }
 
     /// Flushes and marks the buffer finalized: readers get a hang-up once
-    /// they have read everything.
+    /// they have read everything. SMP buffers; see [`Writer::finalize`](crate::Writer::finalize).
     pub fn finalize(&self) {
-        self.flush();
+        self.writer().finalize()
+    }
+
+    /// [`Buffer::finalize`] for every buffer kind; the caller guarantees what
+    /// a [`Writer`](crate::Writer) stands for.
+    pub(crate) fn finalize_unchecked(&self) {
+        self.flush_unchecked();
         self.rd.finalized.store(true, Ordering::Release);
     }
 }

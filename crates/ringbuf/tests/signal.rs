@@ -150,8 +150,9 @@ fn run<C: Config + Default>() -> u64 {
         .iter()
         .find(|b| *b as *const _ as usize == buf_addr)
         .unwrap();
-    // The writer thread has exited: any thread may flush now.
-    buf.flush();
+    // SAFETY: the writer thread has exited and the signaller stopped: no
+    // other thread writes the buffer now.
+    unsafe { buf.writer_unchecked() }.flush();
     let mut rd = buf.reader().unwrap();
     let mut read = read_live;
     while let Some(sb) = rd.get_subbuf() {

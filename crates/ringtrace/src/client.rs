@@ -307,7 +307,9 @@ pub(crate) trait ChannelOps: std::marker::Sync + Send {
     /// grace period has passed — or per-thread buffers might miscount.
     fn flush_quiescent(&self) -> usize;
     /// Walks every complete packet of buffer `i` without consuming,
-    /// oldest first (after a forced switch when `switch` is set).
+    /// oldest first (after a forced switch when `switch` is set and the
+    /// buffer is an SMP one: another thread never switches a live
+    /// per-thread buffer).
     fn snapshot(&self, i: usize, switch: bool, sink: &mut dyn PacketSink) -> usize;
     /// Counters of buffer `i`.
     fn stats(&self, i: usize) -> BufferStats;
@@ -348,7 +350,15 @@ impl<C: Config> ChannelOps for Channel<C> {
     }
 
     fn flush_quiescent(&self) -> usize {
-        Channel::buffers(self).iter().filter(|b| b.flush()).count()
+        Channel::buffers(self)
+            .iter()
+            // SAFETY: the trait method's precondition: the session is
+            // stopped and a grace period has passed (no probe is inside a
+            // record, and none enters one: probes see the session inactive),
+            // and `control::stop` holds the control lock, which
+            // `Session::start` takes, so no writer comes back meanwhile.
+            .filter(|b| unsafe { b.writer_unchecked() }.flush())
+            .count()
     }
 
     fn snapshot(&self, i: usize, switch: bool, sink: &mut dyn PacketSink) -> usize {
@@ -361,8 +371,9 @@ impl<C: Config> ChannelOps for Channel<C> {
             let len = packet_bytes(data);
             sink.packet(i, &data[..len], None);
         };
-        let st = if switch {
-            rd.snapshot(Order::OldestFirst, walk)
+        let st = if switch && C::SYNC == ringbuf::Sync::Smp {
+            // SAFETY: an SMP buffer: any thread may switch it.
+            unsafe { rd.snapshot_unchecked(Order::OldestFirst, walk) }
         } else {
             rd.snapshot_complete(Order::OldestFirst, walk)
         };

@@ -202,25 +202,36 @@ fn wanted_probes(sessions: &[Arc<SessionState>], desc: &'static EventDesc) -> Ve
     probes
 }
 
+/// Starts a session: one store, under the control lock so that it never
+/// overlaps a `stop` switching the session's buffers.
+pub(crate) fn start(s: &SessionState) {
+    let _c = control();
+    s.active.store(true, Relaxed);
+}
+
 /// Stops a session and completes its trace (see `Session::stop`).
 pub(crate) fn stop(s: &Arc<SessionState>) -> Result<(), Error> {
     if s.inherited() {
         // The parent's session: its probes are already off here.
         return Ok(());
     }
-    s.active.store(false, Relaxed);
     let quiescent = {
+        // Held until every buffer is switched: `Session::start` takes this
+        // lock, so no writer comes back while another thread switches the
+        // per-thread buffers (`flush_quiescent`'s precondition).
         let _c = control();
-        rcu::DOMAIN.synchronize(GRACE_TIMEOUT)
-    };
-    for ch in &s.channels {
-        if quiescent {
-            ch.chan.ops().flush_quiescent();
-        } else {
-            // A writer is stuck inside a probe: switch only what is safe.
-            ch.chan.ops().flush_live();
+        s.active.store(false, Relaxed);
+        let quiescent = rcu::DOMAIN.synchronize(GRACE_TIMEOUT);
+        for ch in &s.channels {
+            if quiescent {
+                ch.chan.ops().flush_quiescent();
+            } else {
+                // A writer is stuck inside a probe: switch only what is safe.
+                ch.chan.ops().flush_live();
+            }
         }
-    }
+        quiescent
+    };
     if s.mode == Mode::Discard {
         s.consume(std::time::Instant::now(), true);
         s.close_lost_tail();

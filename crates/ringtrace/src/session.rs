@@ -279,7 +279,7 @@ impl Session {
         if self.state.inherited() {
             return;
         }
-        self.state.active.store(true, Relaxed);
+        control::start(&self.state);
         // The consumer looks at the buffers at once, then as often as they
         // fill (see `sink.rs`).
         lock(&self.state.sink).read_now();
