@@ -11,7 +11,8 @@
 //! the main thread itself raced with a spawned one through Acquire loads.
 #![cfg(loom)]
 
-use std::sync::atomic::{AtomicU64 as StdU64, AtomicUsize, Ordering::Relaxed};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 use loom::thread;
@@ -21,7 +22,13 @@ const S: usize = 64;
 const HEADER: usize = 8;
 const REC: usize = 24; // two records per sub-buffer, the third switches
 
-static CLOCK: StdU64 = StdU64::new(1);
+loom::thread_local! {
+    /// Each thread's own clock: monotonic for that thread, unrelated to
+    /// the others' (as TSCs of different CPUs may be), and the same along
+    /// every replay of a schedule (loom needs a deterministic model; one
+    /// counter shared by all models and interleavings was not).
+    static NOW: Cell<u64> = Cell::new(1);
+}
 
 #[derive(Default)]
 struct Tiny<const OVERWRITE: bool>;
@@ -32,7 +39,11 @@ impl<const O: bool> Config for Tiny<O> {
     fn clock(&self) -> u64 {
         // Not modelled (a real clock is not a shared variable of the
         // algorithm); monotonic across loom's threads.
-        CLOCK.fetch_add(1, Relaxed)
+        NOW.with(|c| {
+            let t = c.get();
+            c.set(t + 1);
+            t
+        })
     }
     fn header_size(&self) -> usize {
         HEADER
@@ -287,6 +298,8 @@ fn snapshot_swap_vs_writer() {
 /// Writes a record reserved at clock reading `now`, holding the timestamp
 /// the buffer gave it (same torn-record check as `write`).
 fn write_at(b: &Buffer<Tiny<false>>, writer: u32, now: u64) {
+    // A retry of the reservation reads this thread's clock again: later.
+    NOW.with(|c| c.set(c.get().max(now + 1)));
     let mut s = b.reserve_at(now, |_| REC).unwrap();
     let ts = s.ts();
     fill(s.bytes(), writer, ts);
