@@ -1,12 +1,12 @@
 //! The control data and its writers: the list of sessions, and for every
 //! event the probe list it publishes. Writers hold one lock and may block;
-//! probes never take it (`probe.rs`, `rcu.rs`).
+//! probes never take it (`probe.rs`, `rcu/`).
 //!
-//! Publication protocol, kept here: a new probe list is fully built (and its
-//! event classes written to the metadata) before it is stored into the
-//! descriptor; a replaced list is freed only after `rcu::DOMAIN.synchronize`
-//! returned true, and kept in `retired` otherwise until a later grace
-//! period completes.
+//! Publication: a new probe list is fully built (and its event classes
+//! written to the metadata) before the control lock's [`Updater`] publishes
+//! it in the descriptor; the list it replaces is freed after a grace period,
+//! or kept until a later one completes (`rcu/published.rs`, whose types
+//! make any other order a compile error).
 
 use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,24 +14,22 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::config::{Mode, Rule};
 use crate::desc::{all_events, EventDesc};
 use crate::probe::{Probe, ProbeList};
-use crate::rcu;
+use crate::rcu::{self, Updater};
 use crate::session::{SessionState, GRACE_TIMEOUT};
 use crate::Error;
 
-#[derive(Default)]
 struct Control {
     sessions: Vec<Arc<SessionState>>,
-    /// Unpublished lists not yet known to be unreferenced.
-    retired: Vec<*mut ProbeList>,
+    /// Publishes every event's probe list; keeps replaced lists until a
+    /// grace period.
+    lists: Updater<ProbeList>,
 }
-
-// SAFETY: the retired pointers are owned by this structure (unpublished
-// `Box<ProbeList>`s) and only touched under the mutex.
-unsafe impl Send for Control {}
 
 static CONTROL: Mutex<Control> = Mutex::new(Control {
     sessions: Vec::new(),
-    retired: Vec::new(),
+    // SAFETY: the only updater of probe lists (`EventDesc::probes` is
+    // changed nowhere else), reached only under this mutex.
+    lists: unsafe { Updater::new() },
 });
 
 fn control() -> MutexGuard<'static, Control> {
@@ -125,10 +123,7 @@ fn republish(c: &mut Control) {
     rcu::init();
     for desc in all_events() {
         let probes = wanted_probes(&c.sessions, desc);
-        // SAFETY: we are the only writer (the lock) and the current list is
-        // either null or a `Box` we published.
-        let cur = unsafe { desc.probes.load(Acquire).as_ref() };
-        let same = match cur {
+        let same = match c.lists.current(&desc.probes) {
             None => probes.is_empty(),
             Some(l) => {
                 l.iter().count() == probes.len()
@@ -142,12 +137,8 @@ fn republish(c: &mut Control) {
         }
         let list = ProbeList::new(probes);
         let enabled = list.is_some();
-        let new = list.map_or(std::ptr::null_mut(), |l| Box::into_raw(Box::new(l)));
-        let old = desc.probes.swap(new, AcqRel);
+        c.lists.replace(&desc.probes, list.map(Box::new));
         desc.set_enabled(enabled);
-        if !old.is_null() {
-            c.retired.push(old);
-        }
     }
     reclaim(c);
 }
@@ -155,22 +146,12 @@ fn republish(c: &mut Control) {
 /// How long a control operation waits to free replaced lists.
 const RECLAIM_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// Frees the retired lists once a grace period has passed.
+/// Frees the replaced lists once a grace period has passed. Freeing can
+/// wait: a thread stuck inside a probe (stopped in a debugger, or stalled
+/// between reserve and commit) must not make every control operation wait
+/// for it; what is not freed now is freed after a later grace period.
 fn reclaim(c: &mut Control) {
-    if c.retired.is_empty() {
-        return;
-    }
-    // Freeing can wait: a thread stuck inside a probe (stopped in a
-    // debugger, or stalled between reserve and commit) must not make every
-    // control operation wait for it. What is not freed now is freed after
-    // a later grace period.
-    if rcu::DOMAIN.synchronize(RECLAIM_TIMEOUT) {
-        for p in c.retired.drain(..) {
-            // SAFETY: `p` came from `Box::into_raw` in `republish`, was
-            // unpublished before this grace period began, and is freed once.
-            drop(unsafe { Box::from_raw(p) });
-        }
-    }
+    c.lists.reclaim(RECLAIM_TIMEOUT);
 }
 
 fn wanted_probes(sessions: &[Arc<SessionState>], desc: &'static EventDesc) -> Vec<Probe> {

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use crate::field::FieldKind;
 use crate::level::Level;
 use crate::probe::ProbeList;
+use crate::rcu::Published;
 
 /// One field of an event: its name and type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,7 +38,7 @@ pub struct EventDesc {
     /// True while some session has the event enabled: the dormant check.
     enabled: AtomicBool,
     /// The channels to record into, published by `control.rs` (RCU).
-    pub(crate) probes: AtomicPtr<ProbeList>,
+    pub(crate) probes: Published<ProbeList>,
     /// A second copy of `enabled` kept where a foreign call site reads it
     /// (the C API's descriptor), or null.
     mirror: AtomicPtr<AtomicU8>,
@@ -61,7 +62,7 @@ impl EventDesc {
             file,
             line,
             enabled: AtomicBool::new(false),
-            probes: AtomicPtr::new(std::ptr::null_mut()),
+            probes: Published::new(),
             mirror: AtomicPtr::new(std::ptr::null_mut()),
         }
     }

@@ -1,10 +1,10 @@
 //! The probe: what an enabled event runs. It enters an RCU read section,
 //! loads the event's published probe list, and for each (channel, id) whose
 //! session is active, reserves, serializes and commits. No lock, no
-//! read-modify-write on control data, no fence (`rcu.rs`), no allocation,
+//! read-modify-write on control data, no fence (`rcu/`), no allocation,
 //! no system call: safe in a signal handler.
 
-use std::sync::atomic::{AtomicBool, Ordering::Acquire};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use crate::client::{is_active, AnyChannel, Encoded, Payload};
@@ -94,12 +94,8 @@ impl EventDesc {
         let Some(guard) = rcu::read_lock() else {
             return;
         };
-        let list = self.probes.load(Acquire);
-        // SAFETY: a list stays allocated until a grace period after it was
-        // unpublished (`control.rs` frees only after `synchronize` returned
-        // true), and this read section began before that grace period could
-        // end. Null means no list.
-        let Some(list) = (unsafe { list.as_ref() }) else {
+        // The list lives as long as this read section (see `rcu::Published`).
+        let Some(list) = self.probes.load(&guard) else {
             return;
         };
         // An event whose only session is stopped (or not started yet) reads

@@ -27,7 +27,7 @@
 //! no reader: every reader that could have loaded it has exited. When a
 //! reader stays inside for longer than the timeout (a thread stopped in a
 //! debugger, or killed between enter and exit), `synchronize` returns `false`
-//! and the caller must keep the object (see `control.rs`, which retires it
+//! and the caller must keep the object (see [`Updater`], which retires it
 //! for a later grace period). Slots of threads that no longer exist (thread
 //! exit, or `fork`, which keeps only the calling thread) are detected with
 //! `tgkill(pid, tid, 0)` and freed.
@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use loom::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64};
 use std::sync::atomic::{compiler_fence, Ordering::*};
 #[cfg(not(loom))]
-use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64, AtomicUsize};
+use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64};
 
 /// Low bits of a slot word: nesting depth of the thread's read sections.
 pub const NEST_BITS: u32 = 16;
@@ -271,133 +271,10 @@ pub fn gettid() -> i32 {
 }
 
 #[cfg(not(loom))]
-mod global {
-    use super::*;
+mod global;
+mod published;
 
-    /// Threads that can be inside a probe at once; a thread beyond that
-    /// records nothing and counts it (see [`super::no_slot_drops`]).
-    pub const SLOTS: usize = 1024;
-
-    static GP: AtomicU64 = AtomicU64::new(GP_UNIT);
-    static SLOT_ARRAY: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
-    static MEMBARRIER: AtomicBool = AtomicBool::new(false);
-    pub(super) static NO_SLOT: AtomicU64 = AtomicU64::new(0);
-    /// One more than the highest slot index ever claimed.
-    static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
-
-    /// The process's domain. A constant (of references to the statics), so
-    /// that the read side addresses the grace-period counter and the
-    /// membarrier flag directly rather than through a static's pointers.
-    pub const DOMAIN: Domain<'static> = Domain::new(&GP, &SLOT_ARRAY, &MEMBARRIER);
-
-    thread_local! {
-        /// This thread's slot; null until its first read section. No
-        /// destructor: exited threads' slots are found with `tgkill`.
-        static MY_SLOT: std::cell::Cell<*const Slot> =
-            const { std::cell::Cell::new(std::ptr::null()) };
-    }
-
-    /// In a `fork` child (its `pthread_atfork` handler), where only the
-    /// calling thread exists: it keeps the reader slot it had in the parent
-    /// but takes its own thread id there (under the parent's id a grace
-    /// period would find that thread gone and free the slot while it is in
-    /// use); every other slot is freed at once, its thread being the
-    /// parent's. Left to `tgkill`, a parent thread's id that the kernel
-    /// hands again to a thread of the child (ids wrap at `pid_max`, 32768
-    /// here) would keep a slot that was inside a read section at the fork
-    /// "reading" for ever.
-    pub fn after_fork_in_child() {
-        let mine = MY_SLOT.with(|c| c.get());
-        for slot in &SLOT_ARRAY {
-            if std::ptr::eq(slot, mine) {
-                slot.tid.store(gettid(), Relaxed);
-            } else {
-                slot.ctr.store(0, Relaxed);
-                slot.tid.store(0, Relaxed);
-            }
-        }
-    }
-
-    /// Registers the process for `membarrier`; readers then stop fencing.
-    /// Called before the first pointer is published.
-    pub fn init() {
-        if !MEMBARRIER.load(Relaxed) && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) {
-            MEMBARRIER.store(true, Relaxed);
-        }
-    }
-
-    /// Whether `membarrier` is in use.
-    pub fn uses_membarrier() -> bool {
-        MEMBARRIER.load(Relaxed)
-    }
-
-    /// A read section of the calling thread; ends when dropped.
-    pub struct Guard {
-        slot: &'static Slot,
-        _not_send: std::marker::PhantomData<*const ()>,
-    }
-
-    impl Guard {
-        /// Index of the calling thread's slot in the process's slot array:
-        /// a thread owns it while it lives, so data indexed by it (see
-        /// `tally.rs`) is written by that thread only.
-        #[inline(always)]
-        pub fn index(&self) -> usize {
-            slot_index(self.slot)
-        }
-    }
-
-    /// Position of `slot` in `SLOT_ARRAY` (address arithmetic: a subtraction
-    /// and a shift).
-    #[inline(always)]
-    fn slot_index(slot: &'static Slot) -> usize {
-        (slot as *const Slot as usize - SLOT_ARRAY.as_ptr() as usize) / std::mem::size_of::<Slot>()
-    }
-
-    /// How many slots any thread has used so far (slot indices are below).
-    pub fn slots_used() -> usize {
-        HIGH_WATER.load(Acquire)
-    }
-
-    impl Drop for Guard {
-        #[inline(always)]
-        fn drop(&mut self) {
-            DOMAIN.exit(self.slot);
-        }
-    }
-
-    /// Enters a read section; `None` if the thread has no slot and none is
-    /// free (the caller drops its record and counts it).
-    #[inline(always)]
-    pub fn read_lock() -> Option<Guard> {
-        let p = MY_SLOT.with(|c| c.get());
-        // SAFETY: a non-null `MY_SLOT` points into the static slot array.
-        let slot = match unsafe { p.as_ref() } {
-            Some(s) => s,
-            None => register()?,
-        };
-        DOMAIN.enter(slot);
-        Some(Guard {
-            slot,
-            _not_send: std::marker::PhantomData,
-        })
-    }
-
-    #[cold]
-    fn register() -> Option<&'static Slot> {
-        match DOMAIN.claim(gettid()) {
-            Some(s) => {
-                HIGH_WATER.fetch_max(slot_index(s) + 1, AcqRel);
-                MY_SLOT.with(|c| c.set(s));
-                Some(s)
-            }
-            None => {
-                NO_SLOT.fetch_add(1, Relaxed);
-                None
-            }
-        }
-    }
-}
+pub use published::{Published, Updater};
 
 #[cfg(not(loom))]
 pub use global::{
