@@ -37,10 +37,8 @@ pub(crate) fn ensure_started() {
     {
         return;
     }
-    let spawned = std::thread::Builder::new()
-        .name("ringtrace-consumer".into())
-        .spawn(run);
-    if let Err(e) = spawned {
+    // Not `std::thread`: this may run in a fork child (`thread.rs`).
+    if let Err(e) = crate::thread::spawn("ringtrace-cons", run) {
         eprintln!(
             "ringtrace: cannot start the consumer thread: {e}; streams are written only on stop"
         );

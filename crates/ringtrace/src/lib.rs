@@ -2,7 +2,7 @@
 //!
 //! Owns: event declaration (`event!` and the static [`EventDesc`]s the
 //! linker gathers), sessions and their channels, the probe that records an
-//! enabled event, the control data the probes read (RCU, `rcu.rs` and
+//! enabled event, the control data the probes read (RCU, `rcu/` and
 //! `control.rs`), the consumer thread that writes CTF stream files, the
 //! metadata, snapshots and statistics, configuration from the environment
 //! (`RINGTRACE_SESSION`), and the recovery of a killed process's trace from
@@ -57,6 +57,7 @@ pub mod session;
 mod sink;
 pub mod stats;
 mod tally;
+mod thread;
 
 pub use config::{Buffers, ChannelConfig, Mode, SessionBuilder};
 pub use desc::{all_events, register, register_all, EventDesc, FieldDesc, EVENTS};
@@ -100,6 +101,15 @@ pub enum Error {
         msg: String,
         /// Packets consumed and not written since.
         dropped_packets: u64,
+    },
+    /// A directory or file that another user controls, or that is not what
+    /// it should be: nothing was written there.
+    #[error("refusing {}: {reason}", path.display())]
+    Unsafe {
+        /// The directory or file as given.
+        path: PathBuf,
+        /// Why, and what to do.
+        reason: String,
     },
     /// A thread stayed inside a probe past the grace-period timeout (stopped
     /// in a debugger, or stalled): its sub-buffer could not be closed.

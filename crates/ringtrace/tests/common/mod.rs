@@ -216,3 +216,34 @@ pub fn wait_child(pid: libc::pid_t, limit: std::time::Duration, what: &str) -> l
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
+
+/// Runs `f` on a thread started with `pthread_create` (not `std::thread`)
+/// and waits for it; `None` if it panicked. For fork children: Rust std's
+/// thread start takes a process-wide lock of its own that a fork can leave
+/// held by a thread the child does not have (see `src/thread.rs`).
+#[allow(dead_code)]
+pub fn on_raw_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    type Job = Box<dyn FnOnce() + Send>;
+    extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
+        // SAFETY: `arg` is the `Box<Job>` leaked below, taken back once.
+        let job = unsafe { Box::from_raw(arg.cast::<Job>()) };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+        std::ptr::null_mut()
+    }
+    let out = std::sync::Arc::new(Mutex::new(None));
+    let o = out.clone();
+    let job: Box<Job> = Box::new(Box::new(move || {
+        let v = f();
+        *o.lock().unwrap() = Some(v);
+    }));
+    let arg = Box::into_raw(job);
+    let mut tid: libc::pthread_t = 0;
+    // SAFETY: default attributes; `arg` goes to the new thread, which
+    // takes it back once; it is joined before `out` is read.
+    let r = unsafe { libc::pthread_create(&mut tid, std::ptr::null(), start, arg.cast()) };
+    assert_eq!(r, 0, "pthread_create");
+    // SAFETY: `tid` is a joinable thread started above, joined once.
+    unsafe { libc::pthread_join(tid, std::ptr::null_mut()) };
+    let v = out.lock().unwrap().take();
+    v
+}

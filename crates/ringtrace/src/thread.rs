@@ -1,0 +1,98 @@
+//! The tracer's own threads (the consumer, the control socket's listener),
+//! started with `pthread_create` rather than `std::thread`.
+//!
+//! A traced process may `fork` while one of its other threads is inside
+//! Rust std's thread start, which holds a process-wide lock of std's own
+//! (the stack-overflow handler's thread registry, as of Rust 1.95). The
+//! child inherits that lock held by a thread it does not have, and the
+//! next `std::thread::spawn` there waits for ever in the new thread's
+//! start: seen once in about 1,400 forks of `tests/fork_locks.rs`. The
+//! tracer starts its consumer in a fork child that creates a session, so
+//! its threads take only glibc's path, which glibc makes safe after `fork`.
+//! What such a thread gives up: std's guard-page report on stack overflow
+//! (the kernel's guard page still stops it) and a name in
+//! `std::thread::current()` (the kernel's name is set: `ps -L`, gdb).
+
+use std::ffi::{c_void, CString};
+use std::io;
+
+/// Stack of a tracer thread: std's default (the consumer's deepest path is
+/// a CTF packet write, a few KiB).
+const STACK: usize = 2 << 20;
+
+type Body = Box<dyn FnOnce() + Send + 'static>;
+
+/// Starts `f` on a new detached thread named `name` (at most 15 bytes
+/// reach the kernel). A panic in `f` is printed and ends only that thread.
+pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result<()> {
+    let body: Box<Body> = Box::new(Box::new(f));
+    let arg = Box::into_raw(body);
+    // SAFETY: `attr` is initialized by `pthread_attr_init` before any other
+    // use and destroyed once; `pthread_create` copies what it needs from
+    // it. `arg` is a `Box<Body>` leaked above: on success the new thread
+    // owns it (`start` takes it back exactly once), on failure no thread
+    // saw it and it is taken back here.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        let r = libc::pthread_attr_init(&mut attr);
+        if r != 0 {
+            drop(Box::from_raw(arg));
+            return Err(io::Error::from_raw_os_error(r));
+        }
+        libc::pthread_attr_setstacksize(&mut attr, STACK.max(libc::PTHREAD_STACK_MIN));
+        libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+        let mut tid: libc::pthread_t = 0;
+        let r = libc::pthread_create(&mut tid, &attr, start, arg.cast());
+        libc::pthread_attr_destroy(&mut attr);
+        if r != 0 {
+            drop(Box::from_raw(arg));
+            return Err(io::Error::from_raw_os_error(r));
+        }
+        if let Ok(n) = CString::new(name.bytes().take(15).collect::<Vec<u8>>()) {
+            // Best effort: a thread without a kernel name works the same.
+            libc::pthread_setname_np(tid, n.as_ptr());
+        }
+    }
+    Ok(())
+}
+
+extern "C" fn start(arg: *mut c_void) -> *mut c_void {
+    // SAFETY: `arg` is the `Box<Body>` that `spawn` leaked for this thread,
+    // taken back once, here.
+    let body = unsafe { Box::from_raw(arg.cast::<Body>()) };
+    // No unwinding out of an `extern "C"` function: the panic message was
+    // printed by the hook; this thread ends, the program goes on.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+    std::ptr::null_mut()
+}
+
+#[cfg(all(test, not(miri)))]
+mod tests {
+    use std::sync::mpsc;
+
+    #[test]
+    fn runs_the_body_on_a_named_thread_and_survives_its_panic() {
+        let (tx, rx) = mpsc::channel();
+        super::spawn("ringtrace-test-long-name", move || {
+            let mut name = [0u8; 16];
+            // SAFETY: a 16-byte buffer for the calling thread's name.
+            let r = unsafe {
+                libc::pthread_getname_np(libc::pthread_self(), name.as_mut_ptr().cast(), 16)
+            };
+            assert_eq!(r, 0);
+            let end = name.iter().position(|&b| b == 0).unwrap();
+            tx.send(String::from_utf8_lossy(&name[..end]).into_owned())
+                .unwrap();
+        })
+        .unwrap();
+        assert_eq!(rx.recv().unwrap(), "ringtrace-test-");
+
+        let (tx, rx) = mpsc::channel::<()>();
+        super::spawn("panics", move || {
+            let _tx = tx; // dropped by the unwinding: the receiver sees it
+            panic!("a tracer thread's panic stays in that thread");
+        })
+        .unwrap();
+        assert!(rx.recv().is_err(), "the body ran and unwound");
+    }
+}
