@@ -10,6 +10,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use crate::config::Backing;
@@ -23,6 +24,18 @@ pub enum BackendError {
     File {
         /// The file.
         path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The file system has no room for a buffer file: caught when the
+    /// buffer is created, instead of a `SIGBUS` when a write first touches
+    /// a page the file system cannot give.
+    #[error("no room for buffer file {path} ({len} bytes): {source}; free space there or give a smaller buffer")]
+    NoSpace {
+        /// The file.
+        path: PathBuf,
+        /// Bytes asked for.
+        len: usize,
         /// The cause.
         source: io::Error,
     },
@@ -196,9 +209,22 @@ fn dir_file(path: &Path, len: usize) -> Result<File, BackendError> {
         .write(true)
         .create_new(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .map_err(err)?;
-    file.set_len(len as u64).map_err(err)?;
+    // Every block allocated now (a sparse file mapped shared faults with
+    // SIGBUS when a write reaches a hole the file system cannot fill).
+    // SAFETY: a valid descriptor owned by `file`; offsets are plain values.
+    let r = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
+    if r != 0 {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(BackendError::NoSpace {
+            path: path.to_owned(),
+            len,
+            source: io::Error::from_raw_os_error(r),
+        });
+    }
     Ok(file)
 }
 

@@ -95,10 +95,8 @@ fn spec_path(flag: &str, p: &Path) -> Result<String, String> {
     let s = p
         .to_str()
         .ok_or_else(|| format!("{flag} {}: the path must be valid UTF-8", p.display()))?;
-    if s.contains(',') {
-        return Err(format!("{flag} {s}: a path with ',' is not supported yet"));
-    }
-    Ok(s.to_string())
+    // Escaped as the session description reads it (`\,` and `\\`).
+    Ok(s.replace('\\', "\\\\").replace(',', "\\,"))
 }
 
 /// The exit code a shell gives for `status`: the code, or 128+N for a

@@ -9,9 +9,12 @@
 //! `per-cpu` (default) or `per-thread`; `subbuf=<bytes>[k|m]`; `count=<n>`;
 //! `switch=<ms>`; `read=<ms>`; `level=<level>`; `bufdir=<dir>` (buffers in
 //! files there, recoverable after a crash); anything else is an event
-//! pattern (`myapp:*`; none means `*`). The session starts before `main`
-//! and is stopped at exit, when its trace is complete; a flight recorder is
-//! then written to `<dir>` as a snapshot.
+//! pattern (`myapp:*`; none means `*`). A comma inside an item is written
+//! `\,` (and a backslash `\\`): `/data/a\,b,discard`. The session starts
+//! before `main` and is stopped at exit, when its trace is complete; a
+//! flight recorder is then written to `<dir>` as a snapshot.
+//!
+//! A setuid or setgid program ignores these variables (see [`privileged`]).
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -24,9 +27,30 @@ use crate::Error;
 /// The variable read at start-up.
 pub const VAR: &str = "RINGTRACE_SESSION";
 
+/// Whether this process runs with privileges its invoker lacks (setuid or
+/// setgid, or file capabilities): the kernel's `AT_SECURE`.
+pub fn privileged() -> bool {
+    // SAFETY: getauxval reads the process's auxiliary vector; no memory of
+    // ours is touched.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// Environment variable `name`, as `secure_getenv` gives it: never in a
+/// [`privileged`] process, where the environment is the invoker's, who
+/// must not choose where a privileged program writes. ringtrace reads its
+/// configuration (`RINGTRACE_SESSION`, `RINGTRACE_CTL`, `XDG_RUNTIME_DIR`)
+/// only through this.
+pub fn var(name: &str) -> Option<std::ffi::OsString> {
+    if privileged() {
+        return None;
+    }
+    std::env::var_os(name)
+}
+
 /// Parses the value of [`VAR`] into a session builder.
 pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
-    let mut parts = value.split(',');
+    let items = split_items(value);
+    let mut parts = items.iter().map(String::as_str);
     let dir = parts.next().unwrap_or("").trim();
     if dir.is_empty() {
         return Err(Error::Config(format!(
@@ -100,6 +124,29 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     Ok(b)
 }
 
+/// The items of a [`VAR`] value: separated by commas; `\,` is a comma
+/// inside an item (a path may hold one) and `\\` a backslash.
+fn split_items(value: &str) -> Vec<String> {
+    let mut items = vec![String::new()];
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        let cur = items.last_mut().expect("never empty");
+        match c {
+            '\\' => match chars.next() {
+                Some(n @ (',' | '\\')) => cur.push(n),
+                Some(n) => {
+                    cur.push('\\');
+                    cur.push(n);
+                }
+                None => cur.push('\\'),
+            },
+            ',' => items.push(String::new()),
+            c => cur.push(c),
+        }
+    }
+    items
+}
+
 static ENV_SESSION: Mutex<Option<Session>> = Mutex::new(None);
 
 /// Creates and starts the session [`VAR`] describes, if set. Called before
@@ -112,10 +159,14 @@ pub fn start_from_env() {
 }
 
 fn start_now() {
-    let Ok(v) = std::env::var(VAR) else {
+    let Some(v) = var(VAR) else {
         return;
     };
-    let session = parse(&v).and_then(|b| b.create());
+    let Some(v) = v.to_str() else {
+        eprintln!("ringtrace: not tracing: {VAR} is not valid UTF-8");
+        return;
+    };
+    let session = parse(v).and_then(|b| b.create());
     match session {
         Ok(s) => {
             s.start();
@@ -187,5 +238,16 @@ mod tests {
         assert!(e.contains("output directory"), "{e}");
         let e = parse("/tmp/x,level=loud").unwrap_err().to_string();
         assert!(e.contains("unknown log level 'loud'"), "{e}");
+    }
+
+    #[test]
+    fn a_comma_in_a_path_is_escaped() {
+        assert_eq!(
+            split_items(r"/d/a\,b,bufdir=/b\\c\,d,x\y,"),
+            [r"/d/a,b", r"bufdir=/b\c,d", r"x\y", ""]
+        );
+        let dbg = format!("{:?}", parse(r"/t/a\,b,bufdir=/b\,c,per-thread").unwrap());
+        assert!(dbg.contains(r#"output: Some("/t/a,b")"#), "{dbg}");
+        assert!(dbg.contains(r#"buffer_dir: Some("/b,c")"#), "{dbg}");
     }
 }

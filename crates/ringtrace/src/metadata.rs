@@ -84,8 +84,7 @@ pub struct MetadataFile {
 impl MetadataFile {
     /// Creates `dir/metadata` with the preamble and the classes known so far.
     pub fn create(dir: &Path, desc: &TraceDesc) -> std::io::Result<MetadataFile> {
-        let mut file = output::create_file(&dir.join("metadata"))?;
-        file.write_all(ctf::tsdl::metadata(desc).as_bytes())?;
+        let file = output::publish_file(dir, "metadata", ctf::tsdl::metadata(desc).as_bytes())?;
         Ok(MetadataFile { file })
     }
 

@@ -198,15 +198,15 @@ pub fn recover_with_progress(
             let len = e.metadata().map_or(0, |m| m.len());
             e.file_name().into_string().ok().map(|n| (n, len))
         })
-        .filter(|(n, _)| n != "metadata")
+        // Not the metadata, nor a temporary file of its writing.
+        .filter(|(n, _)| n != "metadata" && !n.starts_with('.'))
         .collect();
     names.sort();
     let total = names.iter().map(|n| n.1).sum();
     let mut done = 0;
     progress(done, total);
     output::create_trace_dir(out)?;
-    let mut m = output::create_file(&out.join("metadata")).map_err(|e| Error::io(out, e))?;
-    m.write_all(text.as_bytes())
+    output::publish_file(out, "metadata", text.as_bytes())
         .map_err(|e| Error::io(&out.join("metadata"), e))?;
     let mut report = Report {
         files: Vec::new(),

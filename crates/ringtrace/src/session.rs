@@ -90,17 +90,22 @@ impl SessionState {
         let clock = crate::clock();
         let uuid = random_uuid();
         let desc = metadata::trace_desc(uuid, &clock, &name, cfgs.len());
+        // Removes what this creation made if it fails from here on.
+        let mut undo = output::Undo::default();
         let file = match (&output, mode) {
             (Some(dir), Mode::Discard) => {
-                output::create_trace_dir(dir)?;
+                undo.dirs(output::create_trace_dir(dir)?);
                 let f = MetadataFile::create(dir, &desc).map_err(|e| Error::io(dir, e))?;
+                undo.file(dir.join("metadata"));
                 Some(f)
             }
             _ => None,
         };
         let buffer_file = match &buffer_dir {
             Some(dir) => {
-                output::create_buffer_dir(dir)?;
+                undo.dirs(output::create_buffer_dir(dir)?);
+                // Empty when checked: every file in it from now is ours.
+                undo.contents(dir.clone());
                 let f = MetadataFile::create(dir, &desc).map_err(|e| Error::io(dir, e))?;
                 Some(f)
             }
@@ -141,6 +146,7 @@ impl SessionState {
             });
         }
         let sink = Sink::empty(&channels);
+        undo.keep();
         Ok(SessionState {
             name,
             mode,

@@ -327,9 +327,7 @@ impl SessionState {
                 );
                 ctf::layout::write_packet_end(&mut h, ts, ctf::PACKET_HEADER_SIZE as u64, lost);
                 let path = dir.join(format!("{}_{b}", ch.cfg.name));
-                let r = std::fs::OpenOptions::new()
-                    .append(true)
-                    .open(&path)
+                let r = output::append_own(&path)
                     .and_then(|mut f| std::io::Write::write_all(&mut f, &h));
                 match r {
                     Ok(()) => sink.last_header[ci][b] = Some(h),

@@ -99,3 +99,40 @@ fn a_full_disk_drops_counted_packets_and_keeps_the_trace_readable() {
     }
     drop(s);
 }
+
+/// Buffer files on a file system too small for them (a 256 KiB tmpfs, as
+/// a shared `/dev/shm` may be when it fills): the session is refused when
+/// it is created, naming the file, instead of the program dying of SIGBUS
+/// when a write first touches a page the file system cannot give; nothing
+/// of the refused session stays on disk.
+#[test]
+fn buffer_files_without_room_refuse_the_session() {
+    let mnt = tmpdir("tmpfs-buf");
+    if !mount_tmpfs(&mnt, "256k") {
+        eprintln!("SKIPPED: a tmpfs cannot be mounted here (needs root and CAP_SYS_ADMIN)");
+        let _ = std::fs::remove_dir_all(&mnt);
+        return;
+    }
+    let _guard = Unmount(mnt.clone());
+    let out = tmpdir("tmpfs-buf-trace");
+    let bufdir = mnt.join("buffers");
+    let r = Session::builder("noroom")
+        .output(&out)
+        .buffer_dir(&bufdir)
+        // 2 files at least (one per CPU, or one per thread of the pool),
+        // each over 256 KiB.
+        .channel(ChannelConfig::new("c").subbufs(64 * 1024, 4))
+        .enable("noroom:*")
+        .create();
+    let e = match r {
+        Ok(_) => panic!("created without room for its buffers"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains("no room for buffer file") && e.contains(&bufdir.display().to_string()),
+        "{e}"
+    );
+    assert!(!out.exists() && !bufdir.exists(), "left behind");
+    // The program goes on: events of a refused session are not recorded.
+    event!(noroom, ev, i: u64 = 1);
+}

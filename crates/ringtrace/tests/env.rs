@@ -5,6 +5,7 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt as _;
 use std::process::Command;
 
 use common::*;
@@ -18,6 +19,7 @@ fn child_program() {
     if std::env::var_os(CHILD).is_none() {
         return;
     }
+    println!("at_secure={}", ringtrace::env::privileged() as u8);
     for i in 0..1000u64 {
         event!(envtest, tick, i: u64 = i);
         event!(level: Debug, envtest, detail, i: u64 = i);
@@ -171,4 +173,123 @@ fn child_program_heavy() {
     for i in 0..300_000u64 {
         event!(envtest, tick, i: u64 = i);
     }
+}
+
+/// A setuid program (here: a copy of this test binary, setuid to a second
+/// user who owns the directory `RINGTRACE_SESSION` names) ignores the
+/// variable: whoever runs it must not choose where a privileged program
+/// writes. Needs root to make the second user and the setuid file.
+#[test]
+fn a_setuid_program_ignores_the_environment() {
+    let Some(uid) = other_user() else {
+        eprintln!("SKIPPED: making a setuid program of another user needs root");
+        return;
+    };
+    let bin_dir = tmpdir("setuid-bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    let bin = bin_dir.join("traced");
+    std::fs::copy(std::env::current_exe().unwrap(), &bin).unwrap();
+    chown(&bin, uid);
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    // A directory the privileged user (and only they) can write into: the
+    // trace would appear there if the variable were honoured.
+    let theirs = tmpdir("setuid-theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    chown(&theirs, uid);
+    let trace = theirs.join("trace");
+    let out = Command::new(&bin)
+        .args([
+            "child_program",
+            "--exact",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env("RINGTRACE_SESSION", format!("{},discard", trace.display()))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("at_secure=1"), "not run setuid: {stdout}");
+    assert!(!stderr.contains("ringtrace"), "{stderr}");
+    assert!(
+        !trace.exists(),
+        "the setuid program traced into {}",
+        trace.display()
+    );
+    // The same program without the setuid bit, as the same user, traces.
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(&bin)
+        .args([
+            "child_program",
+            "--exact",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env("RINGTRACE_SESSION", format!("{},discard", trace.display()))
+        .uid(uid)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("at_secure=0"));
+    assert!(trace.join("metadata").is_file());
+    std::fs::remove_dir_all(&bin_dir).unwrap();
+    std::fs::remove_dir_all(&theirs).unwrap();
+}
+
+/// Buffer files get their space when the session starts: a file system
+/// without room (a file size limit stands for it here) refuses the session
+/// with the file named, the program runs untraced (no SIGBUS later), and
+/// nothing of the refused session is left on disk.
+#[test]
+fn no_room_for_buffer_files_refuses_the_session_and_leaves_nothing() {
+    use std::os::unix::process::CommandExt;
+    let dir = tmpdir("env-noroom");
+    let bufdir = tmpdir("env-noroom-buf");
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "child_program",
+        "--exact",
+        "--test-threads=1",
+        "--nocapture",
+    ])
+    .env(CHILD, "1")
+    .env(
+        "RINGTRACE_SESSION",
+        format!(
+            "{},discard,subbuf=1m,count=4,bufdir={}",
+            dir.display(),
+            bufdir.display()
+        ),
+    );
+    // SAFETY: between fork and exec the closure only calls setrlimit and
+    // signal, both async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 1 << 20,
+                rlim_max: 1 << 20,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("ringtrace: not tracing") && err.contains("no room for buffer file"),
+        "{err}"
+    );
+    assert!(err.contains(&bufdir.display().to_string()), "{err}");
+    assert!(!dir.exists() && !bufdir.exists(), "left behind");
 }

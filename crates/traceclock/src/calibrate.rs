@@ -81,7 +81,12 @@ impl TraceClock {
     /// Chooses the source (`RINGTRACE_CLOCK` first, then the TSC if it is
     /// invariant) and calibrates it (about 100 ms for the TSC).
     pub fn detect() -> TraceClock {
-        let forced = std::env::var("RINGTRACE_CLOCK").ok();
+        // SAFETY: getauxval reads the auxiliary vector. A setuid or setgid
+        // program ignores its invoker's environment (`secure_getenv`).
+        let privileged = unsafe { libc::getauxval(libc::AT_SECURE) != 0 };
+        let forced = std::env::var("RINGTRACE_CLOCK")
+            .ok()
+            .filter(|_| !privileged);
         let tsc = match forced.as_deref() {
             Some("monotonic") => false,
             Some("tsc") => cfg!(target_arch = "x86_64"),

@@ -19,14 +19,13 @@ pub const DISABLE_VAR: &str = "RINGTRACE_CTL";
 /// printed; tracing goes on without live control.
 pub(crate) fn ensure_listening() {
     SOCKET.get_or_init(|| {
-        if std::env::var(DISABLE_VAR).is_ok_and(|v| v == "0") {
+        if crate::env::var(DISABLE_VAR).is_some_and(|v| v == "0") {
             return None;
         }
         match bind() {
             Ok((path, l)) => {
-                let spawned = std::thread::Builder::new()
-                    .name("ringtrace-ctl".into())
-                    .spawn(move || serve(l));
+                // Not `std::thread`: this may run in a fork child.
+                let spawned = crate::thread::spawn("ringtrace-ctl", move || serve(l));
                 if spawned.is_err() {
                     let _ = std::fs::remove_file(&path);
                     return None;

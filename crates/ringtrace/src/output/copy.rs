@@ -1,59 +1,9 @@
-//! Trace directories and stream files: created with the least permissions
-//! that work (directories 0700, files 0600: traces can hold anything the
-//! program saw), and the packet copy, with `sendfile` from a file-backed
+//! The packet copy into a stream file, with `sendfile` from a file-backed
 //! buffer where the output is a file.
 
-use std::fs::{DirBuilder, File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
-use std::path::Path;
-
-/// Creates `dir` (and missing parents) with mode 0700. An existing directory
-/// is accepted.
-pub fn create_dir(dir: &Path) -> std::io::Result<()> {
-    DirBuilder::new().recursive(true).mode(0o700).create(dir)
-}
-
-/// Creates a directory for a new trace: 0700, and refused if it already
-/// holds one (a `metadata` file), so that a trace is never overwritten.
-pub fn create_trace_dir(dir: &Path) -> Result<(), crate::Error> {
-    create_dir(dir).map_err(|e| crate::Error::io(dir, e))?;
-    if dir.join("metadata").exists() {
-        return Err(crate::Error::Config(format!(
-            "{} already holds a trace: choose another directory or remove it",
-            dir.display()
-        )));
-    }
-    Ok(())
-}
-
-/// Creates a directory for buffer files: 0700, and refused unless new or
-/// empty (it may hold the buffers of a crashed process, to recover first).
-pub fn create_buffer_dir(dir: &Path) -> Result<(), crate::Error> {
-    create_dir(dir).map_err(|e| crate::Error::io(dir, e))?;
-    let used = std::fs::read_dir(dir)
-        .map_err(|e| crate::Error::io(dir, e))?
-        .next()
-        .is_some();
-    if used {
-        return Err(crate::Error::Config(format!(
-            "buffer directory {} is not empty: recover it (ringtrace recover) or remove it",
-            dir.display()
-        )));
-    }
-    Ok(())
-}
-
-/// Creates (truncating) a file with mode 0600.
-pub fn create_file(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-}
 
 /// Appends one packet to `out`, whole or not at all: if the copy fails
 /// part way (disk full, file size limit), the file is cut back to where the

@@ -1,0 +1,102 @@
+//! Where traces are written: trace and buffer directories that no other
+//! user controls (`dir.rs`), files created new and never through a link
+//! (`file.rs`), and the packet copy into stream files (`copy.rs`).
+
+mod copy;
+mod dir;
+mod file;
+
+use std::path::{Path, PathBuf};
+
+pub use copy::copy_packet;
+pub use dir::trusted_dir;
+pub use file::{append_own, create_file, publish_file};
+
+/// Creates (or checks) a directory for a new trace: refused if another user
+/// controls it (see [`trusted_dir`]) or if it already holds a trace (a
+/// `metadata` entry of any kind), so that a trace is never overwritten.
+/// Returns the directories it created, outermost first.
+pub fn create_trace_dir(dir: &Path) -> Result<Vec<PathBuf>, crate::Error> {
+    let created = trusted_dir(dir)?;
+    if std::fs::symlink_metadata(dir.join("metadata")).is_ok() {
+        return Err(crate::Error::Config(format!(
+            "{} already holds a trace: choose another directory or remove it",
+            dir.display()
+        )));
+    }
+    Ok(created)
+}
+
+/// Creates (or checks) a directory for buffer files: refused if another
+/// user controls it, and unless new or empty (it may hold the buffers of a
+/// crashed process, to recover first). Returns the directories it created.
+pub fn create_buffer_dir(dir: &Path) -> Result<Vec<PathBuf>, crate::Error> {
+    let created = trusted_dir(dir)?;
+    let used = std::fs::read_dir(dir)
+        .map_err(|e| crate::Error::io(dir, e))?
+        .next()
+        .is_some();
+    if used {
+        return Err(crate::Error::Config(format!(
+            "buffer directory {} is not empty: recover it (ringtrace recover) or remove it",
+            dir.display()
+        )));
+    }
+    Ok(created)
+}
+
+/// What a session being created has put on disk, removed again if the
+/// creation fails (dropped without [`Undo::keep`]): a rejected session
+/// leaves nothing behind. Only what it created: files it made, every
+/// entry of a buffer directory that was empty when it began, directories
+/// it made (if empty by then).
+#[derive(Debug, Default)]
+pub struct Undo {
+    dirs: Vec<PathBuf>,
+    files: Vec<PathBuf>,
+    emptied: Vec<PathBuf>,
+}
+
+impl Undo {
+    /// Directories created (outermost first).
+    pub fn dirs(&mut self, created: Vec<PathBuf>) {
+        self.dirs.extend(created);
+    }
+
+    /// A file created.
+    pub fn file(&mut self, path: PathBuf) {
+        self.files.push(path);
+    }
+
+    /// A directory that was empty and whose entries are all ours.
+    pub fn contents(&mut self, dir: PathBuf) {
+        self.emptied.push(dir);
+    }
+
+    /// The creation succeeded: keep everything.
+    pub fn keep(mut self) {
+        self.dirs.clear();
+        self.files.clear();
+        self.emptied.clear();
+    }
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        for f in &self.files {
+            let _ = std::fs::remove_file(f);
+        }
+        for d in &self.emptied {
+            if let Ok(entries) = std::fs::read_dir(d) {
+                for e in entries.flatten() {
+                    if e.file_type().is_ok_and(|t| t.is_file()) {
+                        let _ = std::fs::remove_file(e.path());
+                    }
+                }
+            }
+        }
+        for d in self.dirs.iter().rev() {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
