@@ -8,7 +8,8 @@
 //! - with `-o DIR`: a DIR that does not exist is created (0700); an empty
 //!   one is used; one that holds an earlier ringtrace trace and nothing else
 //!   has that trace's files removed (only them) and is used; anything else
-//!   is refused, naming what is in the way.
+//!   is refused, naming what is in the way; so is a folder another user
+//!   owns or can write to (`ringtrace::output::trusted_dir`).
 
 use std::fs::DirBuilder;
 use std::io::Read;
@@ -36,11 +37,8 @@ pub fn chosen(dir: &Path, flag: &str) -> Result<Chosen, String> {
     };
     match std::fs::symlink_metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| format!("{flag} {}: cannot create it: {e}", dir.display()))?;
+            // Created 0700, and only under directories no other user controls.
+            ringtrace::output::trusted_dir(dir).map_err(|e| format!("{flag}: {e}"))?;
             return Ok(Chosen::Created);
         }
         Err(e) => return Err(format!("{flag} {}: {e}", dir.display())),
@@ -54,6 +52,9 @@ pub fn chosen(dir: &Path, flag: &str) -> Result<Chosen, String> {
         }
         Ok(_) => {}
     }
+    // Another user's folder, or one others can write to: neither used nor
+    // cleared.
+    ringtrace::output::trusted_dir(dir).map_err(|e| format!("{flag}: {e}"))?;
     let entries: Vec<_> = std::fs::read_dir(dir)
         .and_then(|rd| rd.collect::<Result<_, _>>())
         .map_err(|e| format!("{flag} {}: cannot list it: {e}", dir.display()))?;

@@ -391,3 +391,36 @@ print(events, len(tracks), sum(depth.values()))
         "at most the requests in flight at the end stay open: {s}"
     );
 }
+
+/// `-o` naming a folder other users can write to, or one below it: refused
+/// with the reason, nothing created or removed there, nothing run.
+#[test]
+fn output_folders_other_users_control_are_refused() {
+    let open = tmp("open-folder");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(open.join("metadata"), b"/* CTF 1.8 */ planted").unwrap();
+    for dir in [open.clone(), open.join("sub")] {
+        for cmd in ["demo", "record"] {
+            let mut args = vec![cmd, "-o", dir.to_str().unwrap()];
+            if cmd == "record" {
+                args.extend(["--", "true"]);
+            } else {
+                args.extend(["--seconds", "0.1"]);
+            }
+            let o = run(&args);
+            assert!(!o.ok, "{args:?}");
+            assert!(
+                o.stderr.contains("-o: refusing") && o.stderr.contains("(mode 0777)"),
+                "{args:?}: {}",
+                o.stderr
+            );
+        }
+    }
+    assert!(!open.join("sub").exists());
+    assert_eq!(
+        std::fs::read(open.join("metadata")).unwrap(),
+        b"/* CTF 1.8 */ planted"
+    );
+    std::fs::remove_dir_all(&open).unwrap();
+}
