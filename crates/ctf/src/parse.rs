@@ -69,6 +69,53 @@ struct Parser {
     i: usize,
     aliases: HashMap<String, Ty>,
     structs: HashMap<String, Ty>,
+    /// Types being parsed inside one another now.
+    depth: u32,
+    /// Type nodes that uses of aliases and named structs may still copy.
+    budget: usize,
+}
+
+/// Deepest nesting of types (structs, variants, arrays of them) accepted:
+/// the parser recurses once per level. Real metadata nests a few levels.
+pub const MAX_NESTING: u32 = 64;
+
+/// Type nodes that uses of aliases and named structs may copy in one
+/// metadata, beyond [`TYPE_NODES_PER_TOKEN`] per token of its text: an
+/// alias used twice in the next, and so on, doubles at each step (30 lines
+/// would make 2^30 nodes), while real metadata copies about one node (an
+/// integer alias) per use, and a use is at least one token.
+pub const MAX_TYPE_NODES: usize = 1 << 16;
+
+/// See [`MAX_TYPE_NODES`].
+pub const TYPE_NODES_PER_TOKEN: usize = 4;
+
+impl Ty {
+    /// Nodes of the type tree, counted up to `cap` (then `cap`).
+    fn nodes(&self, cap: usize) -> usize {
+        let mut n = 1;
+        let add = |t: &Ty, n: &mut usize| {
+            if *n < cap {
+                *n += t.nodes(cap - *n);
+            }
+        };
+        match self {
+            Ty::Struct { fields } => fields.iter().for_each(|f| add(&f.1, &mut n)),
+            Ty::Variant { options } => options.iter().for_each(|f| add(&f.1, &mut n)),
+            Ty::Array { elem, .. } | Ty::Sequence { elem, .. } => add(elem, &mut n),
+            _ => {}
+        }
+        n.min(cap)
+    }
+
+    /// Levels of the type tree (a scalar is 1).
+    fn depth(&self) -> u32 {
+        1 + match self {
+            Ty::Struct { fields } => fields.iter().map(|f| f.1.depth()).max().unwrap_or(0),
+            Ty::Variant { options } => options.iter().map(|f| f.1.depth()).max().unwrap_or(0),
+            Ty::Array { elem, .. } | Ty::Sequence { elem, .. } => elem.depth(),
+            _ => 0,
+        }
+    }
 }
 
 type R<T> = Result<T, MetadataError>;
@@ -205,7 +252,39 @@ impl Parser {
         Ok(out)
     }
 
+    /// Takes `n` nodes (an alias's or a named struct's type, counted with
+    /// a cap of the budget + 1 before it is copied) from the budget.
+    fn spend(&mut self, n: usize, p: Pos) -> R<()> {
+        if n > self.budget {
+            return self.err_at(
+                p,
+                "types expand to many more nodes than the metadata's text has: not a trace's metadata",
+            );
+        }
+        self.budget -= n;
+        Ok(())
+    }
+
     fn type_spec(&mut self, field_ctx: bool) -> R<Ty> {
+        if self.depth >= MAX_NESTING {
+            return self.err(format!("types nested deeper than {MAX_NESTING} levels"));
+        }
+        self.depth += 1;
+        let p = self.pos();
+        let r = self.type_spec_at(field_ctx);
+        self.depth -= 1;
+        // Aliases nest too: a type made of aliases is as deep as they are.
+        // (Each part was checked when it was made, so this recursion is
+        // at most one level deeper than the limit.)
+        match r {
+            Ok(t) if t.depth() > MAX_NESTING => {
+                self.err_at(p, format!("types nested deeper than {MAX_NESTING} levels"))
+            }
+            r => r,
+        }
+    }
+
+    fn type_spec_at(&mut self, field_ctx: bool) -> R<Ty> {
         let p = self.pos();
         let kw = match self.peek() {
             Some(Tok::Ident(s)) => s.clone(),
@@ -365,8 +444,13 @@ impl Parser {
                     let fields = self.fields()?;
                     Ty::Struct { fields }
                 } else {
-                    match name.as_ref().and_then(|n| self.structs.get(n)) {
-                        Some(t) => t.clone(),
+                    let cap = self.budget + 1;
+                    let found = name.as_ref().and_then(|n| self.structs.get(n));
+                    match found.map(|t| t.nodes(cap)) {
+                        Some(cost) => {
+                            self.spend(cost, p)?;
+                            self.structs[name.as_ref().expect("found")].clone()
+                        }
                         None => {
                             return self.err_at(
                                 p,
@@ -415,10 +499,12 @@ impl Parser {
                     words.len()
                 };
                 for n in (1..=max).rev() {
-                    if let Some(t) = self.aliases.get(&words[..n].join(" ")) {
-                        let t = t.clone();
+                    let key = words[..n].join(" ");
+                    let cap = self.budget + 1;
+                    if let Some(cost) = self.aliases.get(&key).map(|t| t.nodes(cap)) {
+                        self.spend(cost, p)?;
                         self.i += n;
-                        return Ok(t);
+                        return Ok(self.aliases[&key].clone());
                     }
                 }
                 self.err_at(p, format!("unknown or unsupported type `{kw}`"))
@@ -433,7 +519,12 @@ impl Parser {
             let p = self.pos();
             let mut ty = self.type_spec(true)?;
             let name = self.ident()?;
+            let mut dims = 0;
             while self.is_punct("[") {
+                dims += 1;
+                if dims > MAX_NESTING {
+                    return self.err_at(p, format!("more than {MAX_NESTING} array dimensions"));
+                }
                 self.i += 1;
                 let dim = self.next()?;
                 self.expect("]")?;
@@ -500,7 +591,10 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
         i: 0,
         aliases: HashMap::new(),
         structs: HashMap::new(),
+        depth: 0,
+        budget: MAX_TYPE_NODES,
     };
+    p.budget += TYPE_NODES_PER_TOKEN * p.toks.len();
     let mut uuid = None;
     let mut trace_pos = Pos::default();
     let mut clock: Option<ClockDesc> = None;

@@ -254,3 +254,47 @@ fn metadata_grows_by_appending_event_blocks() {
     }
     assert_eq!(text, ctf::tsdl::metadata(&desc));
 }
+
+/// Event ids far apart (a sparse id table) decode to the right classes.
+#[test]
+fn sparse_event_ids_decode_to_their_classes() {
+    let dir = tmpdir("sparse-ids");
+    let uuid = [5; 16];
+    let class = |id| EventClass {
+        id,
+        name: format!("sparse:e{id}"),
+        loglevel: 13,
+        stream_id: 0,
+        fields: vec![Field::new("v", FieldType::Int(IntType::unsigned(64)))],
+    };
+    let ids = [7u32, 40_000, 65_000];
+    let desc = one_stream(
+        uuid,
+        HeaderKind::Large,
+        ids.iter().map(|&i| class(i)).collect(),
+    );
+    std::fs::write(dir.join("metadata"), ctf::tsdl::metadata(&desc)).unwrap();
+    let mut w = StreamWriter::<false>::new(&dir, "chan_0", uuid, 0, 0, HeaderKind::Large, 512, 4);
+    for k in 0..30u64 {
+        let id = ids[k as usize % 3];
+        w.emit(
+            id,
+            10 + k,
+            &encode_all(&class(id).fields, &[Value::Uint(k)]),
+        )
+        .unwrap();
+        w.drain();
+    }
+    w.finish(100);
+    let trace = Trace::open(&dir).unwrap();
+    let mut seen = Vec::new();
+    for item in Merger::new(&trace) {
+        if let (_, Item::Event(e)) = item.unwrap() {
+            seen.push((trace.desc.events[e.class].id, e.values[0].clone()));
+        }
+    }
+    let want: Vec<_> = (0..30u64)
+        .map(|k| (ids[k as usize % 3], Value::Uint(k)))
+        .collect();
+    assert_eq!(seen, want);
+}

@@ -180,7 +180,8 @@ pub fn recover_with_progress(
     mut progress: impl FnMut(u64, u64),
 ) -> Result<Report, Error> {
     let meta_path = bufdir.join("metadata");
-    let text = std::fs::read_to_string(&meta_path).map_err(|e| Error::io(&meta_path, e))?;
+    // A regular file of bounded size (the buffer folder may be damaged).
+    let text = ctf::read::read_metadata(&meta_path).map_err(|e| Error::Config(e.to_string()))?;
     let desc = ctf::parse::parse_metadata(&text).map_err(|e| {
         Error::Config(format!(
             "{}: line {}, column {}: {}",

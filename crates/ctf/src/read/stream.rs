@@ -1,154 +1,51 @@
-//! Reading a trace directory: the metadata, then each stream file packet by
-//! packet, in constant memory per stream (one packet buffer). Every error
-//! names the file and the byte offset; events before the damage are
-//! delivered first.
+//! One stream file, read packet by packet in constant memory (one packet
+//! buffer, grown only as far as the file's bytes go).
 
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::{Event, EventRef, Item, ItemRef, ReadError, MAX_PACKET};
 use crate::layout::{
     extend_timestamp, read_event_header, read_packet_context, PacketContext, MAGIC,
     PACKET_HEADER_SIZE,
 };
-use crate::parse::{parse_metadata, MetadataError};
 use crate::types::{HeaderKind, TraceDesc};
 use crate::value::{decode_at, DecodeError, Value};
 
-/// Largest packet accepted (a corrupt size must not allocate gigabytes).
-pub const MAX_PACKET: u64 = 1 << 30;
-
-/// A trace could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError {
-    /// A file could not be opened or read.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: io::Error,
-    },
-    /// The metadata is not what this reader supports.
-    #[error("{path}: {source}")]
-    Metadata {
-        /// The metadata file.
-        path: PathBuf,
-        /// Where and why.
-        source: MetadataError,
-    },
-    /// A stream file is damaged.
-    #[error("{path}: byte {offset}: {msg}")]
-    Stream {
-        /// The stream file.
-        path: PathBuf,
-        /// Offset in the file.
-        offset: u64,
-        /// What is wrong.
-        msg: String,
-    },
-}
-
-/// An event, decoded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Event {
-    /// Full timestamp, in clock ticks.
-    pub ts: u64,
-    /// Index of the event class in [`TraceDesc::events`].
-    pub class: usize,
-    /// Field values, in class order.
-    pub values: Vec<Value>,
-    /// CPU of the packet it came from.
-    pub cpu: u32,
-}
-
-/// What a stream yields.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Item {
-    /// An event.
-    Event(Event),
-    /// Records were lost before this packet: `events` discarded by the
-    /// producer (its running count went up) and `packets` missing from the
-    /// sequence (overwritten in flight-recorder mode).
-    Discarded {
-        /// Discarded events.
-        events: u64,
-        /// Missing packets.
-        packets: u64,
-        /// Begin time of the packet after the gap.
-        ts: u64,
-        /// CPU.
-        cpu: u32,
-    },
-}
-
-impl Item {
-    /// Time of the item (for a gap: the begin of the packet after it).
-    pub fn ts(&self) -> u64 {
-        match self {
-            Item::Event(e) => e.ts,
-            Item::Discarded { ts, .. } => *ts,
-        }
-    }
-}
-
-/// An open trace: its description and its stream files.
+/// Event id → event class index: a vector indexed by id when the ids are
+/// dense (ringtrace's and LTTng's are: 0, 1, 2, …), sorted pairs searched
+/// otherwise, so that a metadata naming ids in the millions costs memory
+/// for the classes it declares, not for the ids' range.
 #[derive(Debug)]
-pub struct Trace {
-    /// The trace's description, from its metadata.
-    pub desc: Arc<TraceDesc>,
-    /// The stream files, sorted by name.
-    pub streams: Vec<PathBuf>,
+enum IdTable {
+    Dense(Vec<Option<usize>>),
+    Sparse(Vec<(u64, usize)>),
 }
 
-impl Trace {
-    /// Opens `dir`: parses `dir/metadata` and lists the stream files (every
-    /// regular file except `metadata` and dot-files).
-    pub fn open(dir: &Path) -> Result<Trace, ReadError> {
-        let mpath = dir.join("metadata");
-        let text = std::fs::read(&mpath).map_err(|source| ReadError::Io {
-            path: mpath.clone(),
-            source,
-        })?;
-        let text = String::from_utf8(text).map_err(|e| ReadError::Stream {
-            path: mpath.clone(),
-            offset: e.utf8_error().valid_up_to() as u64,
-            msg: "metadata is not UTF-8 text (packetized metadata is not supported)".into(),
-        })?;
-        let desc = parse_metadata(&text).map_err(|source| ReadError::Metadata {
-            path: mpath.clone(),
-            source,
-        })?;
-        let mut streams = Vec::new();
-        let rd = std::fs::read_dir(dir).map_err(|source| ReadError::Io {
-            path: dir.to_owned(),
-            source,
-        })?;
-        for ent in rd {
-            let ent = ent.map_err(|source| ReadError::Io {
-                path: dir.to_owned(),
-                source,
-            })?;
-            let name = ent.file_name();
-            let name = name.to_string_lossy();
-            if name == "metadata" || name.starts_with('.') {
-                continue;
+impl IdTable {
+    fn new(mut pairs: Vec<(u64, usize)>) -> IdTable {
+        let max = pairs.iter().map(|p| p.0).max().unwrap_or(0);
+        if max < 2 * pairs.len() as u64 + 64 {
+            let mut v = vec![None; max as usize + 1];
+            for (id, k) in pairs {
+                v[id as usize] = Some(k);
             }
-            if ent.file_type().map(|t| t.is_file()).unwrap_or(false) {
-                streams.push(ent.path());
-            }
+            IdTable::Dense(v)
+        } else {
+            pairs.sort_unstable();
+            IdTable::Sparse(pairs)
         }
-        streams.sort();
-        Ok(Trace {
-            desc: Arc::new(desc),
-            streams,
-        })
     }
 
-    /// A reader for stream file `k`.
-    pub fn stream(&self, k: usize) -> Result<StreamReader, ReadError> {
-        StreamReader::open(self.desc.clone(), &self.streams[k])
+    #[inline]
+    fn get(&self, id: u64) -> Option<usize> {
+        match self {
+            IdTable::Dense(v) => usize::try_from(id)
+                .ok()
+                .and_then(|i| v.get(i).copied().flatten()),
+            IdTable::Sparse(v) => v.binary_search_by_key(&id, |p| p.0).ok().map(|i| v[i].1),
+        }
     }
 }
 
@@ -165,8 +62,9 @@ impl std::fmt::Debug for Source {
 #[derive(Debug)]
 pub struct StreamReader {
     desc: Arc<TraceDesc>,
-    /// `classes[stream class index][id]` → index in `desc.events`.
-    classes: Vec<(u32, HeaderKind, Vec<Option<usize>>)>,
+    /// Per stream class: its id, event header kind, and event id → index
+    /// in `desc.events`.
+    classes: Vec<(u32, HeaderKind, IdTable)>,
     path: PathBuf,
     file: Source,
     /// File offset of the current packet.
@@ -207,77 +105,11 @@ enum Head {
     },
 }
 
-/// An event lent by [`StreamReader::head`] and [`crate::Merger::next_ref`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct EventRef<'a> {
-    /// Full timestamp, in clock ticks.
-    pub ts: u64,
-    /// Index of the event class in [`TraceDesc::events`].
-    pub class: usize,
-    /// Field values, in class order.
-    pub values: &'a [Value],
-    /// CPU of the packet it came from.
-    pub cpu: u32,
-}
-
-/// An item lent in place (see [`Item`] for the owned form).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ItemRef<'a> {
-    /// An event.
-    Event(EventRef<'a>),
-    /// Records lost before the packet that follows (see [`Item::Discarded`]).
-    Discarded {
-        /// Discarded events.
-        events: u64,
-        /// Missing packets.
-        packets: u64,
-        /// Begin time of the packet after the gap.
-        ts: u64,
-        /// CPU.
-        cpu: u32,
-    },
-}
-
-impl ItemRef<'_> {
-    /// Time of the item.
-    pub fn ts(&self) -> u64 {
-        match self {
-            ItemRef::Event(e) => e.ts,
-            ItemRef::Discarded { ts, .. } => *ts,
-        }
-    }
-
-    /// An owned copy.
-    pub fn to_owned(&self) -> Item {
-        match *self {
-            ItemRef::Event(e) => Item::Event(Event {
-                ts: e.ts,
-                class: e.class,
-                values: e.values.to_vec(),
-                cpu: e.cpu,
-            }),
-            ItemRef::Discarded {
-                events,
-                packets,
-                ts,
-                cpu,
-            } => Item::Discarded {
-                events,
-                packets,
-                ts,
-                cpu,
-            },
-        }
-    }
-}
-
 impl StreamReader {
-    /// Opens a stream file of a trace.
+    /// Opens a stream file of a trace (a regular file: see
+    /// [`super::open_regular`]).
     pub fn open(desc: Arc<TraceDesc>, path: &Path) -> Result<Self, ReadError> {
-        let file = File::open(path).map_err(|source| ReadError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let file = super::open_regular(path)?;
         Ok(Self::from_reader(desc, path, Box::new(file)))
     }
 
@@ -288,22 +120,14 @@ impl StreamReader {
             .streams
             .iter()
             .map(|s| {
-                let mut ids: Vec<Option<usize>> = Vec::new();
-                for (k, e) in desc
+                let ids = desc
                     .events
                     .iter()
                     .enumerate()
                     .filter(|(_, e)| e.stream_id == s.id)
-                {
-                    let id = e.id as usize;
-                    if id < 1 << 20 {
-                        if ids.len() <= id {
-                            ids.resize(id + 1, None);
-                        }
-                        ids[id] = Some(k);
-                    }
-                }
-                (s.id, s.header, ids)
+                    .map(|(k, e)| (e.id as u64, k))
+                    .collect();
+                (s.id, s.header, IdTable::new(ids))
             })
             .collect();
         StreamReader {
@@ -382,6 +206,25 @@ impl StreamReader {
         Ok(got)
     }
 
+    /// Appends up to `len` bytes of the file to the packet buffer, growing
+    /// it only as far as the bytes that are there; returns how many.
+    fn fill_to(&mut self, len: usize) -> Result<usize, ReadError> {
+        let start = self.packet.len();
+        let r = (&mut self.file.0)
+            .take(len as u64)
+            .read_to_end(&mut self.packet);
+        match r {
+            Ok(_) => Ok(self.packet.len() - start),
+            Err(source) => {
+                self.done = true;
+                Err(ReadError::Io {
+                    path: self.path.clone(),
+                    source,
+                })
+            }
+        }
+    }
+
     /// Loads the next packet; `Ok(false)` at the end of the file.
     fn next_packet(&mut self) -> Result<bool, ReadError> {
         self.offset += self.packet.len() as u64;
@@ -429,8 +272,9 @@ impl StreamReader {
         }
         let size = (ctx.packet_size / 8) as usize;
         let content = (ctx.content_size / 8) as usize;
-        self.packet.resize(size, 0);
-        let got = PACKET_HEADER_SIZE + self.fill(PACKET_HEADER_SIZE, size - PACKET_HEADER_SIZE)?;
+        // The buffer grows as the bytes arrive, never to what the header
+        // claims: an 84-byte file claiming a 1 GiB packet costs 84 bytes.
+        let got = PACKET_HEADER_SIZE + self.fill_to(size - PACKET_HEADER_SIZE)?;
         self.content_end = content.min(got);
         if got < size {
             self.packet.truncate(got);
@@ -542,11 +386,7 @@ impl StreamReader {
             return Err(self.cut(at, "event header"));
         };
         let ts = extend_timestamp(self.prev_ts, h.ts, h.ts_bits);
-        let class = self.classes[self.class_idx]
-            .2
-            .get(h.id as usize)
-            .copied()
-            .flatten();
+        let class = self.classes[self.class_idx].2.get(h.id as u64);
         let Some(class) = class else {
             let sid = self.ctx.stream_id;
             return Err(self.err(

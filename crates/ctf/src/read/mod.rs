@@ -1,0 +1,270 @@
+//! Reading a trace directory: the metadata, then each stream file packet by
+//! packet, in constant memory per stream (one packet buffer, `stream.rs`).
+//! Every error names the file and the byte offset; events before the
+//! damage are delivered first.
+//!
+//! Traces come from elsewhere, so memory is bounded by what the input
+//! really holds, not by what it claims: only regular files are read (a
+//! FIFO or a device is refused before a byte is read), the metadata has a
+//! size limit ([`MAX_METADATA`]) and its parser limits nesting and type
+//! expansion (`parse.rs`), a packet buffer grows only as the file's bytes
+//! arrive, and event-id tables are sparse.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::parse::{parse_metadata, MetadataError};
+use crate::types::TraceDesc;
+use crate::value::Value;
+
+mod stream;
+
+pub use stream::StreamReader;
+
+/// Largest packet accepted, whatever the file holds.
+pub const MAX_PACKET: u64 = 1 << 30;
+
+/// Largest metadata file read (ringtrace's are a few KiB per hundred event
+/// classes; LTTng's of large applications a few MiB).
+pub const MAX_METADATA: u64 = 16 << 20;
+
+/// Opens `path` for reading if it is a regular file (after links): a FIFO
+/// is refused without waiting for a writer, a device without reading it.
+pub fn open_regular(path: &Path) -> Result<File, ReadError> {
+    let io = |source| ReadError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(io)?;
+    if !f.metadata().map_err(io)?.is_file() {
+        return Err(io(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
+    }
+    Ok(f)
+}
+
+/// The text of a metadata file: a regular file of at most
+/// [`MAX_METADATA`] bytes, UTF-8 (packetized metadata is not supported).
+pub fn read_metadata(path: &Path) -> Result<String, ReadError> {
+    let f = open_regular(path)?;
+    let mut bytes = Vec::new();
+    f.take(MAX_METADATA + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| ReadError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+    if bytes.len() as u64 > MAX_METADATA {
+        return Err(ReadError::Stream {
+            path: path.to_owned(),
+            offset: MAX_METADATA,
+            msg: format!(
+                "metadata larger than {} MiB: not a trace's metadata",
+                MAX_METADATA >> 20
+            ),
+        });
+    }
+    String::from_utf8(bytes).map_err(|e| ReadError::Stream {
+        path: path.to_owned(),
+        offset: e.utf8_error().valid_up_to() as u64,
+        msg: "metadata is not UTF-8 text (packetized metadata is not supported)".into(),
+    })
+}
+
+/// A trace could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// A file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The metadata is not what this reader supports.
+    #[error("{path}: {source}")]
+    Metadata {
+        /// The metadata file.
+        path: PathBuf,
+        /// Where and why.
+        source: MetadataError,
+    },
+    /// A stream file is damaged.
+    #[error("{path}: byte {offset}: {msg}")]
+    Stream {
+        /// The stream file.
+        path: PathBuf,
+        /// Offset in the file.
+        offset: u64,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+/// An event, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Full timestamp, in clock ticks.
+    pub ts: u64,
+    /// Index of the event class in [`TraceDesc::events`].
+    pub class: usize,
+    /// Field values, in class order.
+    pub values: Vec<Value>,
+    /// CPU of the packet it came from.
+    pub cpu: u32,
+}
+
+/// What a stream yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// An event.
+    Event(Event),
+    /// Records were lost before this packet: `events` discarded by the
+    /// producer (its running count went up) and `packets` missing from the
+    /// sequence (overwritten in flight-recorder mode).
+    Discarded {
+        /// Discarded events.
+        events: u64,
+        /// Missing packets.
+        packets: u64,
+        /// Begin time of the packet after the gap.
+        ts: u64,
+        /// CPU.
+        cpu: u32,
+    },
+}
+
+impl Item {
+    /// Time of the item (for a gap: the begin of the packet after it).
+    pub fn ts(&self) -> u64 {
+        match self {
+            Item::Event(e) => e.ts,
+            Item::Discarded { ts, .. } => *ts,
+        }
+    }
+}
+
+/// An open trace: its description and its stream files.
+#[derive(Debug)]
+pub struct Trace {
+    /// The trace's description, from its metadata.
+    pub desc: Arc<TraceDesc>,
+    /// The stream files, sorted by name.
+    pub streams: Vec<PathBuf>,
+}
+
+impl Trace {
+    /// Opens `dir`: parses `dir/metadata` and lists the stream files (every
+    /// regular file except `metadata` and dot-files).
+    pub fn open(dir: &Path) -> Result<Trace, ReadError> {
+        let mpath = dir.join("metadata");
+        let text = read_metadata(&mpath)?;
+        let desc = parse_metadata(&text).map_err(|source| ReadError::Metadata {
+            path: mpath.clone(),
+            source,
+        })?;
+        let mut streams = Vec::new();
+        let rd = std::fs::read_dir(dir).map_err(|source| ReadError::Io {
+            path: dir.to_owned(),
+            source,
+        })?;
+        for ent in rd {
+            let ent = ent.map_err(|source| ReadError::Io {
+                path: dir.to_owned(),
+                source,
+            })?;
+            let name = ent.file_name();
+            let name = name.to_string_lossy();
+            if name == "metadata" || name.starts_with('.') {
+                continue;
+            }
+            if ent.file_type().map(|t| t.is_file()).unwrap_or(false) {
+                streams.push(ent.path());
+            }
+        }
+        streams.sort();
+        Ok(Trace {
+            desc: Arc::new(desc),
+            streams,
+        })
+    }
+
+    /// A reader for stream file `k`.
+    pub fn stream(&self, k: usize) -> Result<StreamReader, ReadError> {
+        StreamReader::open(self.desc.clone(), &self.streams[k])
+    }
+}
+
+/// An event lent by [`StreamReader::head`] and [`crate::Merger::next_ref`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EventRef<'a> {
+    /// Full timestamp, in clock ticks.
+    pub ts: u64,
+    /// Index of the event class in [`TraceDesc::events`].
+    pub class: usize,
+    /// Field values, in class order.
+    pub values: &'a [Value],
+    /// CPU of the packet it came from.
+    pub cpu: u32,
+}
+
+/// An item lent in place (see [`Item`] for the owned form).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ItemRef<'a> {
+    /// An event.
+    Event(EventRef<'a>),
+    /// Records lost before the packet that follows (see [`Item::Discarded`]).
+    Discarded {
+        /// Discarded events.
+        events: u64,
+        /// Missing packets.
+        packets: u64,
+        /// Begin time of the packet after the gap.
+        ts: u64,
+        /// CPU.
+        cpu: u32,
+    },
+}
+
+impl ItemRef<'_> {
+    /// Time of the item.
+    pub fn ts(&self) -> u64 {
+        match self {
+            ItemRef::Event(e) => e.ts,
+            ItemRef::Discarded { ts, .. } => *ts,
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_owned(&self) -> Item {
+        match *self {
+            ItemRef::Event(e) => Item::Event(Event {
+                ts: e.ts,
+                class: e.class,
+                values: e.values.to_vec(),
+                cpu: e.cpu,
+            }),
+            ItemRef::Discarded {
+                events,
+                packets,
+                ts,
+                cpu,
+            } => Item::Discarded {
+                events,
+                packets,
+                ts,
+                cpu,
+            },
+        }
+    }
+}
