@@ -191,3 +191,69 @@ fn other_users_are_refused() {
         .unwrap();
     assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("active"));
 }
+
+/// Slow clients delay no one: 8 connections that trickle a byte every
+/// 100 ms (a per-read timeout never fires for them) are served on their
+/// own threads while `ringtrace ctl` is answered; each is cut at the
+/// whole-request deadline; beyond MAX_CONNECTIONS a client is told "busy".
+#[test]
+fn slow_clients_do_not_block_control() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    let d = tmp("ctl-slow");
+    let child = demo_command(&assert_cmd::cargo::cargo_bin("ringtrace"), &d, &[])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let _traced = Traced(child);
+    wait_for_socket(pid, &[]);
+    let sock = ringtrace::ctl::socket_path(&ringtrace::ctl::socket_dir().unwrap(), pid);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slow: Vec<_> = (0..8)
+        .map(|_| {
+            let mut s = UnixStream::connect(&sock).unwrap();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                // A frame announcing 4,000 bytes, sent one byte at a time.
+                let _ = s.write_all(&4000u32.to_le_bytes());
+                let t = Instant::now();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if s.write_all(b"x").is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                // The server cut it at its deadline, not later.
+                let mut rest = Vec::new();
+                let _ = s.read_to_end(&mut rest);
+                t.elapsed()
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let o = run(&["ctl", &pid.to_string(), "sessions"]);
+    assert!(o.ok && o.stdout.contains("demo"), "{}", o.stderr);
+    // More clients than the server serves at once: the extra ones are told.
+    let held: Vec<UnixStream> = (0..ringtrace::ctl::server::MAX_CONNECTIONS)
+        .map(|_| UnixStream::connect(&sock).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut extra = UnixStream::connect(&sock).unwrap();
+    let mut reply = Vec::new();
+    extra.read_to_end(&mut reply).unwrap();
+    let text = String::from_utf8_lossy(reply.get(4..).unwrap_or_default());
+    assert!(text.contains("busy"), "{text:?}");
+    drop(held);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in slow {
+        let lasted = h.join().unwrap();
+        assert!(
+            lasted < ringtrace::ctl::server::DEADLINE + Duration::from_secs(3),
+            "a slow client was served for {lasted:?}"
+        );
+    }
+    // Served again once they are gone.
+    std::thread::sleep(Duration::from_millis(300));
+    let o = run(&["ctl", &pid.to_string(), "sessions"]);
+    assert!(o.ok, "{}", o.stderr);
+}

@@ -121,11 +121,61 @@ impl ChannelConfig {
 }
 
 /// An enable or disable rule of a channel; the last matching rule wins.
+/// A rule *applies* to an event its pattern matches, an enable rule only
+/// if the event's level is at most the rule's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Rule {
     pub(crate) pattern: String,
     pub(crate) level: Level,
     pub(crate) enable: bool,
+}
+
+/// Rules a channel keeps at most: the live control socket adds rules for
+/// as long as the process runs.
+pub(crate) const MAX_RULES: usize = 1024;
+
+impl Rule {
+    /// Whether this rule, coming later, decides every event `earlier`
+    /// applies to: then `earlier` never decides anything and can go.
+    fn shadows(&self, earlier: &Rule) -> bool {
+        self.pattern == earlier.pattern
+            && (!self.enable
+                || if earlier.enable {
+                    earlier.level <= self.level
+                } else {
+                    self.level == Level::Debug
+                })
+    }
+}
+
+/// Whether `rules` enable an event `name` of `level`: the last rule that
+/// applies decides; none, disabled.
+pub(crate) fn enabled_by(rules: &[Rule], name: &str, level: Level) -> bool {
+    rules
+        .iter()
+        .rev()
+        .find(|r| crate::pattern::matches(&r.pattern, name) && (!r.enable || level <= r.level))
+        .is_some_and(|r| r.enable)
+}
+
+/// Whether `rules` can take `rule` ([`push_rule`] would not fail).
+pub(crate) fn room_for(rules: &[Rule], rule: &Rule) -> Result<(), Error> {
+    if rules.iter().filter(|r| !rule.shadows(r)).count() >= MAX_RULES {
+        return Err(Error::Config(format!(
+            "a channel keeps at most {MAX_RULES} enable and disable rules: \
+             disable a pattern that covers several first, or start a new session"
+        )));
+    }
+    Ok(())
+}
+
+/// Adds `rule` after `rules`, dropping the rules it shadows, so that
+/// toggling an event on and off keeps one rule, not one per toggle.
+pub(crate) fn push_rule(rules: &mut Vec<Rule>, rule: Rule) -> Result<(), Error> {
+    room_for(rules, &rule)?;
+    rules.retain(|r| !rule.shadows(r));
+    rules.push(rule);
+    Ok(())
 }
 
 /// Builds a session.
@@ -273,5 +323,71 @@ impl SessionBuilder {
         let state = Arc::new(state);
         control::add_session(state.clone());
         Ok(Session::owned(state))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Compaction never changes a decision: random rule sequences over a
+    /// few patterns and every level, pushed compacted and not, decide alike
+    /// for every event; toggling keeps the list short.
+    #[test]
+    fn compacted_rules_decide_as_the_full_list() {
+        let patterns = ["a:*", "a:x", "*", "b:*"];
+        let names = ["a:x", "a:y", "b:z", "c:w"];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..2000 {
+            let (mut full, mut compact) = (Vec::new(), Vec::new());
+            for _ in 0..rnd(12) {
+                let r = Rule {
+                    pattern: patterns[rnd(patterns.len())].into(),
+                    level: Level::ALL[rnd(Level::ALL.len())],
+                    enable: rnd(2) == 0,
+                };
+                full.push(r.clone());
+                push_rule(&mut compact, r).unwrap();
+            }
+            assert!(compact.len() <= full.len());
+            for n in names {
+                for l in Level::ALL {
+                    assert_eq!(
+                        enabled_by(&full, n, l),
+                        enabled_by(&compact, n, l),
+                        "{n} at {l:?}: {full:?} vs {compact:?}"
+                    );
+                }
+            }
+        }
+        let mut rules = Vec::new();
+        for k in 0..100_000 {
+            let r = Rule {
+                pattern: "app:*".into(),
+                level: Level::Debug,
+                enable: k % 2 == 0,
+            };
+            push_rule(&mut rules, r).unwrap();
+        }
+        assert_eq!(rules.len(), 1, "toggles keep one rule");
+        for k in 0..MAX_RULES {
+            let r = Rule {
+                pattern: format!("p{k}:*"),
+                level: Level::Info,
+                enable: true,
+            };
+            if k + 1 < MAX_RULES {
+                push_rule(&mut rules, r).unwrap();
+            } else {
+                let e = push_rule(&mut rules, r).unwrap_err().to_string();
+                assert!(e.contains("at most 1024"), "{e}");
+            }
+        }
     }
 }

@@ -101,8 +101,12 @@ pub(crate) fn add_rule(
     let before = count_wanted(s, &events);
     {
         let mut meta = s.meta.lock().unwrap_or_else(|e| e.into_inner());
+        // Checked for every channel before any changes: all or nothing.
+        for &ch in &chans {
+            crate::config::room_for(&meta.rules[ch], &rule)?;
+        }
         for ch in chans {
-            meta.rules[ch].push(rule.clone());
+            crate::config::push_rule(&mut meta.rules[ch], rule.clone())?;
         }
     }
     let after = count_wanted(s, &events);

@@ -24,7 +24,7 @@ use crate::output;
 use crate::sink::{Sink, SnapshotWriter};
 use crate::stats::{BufferStats, ChannelStats, SessionStats};
 use crate::tally::Tally;
-use crate::{control, pattern, Error};
+use crate::{control, Error};
 
 /// A session's class ids, rules, metadata: changed only under its lock.
 #[derive(Debug)]
@@ -170,12 +170,7 @@ impl SessionState {
 
     /// Whether channel `ch` records `desc` (its last matching rule enables).
     pub(crate) fn wants(meta: &Meta, ch: usize, desc: &EventDesc) -> bool {
-        let name = desc.full_name();
-        meta.rules[ch]
-            .iter()
-            .rev()
-            .find(|r| pattern::matches(&r.pattern, &name) && (!r.enable || desc.level <= r.level))
-            .is_some_and(|r| r.enable)
+        crate::config::enabled_by(&meta.rules[ch], &desc.full_name(), desc.level)
     }
 
     /// The id of `desc`'s class in channel `ch`, assigning one (and writing

@@ -1,10 +1,14 @@
 //! The listening thread of a traced process: one request per connection,
-//! answered only to the process's own user.
+//! answered only to the process's own user. Connections are served at once,
+//! each on its own thread (at most [`MAX_CONNECTIONS`]), and each has
+//! [`DEADLINE`] to send its whole request: slow clients delay no one else.
 
+use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering::AcqRel};
 use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::proto::{self, Reply, Request};
 use crate::session::Session;
@@ -68,12 +72,94 @@ extern "C" fn remove_socket() {
     }
 }
 
+/// Connections served at once; one more gets a "busy" reply at once.
+pub const MAX_CONNECTIONS: usize = 16;
+
+/// Time a client has to send its whole request, and to take the reply: a
+/// slow or stuck client holds only its own connection, and not for long.
+pub const DEADLINE: Duration = Duration::from_secs(2);
+
+/// Connections being served now.
+static SERVING: AtomicUsize = AtomicUsize::new(0);
+
+/// One connection's place among [`MAX_CONNECTIONS`], given back when its
+/// handler ends (even by a panic).
+struct Place;
+
+impl Place {
+    fn take() -> Option<Place> {
+        let n = SERVING.fetch_add(1, AcqRel);
+        if n >= MAX_CONNECTIONS {
+            SERVING.fetch_sub(1, AcqRel);
+            return None;
+        }
+        Some(Place)
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        SERVING.fetch_sub(1, AcqRel);
+    }
+}
+
 fn serve(l: UnixListener) {
     for conn in l.incoming() {
-        match conn {
-            Ok(s) => handle(s),
-            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        let mut s = match conn {
+            Ok(s) => s,
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        // Every connection on its own thread (not `std::thread`: see
+        // `thread.rs`), at most MAX_CONNECTIONS of them.
+        let Some(place) = Place::take() else {
+            let _ = s.set_nonblocking(true);
+            let busy: Reply = Err(format!(
+                "busy: {MAX_CONNECTIONS} requests are being served; try again"
+            ));
+            let _ = proto::write_frame(&mut s, proto::encode_reply(&busy).as_bytes());
+            continue;
+        };
+        let _ = crate::thread::spawn("ringtrace-ctl-c", move || {
+            let _place = place;
+            handle(s);
+        });
+    }
+}
+
+/// A connection read and written against one deadline for the whole
+/// exchange, however the client spreads its bytes.
+struct Deadline<'a> {
+    s: &'a UnixStream,
+    end: Instant,
+}
+
+impl Deadline<'_> {
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
         }
+        Ok(left)
+    }
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.s.set_read_timeout(Some(self.left()?))?;
+        (&mut &*self.s).read(buf)
+    }
+}
+
+impl Write for Deadline<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.s.set_write_timeout(Some(self.left()?))?;
+        (&mut &*self.s).write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -102,13 +188,15 @@ fn peer_uid(s: &UnixStream) -> Option<u32> {
 /// Serializes requests: they change sessions, which must not interleave.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn handle(mut s: UnixStream) {
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+fn handle(s: UnixStream) {
+    let mut io = Deadline {
+        s: &s,
+        end: Instant::now() + DEADLINE,
+    };
     // SAFETY: getuid cannot fail.
     let me = unsafe { libc::getuid() };
     let reply: Reply = match peer_uid(&s) {
-        Some(uid) if uid == me => match proto::read_frame(&mut s, proto::MAX_REQUEST) {
+        Some(uid) if uid == me => match proto::read_frame(&mut io, proto::MAX_REQUEST) {
             Ok(b) => match Request::decode(&b) {
                 Ok(req) => {
                     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -124,7 +212,9 @@ fn handle(mut s: UnixStream) {
         )),
         None => Err("permission denied: peer credentials unavailable".into()),
     };
-    let _ = proto::write_frame(&mut s, proto::encode_reply(&reply).as_bytes());
+    // The reply has its own deadline (the request may have run long).
+    io.end = Instant::now() + DEADLINE;
+    let _ = proto::write_frame(&mut io, proto::encode_reply(&reply).as_bytes());
 }
 
 fn find(name: &str) -> Result<Session, String> {
