@@ -41,6 +41,8 @@ use ringbuf::file::{BufferFile, Committed};
 use crate::output;
 use crate::Error;
 
+mod validate;
+
 /// What recovery did with one buffer file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileReport {
@@ -60,6 +62,13 @@ pub struct FileReport {
     pub gaps: u64,
     /// Physical sub-buffers never written (or of another trace).
     pub empty: u64,
+    /// Packets whose damaged tail failed validation and was cut off
+    /// (`validate.rs`).
+    pub cut: u64,
+    /// Packets that failed validation (an event that does not decode, a
+    /// timestamp out of order or outside its packet) with nothing to keep:
+    /// not written.
+    pub dropped: u64,
     /// Why the file could not be read, if it could not.
     pub error: Option<String>,
 }
@@ -77,18 +86,28 @@ impl Report {
     /// An aligned table of the report.
     pub fn table(&self) -> String {
         let mut s = format!(
-            "{:<20} {:>9} {:>8} {:>15} {:>12} {:>12}  {}\n",
-            "buffer file", "complete", "partial", "partial events", "gaps", "undecodable", "note"
+            "{:<20} {:>9} {:>8} {:>15} {:>6} {:>12} {:>5} {:>8}  {}\n",
+            "buffer file",
+            "complete",
+            "partial",
+            "partial events",
+            "gaps",
+            "undecodable",
+            "cut",
+            "dropped",
+            "note"
         );
         for f in &self.files {
             s += &format!(
-                "{:<20} {:>9} {:>8} {:>15} {:>12} {:>12}  {}\n",
+                "{:<20} {:>9} {:>8} {:>15} {:>6} {:>12} {:>5} {:>8}  {}\n",
                 f.name,
                 f.complete,
                 f.partial,
                 f.partial_events,
                 f.gaps,
                 f.undecodable_bytes,
+                f.cut,
+                f.dropped,
                 f.error.as_deref().unwrap_or("")
             );
         }
@@ -106,13 +125,19 @@ struct Found {
 
 /// The end of the last record of `sb[..limit]` that decodes, its
 /// timestamp, and how many records.
-struct Walk {
+pub(super) struct Walk {
     end: usize,
     last_ts: u64,
     events: u64,
 }
 
-fn walk(desc: &TraceDesc, stream_id: u32, begin_ts: u64, sb: &[u8], limit: usize) -> Walk {
+pub(super) fn walk(
+    desc: &TraceDesc,
+    stream_id: u32,
+    begin_ts: u64,
+    sb: &[u8],
+    limit: usize,
+) -> Walk {
     let kind = desc
         .streams
         .iter()
@@ -308,7 +333,7 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
         }
         out.push(bytes);
     }
-    out
+    validate::keep_valid(desc, out, r)
 }
 
 /// The trace description the fuzz target recovers against: the stream of
@@ -347,8 +372,8 @@ pub fn fuzz_desc() -> TraceDesc {
 }
 
 /// Fuzz entry: recovers the packets of a buffer file (arbitrary bytes) and
-/// reads every rebuilt packet back. Must never panic; packets cut by the
-/// walk must read back without error.
+/// reads every rebuilt packet back. Must never panic, and every packet it
+/// keeps reads back without error (validation passed it).
 pub fn fuzz_buffer_file(data: &[u8]) {
     let Ok(f) = BufferFile::from_bytes(data.to_vec()) else {
         return;
@@ -361,7 +386,11 @@ pub fn fuzz_buffer_file(data: &[u8]) {
             Path::new("fuzz"),
             Box::new(std::io::Cursor::new(p)),
         );
-        while let Ok(Some(_)) = s.next_item() {}
+        while let Some(item) = s.next_item().transpose() {
+            if let Err(e) = item {
+                panic!("a recovered packet does not read back: {e}");
+            }
+        }
     }
 }
 
