@@ -145,7 +145,10 @@ impl SessionState {
                 chan: Arc::new(chan),
             });
         }
-        let sink = Sink::empty(&channels);
+        let mut sink = Sink::empty(&channels);
+        if let (Some(dir), Mode::Discard) = (&output, mode) {
+            sink.watch_dir(dir);
+        }
         undo.keep();
         Ok(SessionState {
             name,

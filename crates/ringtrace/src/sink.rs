@@ -106,6 +106,10 @@ pub(crate) struct Sink {
     progress: Vec<Vec<(u64, Instant)>>,
     pub(crate) stalled: Vec<Vec<Option<Instant>>>,
     pub(crate) dropped_packets: u64,
+    /// The output directory, held open to notice it being removed or
+    /// replaced while tracing (writes into its unlinked files would succeed
+    /// and be lost without a word).
+    out_dir: Option<(std::fs::File, std::path::PathBuf)>,
 }
 
 impl Sink {
@@ -141,6 +145,50 @@ impl Sink {
                 .iter()
                 .map(|c| vec![None; c.chan.ops().buffers()])
                 .collect(),
+            out_dir: None,
+        }
+    }
+
+    /// Watches `dir`, the trace directory just created.
+    pub(crate) fn watch_dir(&mut self, dir: &std::path::Path) {
+        use std::os::unix::fs::OpenOptionsExt;
+        self.out_dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(dir)
+            .ok()
+            // Absolute: the program may change its working directory.
+            .zip(std::path::absolute(dir).ok());
+    }
+
+    /// Records an output error if the trace directory was removed, or its
+    /// path now names another directory: what is written from then on (and
+    /// what was) is not where the user will look. Two `stat`s, once per
+    /// read period.
+    fn check_dir(&mut self) {
+        use std::os::unix::fs::MetadataExt;
+        let Some((f, path)) = &self.out_dir else {
+            return;
+        };
+        if self.error.is_some() {
+            return;
+        }
+        let held = f.metadata();
+        let now = std::fs::metadata(path);
+        let gone = match (&held, &now) {
+            (Ok(h), _) if h.nlink() == 0 => Some("was removed"),
+            (Ok(h), Ok(n)) if (h.dev(), h.ino()) != (n.dev(), n.ino()) => {
+                Some("was moved or replaced")
+            }
+            (Ok(_), Err(_)) => Some("was moved or removed"),
+            _ => None,
+        };
+        if let Some(what) = gone {
+            self.error = Some(format!(
+                "the output directory {} {what} while tracing: the trace is not there; \
+                 later packets are dropped",
+                path.display()
+            ));
         }
     }
 
@@ -157,6 +205,7 @@ impl SessionState {
     /// the next deadline.
     pub(crate) fn consume(&self, now: Instant, force: bool) -> Option<Instant> {
         let mut sink = lock(&self.sink);
+        sink.check_dir();
         let mut next: Option<Instant> = None;
         for (ci, ch) in self.channels.iter().enumerate() {
             let ops = ch.chan.ops();

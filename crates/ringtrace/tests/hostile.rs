@@ -245,3 +245,49 @@ fn recover_writes_only_into_a_directory_of_the_users_own() {
     std::fs::remove_dir_all(&d).unwrap();
     let _ = std::fs::remove_dir_all(&bufdir);
 }
+
+/// The output directory removed (or replaced) while tracing: noticed at the
+/// next read period, reported in `stats` and by `stop`, with the packets
+/// that had nowhere to go counted.
+#[test]
+fn a_removed_output_directory_is_reported() {
+    for replace in [false, true] {
+        let d = tmpdir(&format!("removed-{replace}"));
+        let s = builder("removed", &d)
+            .channel(
+                ChannelConfig::new("r")
+                    .subbufs(4096, 4)
+                    .read_timer(Duration::from_millis(5)),
+            )
+            .create()
+            .unwrap();
+        s.start();
+        for i in 0..1000u64 {
+            event!(removed, tick, i: u64 = i);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let moved = d.with_extension("moved");
+        if replace {
+            std::fs::rename(&d, &moved).unwrap();
+            std::fs::create_dir(&d).unwrap();
+        } else {
+            std::fs::remove_dir_all(&d).unwrap();
+        }
+        for i in 0..1000u64 {
+            event!(removed, tick, i: u64 = i);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let err = s.stats().output_error.expect("noticed while tracing");
+        let what = if replace {
+            "was moved or replaced"
+        } else {
+            "was removed"
+        };
+        assert!(err.contains(what), "{err}");
+        let e = s.stop().unwrap_err().to_string();
+        assert!(e.contains(what) && e.contains("packets dropped"), "{e}");
+        let _ = s.destroy();
+        let _ = std::fs::remove_dir_all(&d);
+        let _ = std::fs::remove_dir_all(&moved);
+    }
+}
