@@ -362,9 +362,10 @@ impl StreamReader {
             let ctx = self.ctx;
             let events = ctx.events_discarded.saturating_sub(self.last_discarded);
             self.last_discarded = self.last_discarded.max(ctx.events_discarded);
+            // A damaged sequence number may be anything, 2^64-1 included.
             let packets = match self.last_seq {
-                Some(s) if ctx.packet_seq_num > s + 1 => ctx.packet_seq_num - s - 1,
-                _ => 0,
+                Some(s) => ctx.packet_seq_num.saturating_sub(s).saturating_sub(1),
+                None => 0,
             };
             self.last_seq = Some(ctx.packet_seq_num);
             if events > 0 || packets > 0 {
