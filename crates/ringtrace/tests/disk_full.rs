@@ -12,6 +12,21 @@ use std::process::Command;
 use common::*;
 use ringtrace::{event, ChannelConfig, Error, Session};
 
+/// A 256 KiB tmpfs mounted at a new directory named after `name`, unmounted
+/// when the guard drops; `None` (the test skipped, with a message) where
+/// mounting is not allowed. A container may deny mount even to root: the
+/// RLIMIT_FSIZE tests (tests/env.rs) cover the same paths without
+/// privileges.
+fn small_tmpfs(name: &str) -> Option<Unmount> {
+    let dir = tmpdir(name);
+    if mount_tmpfs(&dir, "256k") {
+        return Some(Unmount(dir));
+    }
+    eprintln!("SKIPPED: a tmpfs cannot be mounted here (needs root and CAP_SYS_ADMIN)");
+    let _ = std::fs::remove_dir_all(&dir);
+    None
+}
+
 /// Mounts a tmpfs of `size` at `dir`; false if that is not possible here.
 fn mount_tmpfs(dir: &std::path::Path, size: &str) -> bool {
     std::fs::create_dir_all(dir).unwrap();
@@ -43,16 +58,10 @@ impl Drop for Unmount {
 
 #[test]
 fn a_full_disk_drops_counted_packets_and_keeps_the_trace_readable() {
-    let mnt = tmpdir("tmpfs");
-    if !mount_tmpfs(&mnt, "256k") {
-        // A container may deny mount even to root: the RLIMIT_FSIZE test
-        // (tests/env.rs) covers the same path without privileges.
-        eprintln!("SKIPPED: a tmpfs cannot be mounted here (needs root and CAP_SYS_ADMIN)");
-        let _ = std::fs::remove_dir_all(&mnt);
+    let Some(mnt) = small_tmpfs("tmpfs") else {
         return;
-    }
-    let _guard = Unmount(mnt.clone());
-    let dir = mnt.join("trace");
+    };
+    let dir = mnt.0.join("trace");
     let s = Session::builder("full")
         .output(&dir)
         .channel(ChannelConfig::new("c").subbufs(16 * 1024, 4))
@@ -107,15 +116,11 @@ fn a_full_disk_drops_counted_packets_and_keeps_the_trace_readable() {
 /// of the refused session stays on disk.
 #[test]
 fn buffer_files_without_room_refuse_the_session() {
-    let mnt = tmpdir("tmpfs-buf");
-    if !mount_tmpfs(&mnt, "256k") {
-        eprintln!("SKIPPED: a tmpfs cannot be mounted here (needs root and CAP_SYS_ADMIN)");
-        let _ = std::fs::remove_dir_all(&mnt);
+    let Some(mnt) = small_tmpfs("tmpfs-buf") else {
         return;
-    }
-    let _guard = Unmount(mnt.clone());
+    };
     let out = tmpdir("tmpfs-buf-trace");
-    let bufdir = mnt.join("buffers");
+    let bufdir = mnt.0.join("buffers");
     let r = Session::builder("noroom")
         .output(&out)
         .buffer_dir(&bufdir)

@@ -27,16 +27,18 @@ fn child_program() {
     }
 }
 
-fn run_child(session: &str) -> std::process::Output {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_program",
-            "--exact",
-            "--test-threads=1",
-            "--nocapture",
-        ])
+/// `exe` (this test binary, or a copy) running test `program` as the
+/// traced child, with `RINGTRACE_SESSION=session`.
+fn child_cmd(exe: &std::path::Path, program: &str, session: &str) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.args([program, "--exact", "--test-threads=1", "--nocapture"])
         .env(CHILD, "1")
-        .env("RINGTRACE_SESSION", session)
+        .env("RINGTRACE_SESSION", session);
+    cmd
+}
+
+fn run_child(session: &str) -> std::process::Output {
+    child_cmd(&std::env::current_exe().unwrap(), "child_program", session)
         .output()
         .unwrap()
 }
@@ -106,40 +108,41 @@ fn bad_environment_is_reported_and_the_program_runs_untraced() {
     assert!(!std::path::Path::new("/tmp/never-created-by-ringtrace").exists());
 }
 
-/// The output cannot take the trace (a file size limit stands for a full
-/// disk): the traced program neither blocks nor crashes, the drops are
-/// reported, and the trace written so far stays readable by babeltrace2.
-#[test]
-fn output_trouble_never_blocks_the_program_and_keeps_the_trace_readable() {
+/// This test binary as a traced child running test `program`, with
+/// `RINGTRACE_SESSION=session` and files limited to `fsize` bytes (a file
+/// size limit stands for a full disk; SIGXFSZ ignored, so writes fail).
+fn limited_child(program: &str, session: &str, fsize: u64) -> Command {
     use std::os::unix::process::CommandExt;
-    let dir = tmpdir("env-fsize");
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "child_program_heavy",
-        "--exact",
-        "--test-threads=1",
-        "--nocapture",
-    ])
-    .env(CHILD, "1")
-    .env(
-        "RINGTRACE_SESSION",
-        format!("{},discard,subbuf=16k,count=4,envtest:*", dir.display()),
-    );
-    // 300 kB of file at most: the memfd buffers of 5 × 16 KiB fit under it,
-    // the trace does not.
+    let mut cmd = child_cmd(&std::env::current_exe().unwrap(), program, session);
     // SAFETY: between fork and exec the closure only calls setrlimit and
     // signal, both async-signal-safe.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             let lim = libc::rlimit {
-                rlim_cur: 300_000,
-                rlim_max: 300_000,
+                rlim_cur: fsize,
+                rlim_max: fsize,
             };
             libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
             Ok(())
         });
     }
+    cmd
+}
+
+/// The output cannot take the trace (a file size limit stands for a full
+/// disk): the traced program neither blocks nor crashes, the drops are
+/// reported, and the trace written so far stays readable by babeltrace2.
+#[test]
+fn output_trouble_never_blocks_the_program_and_keeps_the_trace_readable() {
+    let dir = tmpdir("env-fsize");
+    // 300 kB of file at most: the memfd buffers of 5 × 16 KiB fit under it,
+    // the trace does not.
+    let mut cmd = limited_child(
+        "child_program_heavy",
+        &format!("{},discard,subbuf=16k,count=4,envtest:*", dir.display()),
+        300_000,
+    );
     let t = std::time::Instant::now();
     let out = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -202,17 +205,8 @@ fn a_setuid_program_ignores_the_environment() {
     std::fs::create_dir(&theirs).unwrap();
     chown(&theirs, uid);
     let trace = theirs.join("trace");
-    let out = Command::new(&bin)
-        .args([
-            "child_program",
-            "--exact",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env(CHILD, "1")
-        .env("RINGTRACE_SESSION", format!("{},discard", trace.display()))
-        .output()
-        .unwrap();
+    let session = format!("{},discard", trace.display());
+    let out = child_cmd(&bin, "child_program", &session).output().unwrap();
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -227,15 +221,7 @@ fn a_setuid_program_ignores_the_environment() {
     );
     // The same program without the setuid bit, as the same user, traces.
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = Command::new(&bin)
-        .args([
-            "child_program",
-            "--exact",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env(CHILD, "1")
-        .env("RINGTRACE_SESSION", format!("{},discard", trace.display()))
+    let out = child_cmd(&bin, "child_program", &session)
         .uid(uid)
         .output()
         .unwrap();
@@ -272,38 +258,17 @@ fn setuid_works_here(dir: &std::path::Path) -> bool {
 /// nothing of the refused session is left on disk.
 #[test]
 fn no_room_for_buffer_files_refuses_the_session_and_leaves_nothing() {
-    use std::os::unix::process::CommandExt;
     let dir = tmpdir("env-noroom");
     let bufdir = tmpdir("env-noroom-buf");
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
+    let mut cmd = limited_child(
         "child_program",
-        "--exact",
-        "--test-threads=1",
-        "--nocapture",
-    ])
-    .env(CHILD, "1")
-    .env(
-        "RINGTRACE_SESSION",
-        format!(
+        &format!(
             "{},discard,subbuf=1m,count=4,bufdir={}",
             dir.display(),
             bufdir.display()
         ),
+        1 << 20,
     );
-    // SAFETY: between fork and exec the closure only calls setrlimit and
-    // signal, both async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: 1 << 20,
-                rlim_max: 1 << 20,
-            };
-            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            Ok(())
-        });
-    }
     let out = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
