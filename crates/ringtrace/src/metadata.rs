@@ -47,9 +47,9 @@ pub fn trace_desc(uuid: [u8; 16], clock: &TraceClock, session: &str, channels: u
             ("trace_name".into(), EnvValue::Str(session.into())),
             ("hostname".into(), EnvValue::Str(hostname())),
             ("procname".into(), EnvValue::Str(procname())),
-            // SAFETY: getpid cannot fail.
             (
                 "vpid".into(),
+                // SAFETY: getpid cannot fail.
                 EnvValue::Int(unsafe { libc::getpid() } as i64),
             ),
         ],

@@ -54,6 +54,8 @@ fn model(readers: usize, nested: bool) {
                         !o.poisoned.load(Relaxed),
                         "read an object after its grace period"
                     );
+                    // SAFETY: a read of the plain value; loom reports it if
+                    // it races with the writer's poisoning write below.
                     assert!(o.value.with(|v| unsafe { *v }) >= 1);
                     if nested {
                         d.exit(slot);
@@ -73,6 +75,7 @@ fn model(readers: usize, nested: bool) {
             // what makes this write exclusive.
             let old = unsafe { &*old };
             old.poisoned.store(true, Relaxed);
+            // SAFETY: exclusive after the grace period (loom checks it).
             old.value.with_mut(|v| unsafe { *v = 0 });
         }));
         for h in hs {
