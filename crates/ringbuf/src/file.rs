@@ -18,7 +18,7 @@ use std::path::Path;
 use std::mem::offset_of;
 
 use crate::counters::Geometry;
-use crate::frontend::{CloseRecord, SubbufState};
+use crate::state::{CloseRecord, SubbufState};
 use crate::sync::CacheAligned;
 
 /// First bytes of every buffer file.

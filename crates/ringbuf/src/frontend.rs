@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::backend::{Entry, Store, Table};
 use crate::config::{ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufEnd, Sync};
 use crate::counters::Geometry;
+use crate::state::{CloseRecord, States, SubbufState};
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CacheAligned, Counter, Head, Ordering};
 use crate::Error;
 
@@ -61,36 +62,6 @@ impl SlotCtx {
     }
 }
 
-/// Written by the reservation that closes a sub-buffer, read by the
-/// committer that delivers it. The delivering commit is ordered after the
-/// closing reservation's padding (or record) commit by the commit count's
-/// AcqRel add, so Relaxed fields suffice.
-#[derive(Debug, Default)]
-#[repr(C)]
-pub(crate) struct CloseRecord {
-    pub(crate) end_ts: AtomicU64,
-    pub(crate) data_size: AtomicU64,
-    pub(crate) lost_full: AtomicU64,
-    pub(crate) lost_wrap: AtomicU64,
-    pub(crate) lost_big: AtomicU64,
-}
-
-/// Counters of one sub-buffer. The commit count, written on every commit,
-/// has a cache line of its own: the reader polls the commit seq, and must not
-/// pull the writers' line away on each poll.
-///
-/// `repr(C)` with the commit count first: recovery reads `CC[i]` at the
-/// start of each state in a buffer file (`file.rs`).
-#[derive(Debug)]
-#[repr(C)]
-pub(crate) struct SubbufState {
-    /// Commit count `CC[i]`.
-    pub(crate) cc: CacheAligned<Counter>,
-    /// Commit seq `CS[i]`.
-    pub(crate) cs: AtomicU64,
-    pub(crate) close: CloseRecord,
-}
-
 /// The writers' hot counters, alone on their cache line.
 #[derive(Debug)]
 pub(crate) struct WriterSide {
@@ -116,39 +87,6 @@ pub(crate) struct ReaderSide {
     pub(crate) reader_taken: AtomicBool,
     /// The reader's spare sub-buffer while no `Reader` exists.
     pub(crate) spare: AtomicUsize,
-}
-
-/// The `N` sub-buffer states: on the heap, or inside the mapping of a
-/// buffer file so that the commit counts survive a crash (`file.rs`).
-#[derive(Debug)]
-pub(crate) enum States {
-    Heap(Box<[CacheAligned<SubbufState>]>),
-    /// `n` states at `ptr`, in the buffer's own mapping (which the buffer
-    /// keeps alive in its `store`, dropped after this field).
-    #[cfg_attr(any(loom, miri), allow(dead_code))]
-    Mapped {
-        ptr: *const CacheAligned<SubbufState>,
-        n: usize,
-    },
-}
-
-// SAFETY: the mapped states are atomics shared exactly like the heap ones.
-unsafe impl Send for States {}
-// SAFETY: as above.
-unsafe impl std::marker::Sync for States {}
-
-impl std::ops::Deref for States {
-    type Target = [CacheAligned<SubbufState>];
-    #[inline(always)]
-    fn deref(&self) -> &Self::Target {
-        match self {
-            States::Heap(b) => b,
-            // SAFETY: `ptr` points to `n` initialized states inside the
-            // buffer's mapping (written in `Buffer::with_id` before any
-            // use), which outlives this value.
-            States::Mapped { ptr, n } => unsafe { std::slice::from_raw_parts(*ptr, *n) },
-        }
-    }
 }
 
 /// One ring buffer: `N` sub-buffers of `S` bytes and their counters.

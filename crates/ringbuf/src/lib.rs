@@ -90,6 +90,7 @@ pub mod cpu;
 pub mod file;
 pub mod frontend;
 pub mod reader;
+mod state;
 mod switch;
 mod sync;
 pub mod writer;

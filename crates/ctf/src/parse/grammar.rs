@@ -1,0 +1,564 @@
+//! The grammar of TSDL as ringtrace and LTTng write it: tokens to type
+//! trees ([`Ty`]), with the limits that keep a hostile metadata from costing
+//! more than its size (nesting, alias expansion). What the trees mean
+//! (stream and event classes, the packet layout) is resolved in `mod.rs`.
+
+use std::collections::HashMap;
+
+use super::MetadataError;
+use crate::lex::{Spanned, Tok};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct Pos {
+    pub(super) line: u32,
+    pub(super) col: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Ty {
+    Int {
+        size: u32,
+        align: u32,
+        signed: bool,
+        base: u32,
+        clock: Option<String>,
+    },
+    Float {
+        exp: u32,
+        mant: u32,
+    },
+    Str,
+    Enum {
+        container: Box<Ty>,
+        maps: Vec<(String, i128, i128)>,
+    },
+    Struct {
+        fields: Vec<(String, Ty, Pos)>,
+    },
+    Variant {
+        options: Vec<(String, Ty, Pos)>,
+    },
+    Array {
+        elem: Box<Ty>,
+        len: u64,
+    },
+    Sequence {
+        elem: Box<Ty>,
+        len_field: String,
+    },
+}
+
+pub(super) struct Parser {
+    pub(super) toks: Vec<Spanned>,
+    pub(super) i: usize,
+    pub(super) aliases: HashMap<String, Ty>,
+    pub(super) structs: HashMap<String, Ty>,
+    /// Types being parsed inside one another now.
+    pub(super) depth: u32,
+    /// Type nodes that uses of aliases and named structs may still copy.
+    pub(super) budget: usize,
+}
+
+/// Deepest nesting of types (structs, variants, arrays of them) accepted:
+/// the parser recurses once per level. Real metadata nests a few levels.
+pub const MAX_NESTING: u32 = 64;
+
+/// Type nodes that uses of aliases and named structs may copy in one
+/// metadata, beyond [`TYPE_NODES_PER_TOKEN`] per token of its text: an
+/// alias used twice in the next, and so on, doubles at each step (30 lines
+/// would make 2^30 nodes), while real metadata copies about one node (an
+/// integer alias) per use, and a use is at least one token.
+pub const MAX_TYPE_NODES: usize = 1 << 16;
+
+/// See [`MAX_TYPE_NODES`].
+pub const TYPE_NODES_PER_TOKEN: usize = 4;
+
+impl Ty {
+    /// Nodes of the type tree, counted up to `cap` (then `cap`).
+    pub(super) fn nodes(&self, cap: usize) -> usize {
+        let mut n = 1;
+        let add = |t: &Ty, n: &mut usize| {
+            if *n < cap {
+                *n += t.nodes(cap - *n);
+            }
+        };
+        match self {
+            Ty::Struct { fields } => fields.iter().for_each(|f| add(&f.1, &mut n)),
+            Ty::Variant { options } => options.iter().for_each(|f| add(&f.1, &mut n)),
+            Ty::Array { elem, .. } | Ty::Sequence { elem, .. } => add(elem, &mut n),
+            _ => {}
+        }
+        n.min(cap)
+    }
+
+    /// Levels of the type tree (a scalar is 1).
+    pub(super) fn depth(&self) -> u32 {
+        1 + match self {
+            Ty::Struct { fields } => fields.iter().map(|f| f.1.depth()).max().unwrap_or(0),
+            Ty::Variant { options } => options.iter().map(|f| f.1.depth()).max().unwrap_or(0),
+            Ty::Array { elem, .. } | Ty::Sequence { elem, .. } => elem.depth(),
+            _ => 0,
+        }
+    }
+}
+
+pub(super) type R<T> = Result<T, MetadataError>;
+
+impl Parser {
+    pub(super) fn pos(&self) -> Pos {
+        self.toks.get(self.i).map_or(Pos::default(), |t| Pos {
+            line: t.line,
+            col: t.col,
+        })
+    }
+    pub(super) fn err_at<T>(&self, p: Pos, msg: impl Into<String>) -> R<T> {
+        Err(MetadataError {
+            line: p.line,
+            col: p.col,
+            msg: msg.into(),
+        })
+    }
+    pub(super) fn err<T>(&self, msg: impl Into<String>) -> R<T> {
+        self.err_at(self.pos(), msg)
+    }
+    pub(super) fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.i).map(|t| &t.tok)
+    }
+    pub(super) fn peek_at(&self, k: usize) -> Option<&Tok> {
+        self.toks.get(self.i + k).map(|t| &t.tok)
+    }
+    pub(super) fn next(&mut self) -> R<Tok> {
+        match self.toks.get(self.i) {
+            Some(t) => {
+                self.i += 1;
+                Ok(t.tok.clone())
+            }
+            None => self.err("unexpected end of metadata"),
+        }
+    }
+    pub(super) fn is_punct(&self, p: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Punct(q)) if *q == p)
+    }
+    pub(super) fn is_ident(&self, s: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Ident(q)) if q == s)
+    }
+    pub(super) fn expect(&mut self, p: &str) -> R<()> {
+        if self.is_punct(p) {
+            self.i += 1;
+            Ok(())
+        } else {
+            let found = self.describe();
+            self.err(format!("expected `{p}`, found {found}"))
+        }
+    }
+    pub(super) fn describe(&self) -> String {
+        match self.peek() {
+            None => "end of metadata".into(),
+            Some(Tok::Ident(s)) => format!("`{s}`"),
+            Some(Tok::Int(v)) => format!("`{v}`"),
+            Some(Tok::Str(s)) => format!("\"{s}\""),
+            Some(Tok::Punct(p)) => format!("`{p}`"),
+        }
+    }
+    /// Takes the next token if `f` accepts it; otherwise an error naming
+    /// `what` was expected and what was found, at that token.
+    pub(super) fn take<T>(&mut self, what: &str, f: impl FnOnce(&Tok) -> Option<T>) -> R<T> {
+        match self.peek().and_then(f) {
+            Some(v) => {
+                self.i += 1;
+                Ok(v)
+            }
+            None => {
+                let found = self.describe();
+                self.err(format!("expected {what}, found {found}"))
+            }
+        }
+    }
+    pub(super) fn ident(&mut self) -> R<String> {
+        self.take("an identifier", |t| match t {
+            Tok::Ident(s) => Some(s.clone()),
+            _ => None,
+        })
+    }
+    pub(super) fn int(&mut self) -> R<i128> {
+        self.take("an integer", |t| match t {
+            Tok::Int(v) => Some(*v),
+            _ => None,
+        })
+    }
+
+    /// `a.b.c` key of an assignment.
+    pub(super) fn key(&mut self) -> R<String> {
+        let mut k = self.ident()?;
+        while self.is_punct(".") {
+            self.i += 1;
+            k.push('.');
+            k.push_str(&self.ident()?);
+        }
+        Ok(k)
+    }
+
+    /// Right-hand side of `key = value;`.
+    pub(super) fn value(&mut self) -> R<Value> {
+        let v = match self.next()? {
+            Tok::Int(v) => Value::Int(v),
+            Tok::Str(s) => Value::Str(s),
+            Tok::Ident(s) => {
+                let mut s = s;
+                while self.is_punct(".") {
+                    self.i += 1;
+                    s.push('.');
+                    s.push_str(&self.ident()?);
+                }
+                Value::Ident(s)
+            }
+            _ => {
+                self.i -= 1;
+                let f = self.describe();
+                return self.err(format!("expected a value, found {f}"));
+            }
+        };
+        Ok(v)
+    }
+
+    pub(super) fn attrs(&mut self) -> R<Vec<(String, Value, Pos)>> {
+        self.expect("{")?;
+        let mut out = Vec::new();
+        while !self.is_punct("}") {
+            let p = self.pos();
+            let k = self.key()?;
+            self.expect("=")?;
+            let v = self.value()?;
+            self.expect(";")?;
+            out.push((k, v, p));
+        }
+        self.expect("}")?;
+        Ok(out)
+    }
+
+    /// Takes `n` nodes (an alias's or a named struct's type, counted with
+    /// a cap of the budget + 1 before it is copied) from the budget.
+    pub(super) fn spend(&mut self, n: usize, p: Pos) -> R<()> {
+        if n > self.budget {
+            return self.err_at(
+                p,
+                "types expand to many more nodes than the metadata's text has: not a trace's metadata",
+            );
+        }
+        self.budget -= n;
+        Ok(())
+    }
+
+    pub(super) fn type_spec(&mut self, field_ctx: bool) -> R<Ty> {
+        if self.depth >= MAX_NESTING {
+            return self.err(format!("types nested deeper than {MAX_NESTING} levels"));
+        }
+        self.depth += 1;
+        let p = self.pos();
+        let r = self.type_spec_at(field_ctx);
+        self.depth -= 1;
+        // Aliases nest too: a type made of aliases is as deep as they are.
+        // (Each part was checked when it was made, so this recursion is
+        // at most one level deeper than the limit.)
+        match r {
+            Ok(t) if t.depth() > MAX_NESTING => {
+                self.err_at(p, format!("types nested deeper than {MAX_NESTING} levels"))
+            }
+            r => r,
+        }
+    }
+
+    pub(super) fn type_spec_at(&mut self, field_ctx: bool) -> R<Ty> {
+        let p = self.pos();
+        let kw = match self.peek() {
+            Some(Tok::Ident(s)) => s.clone(),
+            _ => {
+                let f = self.describe();
+                return self.err(format!("expected a type, found {f}"));
+            }
+        };
+        match kw.as_str() {
+            "integer" => {
+                self.i += 1;
+                let (mut size, mut align, mut signed, mut base, mut clock) =
+                    (None, 8, false, 10, None);
+                for (k, v, p) in self.attrs()? {
+                    match (k.as_str(), v) {
+                        ("size", Value::Int(n)) if (1..=64).contains(&n) => size = Some(n as u32),
+                        ("align", Value::Int(n)) if n > 0 && (n as u64).is_power_of_two() => {
+                            align = n as u32
+                        }
+                        ("signed", v) => {
+                            signed = v
+                                .truthy()
+                                .ok_or(())
+                                .or_else(|_| self.err_at(p, "`signed` must be true or false"))?
+                        }
+                        ("base", Value::Int(n)) if [2, 8, 10, 16].contains(&n) => base = n as u32,
+                        ("base", Value::Ident(s)) => {
+                            base = match s.as_str() {
+                                "decimal" | "dec" | "d" | "i" | "u" => 10,
+                                "hexadecimal" | "hex" | "x" | "X" | "p" => 16,
+                                "octal" | "oct" | "o" => 8,
+                                "binary" | "b" => 2,
+                                _ => return self.err_at(p, format!("unknown integer base `{s}`")),
+                            }
+                        }
+                        ("encoding", _) => {}
+                        ("byte_order", Value::Ident(s)) if s == "le" || s == "native" => {}
+                        ("byte_order", _) => {
+                            return self.err_at(p, "unsupported: big-endian integers")
+                        }
+                        ("map", Value::Ident(s)) => {
+                            let parts: Vec<&str> = s.split('.').collect();
+                            match parts.as_slice() {
+                                ["clock", name, "value"] => clock = Some((*name).to_owned()),
+                                _ => {
+                                    return self
+                                        .err_at(p, format!("unsupported integer mapping `{s}`"))
+                                }
+                            }
+                        }
+                        (k, _) => {
+                            return self
+                                .err_at(p, format!("unsupported integer attribute `{k}` or value"))
+                        }
+                    }
+                }
+                let size = match size {
+                    Some(s) => s,
+                    None => return self.err_at(p, "integer without `size`"),
+                };
+                Ok(Ty::Int {
+                    size,
+                    align,
+                    signed,
+                    base,
+                    clock,
+                })
+            }
+            "floating_point" => {
+                self.i += 1;
+                let (mut exp, mut mant) = (0, 0);
+                for (k, v, p) in self.attrs()? {
+                    match (k.as_str(), v) {
+                        ("exp_dig", Value::Int(n)) => exp = n as u32,
+                        ("mant_dig", Value::Int(n)) => mant = n as u32,
+                        ("align", _) => {}
+                        ("byte_order", Value::Ident(s)) if s == "le" || s == "native" => {}
+                        (k, _) => {
+                            return self
+                                .err_at(p, format!("unsupported floating_point attribute `{k}`"))
+                        }
+                    }
+                }
+                match (exp, mant) {
+                    (8, 24) | (11, 53) => Ok(Ty::Float { exp, mant }),
+                    _ => self.err_at(
+                        p,
+                        format!("unsupported floating point with exp_dig {exp}, mant_dig {mant}"),
+                    ),
+                }
+            }
+            "string" => {
+                self.i += 1;
+                if self.is_punct("{") {
+                    self.attrs()?;
+                }
+                Ok(Ty::Str)
+            }
+            "enum" => {
+                self.i += 1;
+                if matches!(self.peek(), Some(Tok::Ident(_))) {
+                    let n = self.ident()?;
+                    return self.err_at(p, format!("unsupported: named enumeration `{n}`"));
+                }
+                self.expect(":")?;
+                let container = self.type_spec(false)?;
+                if !matches!(container, Ty::Int { .. }) {
+                    return self.err_at(p, "enumeration container must be an integer");
+                }
+                self.expect("{")?;
+                let mut maps = Vec::new();
+                let mut next = 0i128;
+                while !self.is_punct("}") {
+                    let label = match self.next()? {
+                        Tok::Ident(s) | Tok::Str(s) => s,
+                        _ => {
+                            self.i -= 1;
+                            return self.err("expected an enumeration label");
+                        }
+                    };
+                    let (a, b) = if self.is_punct("=") {
+                        self.i += 1;
+                        let a = self.int()?;
+                        let b = if self.is_punct("...") {
+                            self.i += 1;
+                            self.int()?
+                        } else {
+                            a
+                        };
+                        (a, b)
+                    } else {
+                        (next, next)
+                    };
+                    next = b + 1;
+                    maps.push((label, a, b));
+                    if self.is_punct(",") {
+                        self.i += 1;
+                    } else {
+                        break;
+                    }
+                }
+                self.expect("}")?;
+                Ok(Ty::Enum {
+                    container: Box::new(container),
+                    maps,
+                })
+            }
+            "struct" => {
+                self.i += 1;
+                let name = if let Some(Tok::Ident(_)) = self.peek() {
+                    Some(self.ident()?)
+                } else {
+                    None
+                };
+                let ty = if self.is_punct("{") {
+                    self.i += 1;
+                    let fields = self.fields()?;
+                    Ty::Struct { fields }
+                } else {
+                    let cap = self.budget + 1;
+                    let found = name.as_ref().and_then(|n| self.structs.get(n));
+                    match found.map(|t| t.nodes(cap)) {
+                        Some(cost) => {
+                            self.spend(cost, p)?;
+                            self.structs[name.as_ref().expect("found")].clone()
+                        }
+                        None => {
+                            return self.err_at(
+                                p,
+                                format!("unknown struct `{}`", name.unwrap_or_default()),
+                            )
+                        }
+                    }
+                };
+                if self.is_ident("align") {
+                    self.i += 1;
+                    self.expect("(")?;
+                    self.int()?;
+                    self.expect(")")?;
+                }
+                if let (Some(n), Ty::Struct { .. }) = (name, &ty) {
+                    self.structs.insert(n, ty.clone());
+                }
+                Ok(ty)
+            }
+            "variant" => {
+                self.i += 1;
+                if let Some(Tok::Ident(_)) = self.peek() {
+                    let n = self.ident()?;
+                    return self.err_at(p, format!("unsupported: named variant `{n}`"));
+                }
+                if self.is_punct("<") {
+                    self.i += 1;
+                    self.key()?;
+                    self.expect(">")?;
+                }
+                self.expect("{")?;
+                let options = self.fields()?;
+                Ok(Ty::Variant { options })
+            }
+            _ => {
+                // A type alias, possibly several words (`unsigned long`).
+                let mut words = Vec::new();
+                let mut k = 0;
+                while let Some(Tok::Ident(s)) = self.peek_at(k) {
+                    words.push(s.clone());
+                    k += 1;
+                }
+                let max = if field_ctx {
+                    words.len().saturating_sub(1)
+                } else {
+                    words.len()
+                };
+                for n in (1..=max).rev() {
+                    let key = words[..n].join(" ");
+                    let cap = self.budget + 1;
+                    if let Some(cost) = self.aliases.get(&key).map(|t| t.nodes(cap)) {
+                        self.spend(cost, p)?;
+                        self.i += n;
+                        return Ok(self.aliases[&key].clone());
+                    }
+                }
+                self.err_at(p, format!("unknown or unsupported type `{kw}`"))
+            }
+        }
+    }
+
+    /// `{ type declarator; … }` after the opening brace.
+    pub(super) fn fields(&mut self) -> R<Vec<(String, Ty, Pos)>> {
+        let mut out = Vec::new();
+        while !self.is_punct("}") {
+            let p = self.pos();
+            let mut ty = self.type_spec(true)?;
+            let name = self.ident()?;
+            let mut dims = 0;
+            while self.is_punct("[") {
+                dims += 1;
+                if dims > MAX_NESTING {
+                    return self.err_at(p, format!("more than {MAX_NESTING} array dimensions"));
+                }
+                self.i += 1;
+                let dim = self.next()?;
+                self.expect("]")?;
+                ty = match dim {
+                    Tok::Int(n) if n >= 0 => Ty::Array {
+                        elem: Box::new(ty),
+                        len: n as u64,
+                    },
+                    Tok::Ident(f) => Ty::Sequence {
+                        elem: Box::new(ty),
+                        len_field: f,
+                    },
+                    _ => return self.err_at(p, "bad array length"),
+                };
+            }
+            self.expect(";")?;
+            out.push((name, ty, p));
+        }
+        self.expect("}")?;
+        Ok(out)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Value {
+    Int(i128),
+    Str(String),
+    Ident(String),
+}
+
+impl Value {
+    pub(super) fn truthy(&self) -> Option<bool> {
+        match self {
+            Value::Int(0) => Some(false),
+            Value::Int(1) => Some(true),
+            Value::Ident(s) if s.eq_ignore_ascii_case("true") => Some(true),
+            Value::Ident(s) if s.eq_ignore_ascii_case("false") => Some(false),
+            _ => None,
+        }
+    }
+    pub(super) fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(v) => i64::try_from(*v).ok(),
+            _ => None,
+        }
+    }
+    pub(super) fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) | Value::Ident(s) => Some(s),
+            _ => None,
+        }
+    }
+}

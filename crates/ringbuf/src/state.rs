@@ -1,0 +1,69 @@
+//! The counters of each sub-buffer (commit count, commit seq, close
+//! record), in their own module because two owners share them: the
+//! producer (`frontend.rs`, `switch.rs`) updates them, and a buffer file
+//! (`file.rs`) lays them out in its mapping so that they survive a crash.
+
+use crate::sync::{AtomicU64, CacheAligned, Counter};
+
+/// Written by the reservation that closes a sub-buffer, read by the
+/// committer that delivers it. The delivering commit is ordered after the
+/// closing reservation's padding (or record) commit by the commit count's
+/// AcqRel add, so Relaxed fields suffice.
+#[derive(Debug, Default)]
+#[repr(C)]
+pub(crate) struct CloseRecord {
+    pub(crate) end_ts: AtomicU64,
+    pub(crate) data_size: AtomicU64,
+    pub(crate) lost_full: AtomicU64,
+    pub(crate) lost_wrap: AtomicU64,
+    pub(crate) lost_big: AtomicU64,
+}
+
+/// Counters of one sub-buffer. The commit count, written on every commit,
+/// has a cache line of its own: the reader polls the commit seq, and must not
+/// pull the writers' line away on each poll.
+///
+/// `repr(C)` with the commit count first: recovery reads `CC[i]` at the
+/// start of each state in a buffer file (`file.rs`).
+#[derive(Debug)]
+#[repr(C)]
+pub(crate) struct SubbufState {
+    /// Commit count `CC[i]`.
+    pub(crate) cc: CacheAligned<Counter>,
+    /// Commit seq `CS[i]`.
+    pub(crate) cs: AtomicU64,
+    pub(crate) close: CloseRecord,
+}
+
+/// The `N` sub-buffer states: on the heap, or inside the mapping of a
+/// buffer file so that the commit counts survive a crash (`file.rs`).
+#[derive(Debug)]
+pub(crate) enum States {
+    Heap(Box<[CacheAligned<SubbufState>]>),
+    /// `n` states at `ptr`, in the buffer's own mapping (which the buffer
+    /// keeps alive in its `store`, dropped after this field).
+    #[cfg_attr(any(loom, miri), allow(dead_code))]
+    Mapped {
+        ptr: *const CacheAligned<SubbufState>,
+        n: usize,
+    },
+}
+
+// SAFETY: the mapped states are atomics shared exactly like the heap ones.
+unsafe impl Send for States {}
+// SAFETY: as above.
+unsafe impl std::marker::Sync for States {}
+
+impl std::ops::Deref for States {
+    type Target = [CacheAligned<SubbufState>];
+    #[inline(always)]
+    fn deref(&self) -> &Self::Target {
+        match self {
+            States::Heap(b) => b,
+            // SAFETY: `ptr` points to `n` initialized states inside the
+            // buffer's mapping (written in `Buffer::with_id` before any
+            // use), which outlives this value.
+            States::Mapped { ptr, n } => unsafe { std::slice::from_raw_parts(*ptr, *n) },
+        }
+    }
+}
