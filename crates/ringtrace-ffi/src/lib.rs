@@ -14,6 +14,7 @@
 //!        ▼                                                                 ▼
 //!   ringtrace_register_events ─► EventDesc (leaked, 'static) ─► ringtrace::register_all / EventDesc::emit
 //! ```
+#![warn(missing_docs)]
 
 mod emit;
 mod error;

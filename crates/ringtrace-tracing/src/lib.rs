@@ -22,6 +22,7 @@
 //! s.stop()?;
 //! # Ok::<(), ringtrace::Error>(())
 //! ```
+#![warn(missing_docs)]
 
 mod class;
 mod values;

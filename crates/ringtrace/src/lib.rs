@@ -32,6 +32,7 @@
 //! s.stop()?; // the trace in /tmp/trace is complete
 //! # Ok::<(), ringtrace::Error>(())
 //! ```
+#![warn(missing_docs)]
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
