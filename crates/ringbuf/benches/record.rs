@@ -1,4 +1,5 @@
-//! ns per record, reproducing the table of `002_…` on this machine, with the
+//! ns per record, reproducing the per-event cost table of the LTTng-UST ring
+//! buffer's publications (a record of the paper's size) on this machine, with the
 //! hardware floors measured in the same run:
 //!
 //! * `floor/rdtsc`, `floor/lock_cmpxchg`, `floor/cmpxchg_nolock`;

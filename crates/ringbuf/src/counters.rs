@@ -1,6 +1,5 @@
-//! The buffer-state equations (1)–(4) of the paper (`000_…` section 4.2,
-//! restated in `shared/ALGORITHM.md`) as pure functions of free-running,
-//! wrapping `u64` counters.
+//! The buffer-state equations (1)–(4) (`DESIGN.md` §1–2) as pure functions
+//! of free-running, wrapping `u64` counters.
 //!
 //! * `W` — write count: bytes reserved since creation.
 //! * `R` — read count: bytes consumed, a multiple of the sub-buffer size.

@@ -1,6 +1,6 @@
 //! Producer side: reserve (its fast path), commit and delivery; the
 //! sub-buffer switch, the reservation's slow path and the forced switch are
-//! in [`crate::switch`]. Algorithms 1–4 of `000_…`; the arithmetic is in
+//! in [`crate::switch`] (`DESIGN.md` §4–5); the arithmetic is in
 //! [`crate::counters`].
 
 use std::sync::Arc;

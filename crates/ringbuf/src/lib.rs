@@ -8,6 +8,10 @@
 //!
 //! ## The scheme
 //!
+//! `DESIGN.md` (beside this crate's `Cargo.toml`) is the full reference:
+//! counters, equations, the life of a sub-buffer, the switch steps, the
+//! reader's swap and the synchronization of each buffer kind.
+//!
 //! A *channel* has one *buffer* per CPU (or per thread, or one global). A
 //! buffer is `N` *sub-buffers* of `S` bytes; both powers of two.
 //!

@@ -1,6 +1,6 @@
-//! The sub-buffer switch: the slow path of a reservation (Algorithm 2 of
-//! `000_…`) and the forced switch (Algorithm 4), in the steps LTTng's ring
-//! buffer names them.
+//! The sub-buffer switch: the slow path of a reservation and the forced
+//! switch (`DESIGN.md` §4 and §7), in the steps LTTng's ring buffer names
+//! them.
 //!
 //! One try of a reservation computes its [`Offsets`]: where the record goes
 //! and which switch steps it takes. A compare-and-swap on (`W`, last

@@ -1,8 +1,8 @@
 //! Atomics used by the ring buffer: `std` normally, `loom` under `cfg(loom)`, so
 //! the very same frontend and reader code is model-checked.
 //!
-//! [`Counter`] is the one place that knows the two synchronization flavours of
-//! the paper (`003_…` section 5):
+//! [`Counter`] is the one place that knows the two synchronization flavours
+//! (`DESIGN.md` §8):
 //!
 //! * [`Sync::Smp`]: lock-prefixed read-modify-writes, safe against writers on
 //!   other CPUs (per-CPU and global buffers: threads migrate).

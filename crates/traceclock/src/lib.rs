@@ -7,8 +7,10 @@
 //! start) are what trace metadata needs so readers show wall time.
 //! `RINGTRACE_CLOCK=monotonic` (or `tsc`) overrides the choice.
 //!
-//! [`synthetic`] is the wait-free synthetic clock of `003_…` section 5.3,
-//! which extends a narrower hardware counter to 64 bits. Reading a clock
+//! [`synthetic`] is the wait-free synthetic clock of M. Desnoyers and
+//! M. Dagenais, *Synchronization for fast and reentrant operating system
+//! kernel tracing* (2010), section 5.3, which extends a narrower hardware
+//! counter to 64 bits (explained in `synthetic.rs`). Reading a clock
 //! never allocates, locks or makes a system call.
 
 #![warn(missing_docs)]

@@ -1,4 +1,4 @@
-//! The wait-free synthetic clock of `003_…` section 5.3: extends a counter
+//! The wait-free synthetic clock (see the crate doc for its source): extends a counter
 //! of `bits` bits (a 16- or 32-bit hardware timer) to 64 bits.
 //!
 //! Two 64-bit values and a parity index. A periodic update, run at least once

@@ -1,6 +1,7 @@
-//! Read-copy-update for the control data the probes read (`000_…` §3 uses
-//! RCU for the same purpose in the kernel; `003_…` §5 explains why the read
-//! side must not use read-modify-write atomics or fences).
+//! Read-copy-update for the control data the probes read, as the kernel
+//! tracer uses RCU for its probe lists. Its read side has no
+//! read-modify-write atomic and no fence: either would cost tens of cycles
+//! on every event, more than the rest of the event's bookkeeping.
 //!
 //! # Scheme (the "memb" flavour of user-space RCU)
 //!
