@@ -271,7 +271,7 @@ fn read_back(dir: &Path, n: usize) -> Result<(Vec<String>, u64, u64), Box<dyn st
                 ctf::read::ItemRef::Event(e) => {
                     if lines.len() < n {
                         let class = &desc.events[e.class];
-                        lines.push(ringtrace::pretty::event_line(
+                        lines.push(crate::pretty::event_line(
                             &desc.clock,
                             class,
                             e.ts,

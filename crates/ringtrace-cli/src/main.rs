@@ -9,6 +9,7 @@ mod demo;
 mod docs;
 mod export;
 mod outdir;
+mod pretty;
 mod read;
 mod record;
 mod recover;

@@ -7,8 +7,8 @@
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
+use crate::pretty;
 use ctf::read::ItemRef;
-use ringtrace::pretty;
 
 /// Arguments of `view`.
 #[derive(clap::Args, Debug)]

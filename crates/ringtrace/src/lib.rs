@@ -50,7 +50,6 @@ pub mod level;
 pub mod metadata;
 pub mod output;
 pub mod pattern;
-pub mod pretty;
 mod probe;
 pub mod rcu;
 pub mod recover;

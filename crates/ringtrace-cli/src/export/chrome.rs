@@ -61,7 +61,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         "exporting",
         Show::OnTerminal,
         |item| -> Result<bool, Box<dyn std::error::Error>> {
-            let ns = ringtrace::pretty::epoch_ns(&desc.clock, item.ts());
+            let ns = crate::pretty::epoch_ns(&desc.clock, item.ts());
             let f = *first.get_or_insert(ns);
             let ts = (ns - f) as f64 / 1000.0;
             let cpu = match item {

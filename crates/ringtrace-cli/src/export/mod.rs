@@ -128,7 +128,7 @@ pub(crate) fn process(desc: &TraceDesc) -> (i64, String) {
 /// escapes the rest.
 pub(crate) fn escaped(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() + 8);
-    ringtrace::pretty::lossless_into(bytes, &mut s);
+    crate::pretty::lossless_into(bytes, &mut s);
     s
 }
 

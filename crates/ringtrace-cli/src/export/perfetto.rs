@@ -185,7 +185,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         "exporting",
         Show::OnTerminal,
         |item| -> Result<bool, Box<dyn std::error::Error>> {
-            let ts = ringtrace::pretty::epoch_ns(&desc.clock, item.ts()).max(0) as u64;
+            let ts = crate::pretty::epoch_ns(&desc.clock, item.ts()).max(0) as u64;
             let cpu = match item {
                 ItemRef::Event(e) => e.cpu,
                 ItemRef::Discarded { cpu, .. } => cpu,

@@ -257,7 +257,7 @@ mod tests {
             fields: vec![
                 Field::new("id", FieldType::Int(ctf::types::IntType::unsigned(64))),
                 Field::new("path", FieldType::String),
-                Field::new("raw", crate::FieldKind::Bytes.ctf_type()),
+                Field::new("raw", ringtrace::FieldKind::Bytes.ctf_type()),
             ],
         };
         let l = event_line(
