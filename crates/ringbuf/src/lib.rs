@@ -6,6 +6,19 @@
 //! allocate, lock, sleep or make a system call on the write path
 //! ([`Buffer::reserve`] … [`Slot::commit`]).
 //!
+//! ## Module map
+//!
+//! ```text
+//! channel                     a channel: its buffers (per CPU, per thread, global)
+//!   writer  reader  switch    owner-only writes; the consumer side; the slow path
+//!     frontend                Buffer: reserve's fast path, commit, delivery
+//!       file  backend  state  buffer files; memory and sub-buffer table; per-sub-buffer counters
+//!         counters  sync  config  cpu   equations; atomics; the client's interface; CPU number
+//! ```
+//!
+//! A module imports only from the rows below it (or beside it, without a
+//! circle: `scripts/module_graph.py`, run by the test command, checks).
+//!
 //! ## The scheme
 //!
 //! `DESIGN.md` (beside this crate's `Cargo.toml`) is the full reference:
