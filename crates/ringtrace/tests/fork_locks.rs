@@ -114,6 +114,7 @@ fn fork_while_other_threads_hold_every_tracer_lock() {
             s.destroy().unwrap();
             n += 1;
         }
+        let _ = std::fs::remove_dir_all(&d);
         n
     }));
     // Run-time descriptions registered: the registry's lock.
@@ -172,4 +173,5 @@ fn fork_while_other_threads_hold_every_tracer_lock() {
     assert!(done.iter().all(|&n| n > 0));
     s.stop().unwrap();
     s.destroy().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
 }
