@@ -334,7 +334,10 @@ mod tests {
     /// few patterns and every level, pushed compacted and not, decide alike
     /// for every event; toggling keeps the list short.
     #[test]
-    #[cfg_attr(miri, ignore = "pure logic, no unsafe: 100,000 toggles are slow under Miri")]
+    #[cfg_attr(
+        miri,
+        ignore = "pure logic, no unsafe: 100,000 toggles are slow under Miri"
+    )]
     fn compacted_rules_decide_as_the_full_list() {
         let patterns = ["a:*", "a:x", "*", "b:*"];
         let names = ["a:x", "a:y", "b:z", "c:w"];
