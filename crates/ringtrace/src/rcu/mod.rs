@@ -283,8 +283,10 @@ pub use global::{
 };
 
 /// Under loom only [`Domain`] is modelled (`tests/loom.rs`); the process-wide
-/// domain is not built, and the tracer must not run.
+/// domain is not built, and the tracer must not run. (Stand-ins for the
+/// items documented in `global.rs`.)
 #[cfg(loom)]
+#[allow(missing_docs)]
 mod loom_stubs {
     use super::*;
     pub struct Guard;
