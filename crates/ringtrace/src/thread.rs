@@ -20,12 +20,16 @@ use std::io;
 /// a CTF packet write, a few KiB).
 const STACK: usize = 2 << 20;
 
-type Body = Box<dyn FnOnce() + Send + 'static>;
+/// The new thread's kernel name and what it runs.
+type Body = (Option<CString>, Box<dyn FnOnce() + Send + 'static>);
 
 /// Starts `f` on a new detached thread named `name` (at most 15 bytes
 /// reach the kernel). A panic in `f` is printed and ends only that thread.
 pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result<()> {
-    let body: Box<Body> = Box::new(Box::new(f));
+    // Named by the thread itself, before its body runs (a name set by the
+    // creator after pthread_create could come late).
+    let name = CString::new(name.bytes().take(15).collect::<Vec<u8>>()).ok();
+    let body: Box<Body> = Box::new((name, Box::new(f)));
     let arg = Box::into_raw(body);
     // SAFETY: `attr` is initialized by `pthread_attr_init` before any other
     // use and destroyed once; `pthread_create` copies what it needs from
@@ -48,10 +52,6 @@ pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result
             drop(Box::from_raw(arg));
             return Err(io::Error::from_raw_os_error(r));
         }
-        if let Ok(n) = CString::new(name.bytes().take(15).collect::<Vec<u8>>()) {
-            // Best effort: a thread without a kernel name works the same.
-            libc::pthread_setname_np(tid, n.as_ptr());
-        }
     }
     Ok(())
 }
@@ -59,7 +59,12 @@ pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result
 extern "C" fn start(arg: *mut c_void) -> *mut c_void {
     // SAFETY: `arg` is the `Box<Body>` that `spawn` leaked for this thread,
     // taken back once, here.
-    let body = unsafe { Box::from_raw(arg.cast::<Body>()) };
+    let (name, body) = *unsafe { Box::from_raw(arg.cast::<Body>()) };
+    if let Some(n) = name {
+        // SAFETY: a NUL-terminated name of at most 15 bytes, for this
+        // thread. Best effort: a thread without a kernel name works the same.
+        unsafe { libc::pthread_setname_np(libc::pthread_self(), n.as_ptr()) };
+    }
     // No unwinding out of an `extern "C"` function: the panic message was
     // printed by the hook; this thread ends, the program goes on.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
