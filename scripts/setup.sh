@@ -36,11 +36,12 @@ PACKAGES=(
   "ca-certificates" # rustup downloads over https
   "curl"            # rustup, when there is no Rust at all
   "git"             # scripts/newcomer.sh clones the repository
-  "python3"         # the Perfetto export check
+  "python3"         # the Perfetto export check; scripts/module_graph.py
   "python3-protobuf" # the Perfetto export check parses with Perfetto's protos
   "babeltrace2"     # interoperability tests: babeltrace2 must read every trace
   "liburcu-dev"     # the RCU benchmark links liburcu (benchmarks are built)
-  "mount"           # the full-disk test mounts a tmpfs
+  "mount"           # the full-disk tests mount a tmpfs
+  "passwd"          # useradd: the hostile-directory and setuid tests make a second user
 )
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then
