@@ -37,6 +37,7 @@
 //! ```
 
 use std::marker::PhantomData;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, Ordering::*};
 use std::time::Duration;
 
@@ -87,11 +88,29 @@ impl<T> Default for Published<T> {
 /// The right to change published objects of type `T` and free replaced
 /// ones. One per process for every `Published<T>` it is used on (the
 /// control lock holds it: see `control.rs`).
+///
+/// Dropping an updater frees its retired objects only if a grace period
+/// completes within [`DROP_TIMEOUT`]; otherwise it leaks them (a reader
+/// may still hold one).
 #[derive(Debug)]
 pub struct Updater<T> {
-    /// Unpublished objects not yet known to be unreferenced.
-    retired: Vec<Box<T>>,
+    /// Unpublished objects not yet known to be unreferenced, as the raw
+    /// pointers `Box::into_raw` gave. Not `Box<T>`: a box asserts unique
+    /// ownership, which readers inside a section still contradict (their
+    /// shared references stay valid until the grace period); each becomes
+    /// a box again only to be freed, after that grace period.
+    retired: Vec<NonNull<T>>,
 }
+
+/// How long dropping an [`Updater`] waits for a grace period.
+pub const DROP_TIMEOUT: Duration = Duration::from_secs(1);
+
+// SAFETY: the retired pointers are owned objects of type `T` (unpublished
+// boxes) that only this updater frees; moving the updater to another
+// thread moves that ownership, which is sound when `T: Send`, as for
+// `Box<T>`. Readers on other threads only ever share `&T` (`Published`
+// is `Sync` only as `T` allows).
+unsafe impl<T: Send> Send for Updater<T> {}
 
 impl<T> Updater<T> {
     /// The updater.
@@ -124,11 +143,11 @@ impl<T> Updater<T> {
     pub fn replace(&mut self, p: &Published<T>, new: Option<Box<T>>) {
         let new = new.map_or(std::ptr::null_mut(), Box::into_raw);
         let old = p.ptr.swap(new, AcqRel);
-        if !old.is_null() {
-            // SAFETY: `old` came from `Box::into_raw` here (only this
-            // updater stores into `p`), and it is unpublished now: the
-            // retired list is its only owner.
-            self.retired.push(unsafe { Box::from_raw(old) });
+        if let Some(old) = NonNull::new(old) {
+            // `old` came from `Box::into_raw` here (only this updater
+            // stores into `p`) and is unpublished now: the retired list
+            // owns it, readers already in a section may still share it.
+            self.retired.push(old);
         }
     }
 
@@ -143,7 +162,12 @@ impl<T> Updater<T> {
         // Every object in `retired` was unpublished before this grace
         // period began: a reader that still holds one entered before it.
         if DOMAIN.synchronize(timeout) {
-            self.retired.clear();
+            for old in self.retired.drain(..) {
+                // SAFETY: `old` came from `Box::into_raw` (see `replace`)
+                // and was unpublished before this grace period began: no
+                // reader can still hold it, and it is in the list once.
+                drop(unsafe { Box::from_raw(old.as_ptr()) });
+            }
         }
         self.retired.is_empty()
     }
@@ -151,6 +175,14 @@ impl<T> Updater<T> {
     /// How many replaced objects wait for a grace period.
     pub fn retired(&self) -> usize {
         self.retired.len()
+    }
+}
+
+impl<T> Drop for Updater<T> {
+    fn drop(&mut self) {
+        // What is still retired after the wait is leaked, never freed
+        // under a reader.
+        self.reclaim(DROP_TIMEOUT);
     }
 }
 
@@ -204,5 +236,24 @@ mod tests {
         assert!(u.reclaim(Duration::from_secs(10)));
         assert_eq!(DROPS.load(Relaxed), 2);
         assert!(u.reclaim(Duration::ZERO), "nothing retired: no wait");
+    }
+
+    #[test]
+    fn a_dropped_updater_frees_what_no_reader_holds() {
+        static DROPS: AtomicUsize = AtomicUsize::new(0);
+        static P: Published<Obj> = Published::new();
+        crate::rcu::init();
+        {
+            // SAFETY: the only updater of `P`.
+            let mut u = unsafe { Updater::new() };
+            u.replace(&P, Some(Box::new(Obj(1, &DROPS))));
+            u.replace(&P, Some(Box::new(Obj(2, &DROPS))));
+            u.replace(&P, Some(Box::new(Obj(3, &DROPS))));
+            assert_eq!(u.retired(), 2);
+        }
+        // Objects 1 and 2 were retired and nobody read them; 3 stays
+        // published (a `Published` owns it).
+        assert_eq!(DROPS.load(Relaxed), 2);
+        assert_eq!(P.load(&read_lock().unwrap()).map(|o| o.0), Some(3));
     }
 }
