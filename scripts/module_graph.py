@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
-"""The import graph between the top-level modules of each crate, and its
-circles.
+"""The import graph between the modules of each crate, its circles, and
+its layers.
 
 A module is a file or folder directly under a crate's `src/` (`read/` and
-everything in it is one module). An edge A -> B is a `crate::B` path in
-any file of A (in a `use` or in code). Prints each crate's edges and every
-strongly connected component of more than one module (an import circle);
-exits 1 if a crate named with --strict has a circle or a source file over
-600 lines.
+everything in it is one module), and in turn each file or folder directly
+under such a folder, among its siblings. An edge A -> B is a `crate::B`
+path in any file of A (in a `use` or in code), or between siblings inside
+a folder F, a `crate::F::B` or `super::B` path. Prints each crate's
+top-level edges and every strongly connected component of more than one
+module (an import circle) at any level; where LAYERS lists a crate's
+layers (lowest first), every top-level edge must go to a lower layer.
+Exits 1 on a circle, an edge against the layers, or a source file over
+600 lines, in any crate (or in the crates named with --only).
 
-    python3 scripts/module_graph.py                  # every crate: report
-    python3 scripts/module_graph.py --strict ringbuf ctf
+    python3 scripts/module_graph.py                  # check every crate
+    python3 scripts/module_graph.py --only ringbuf ctf
 """
 
 import os
@@ -19,6 +23,21 @@ import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates")
 MAX_LINES = 600
+
+# Layers of a crate's top-level modules, lowest first: a module imports only
+# modules of lower layers (not of its own). The tracer's recording path
+# (`record`) is in the lowest layer: it imports nothing of the crate, so no
+# change to the control side, the consumer or the sockets can reach it.
+LAYERS = {
+    "ringtrace": [
+        ["record", "sys", "output"],
+        ["control", "recover"],
+        ["consume"],
+        ["fork"],
+        ["ctl"],
+        ["session"],
+    ],
+}
 
 
 def modules(src):
@@ -36,19 +55,59 @@ def modules(src):
     return mods
 
 
-def edges(mods):
-    ref = re.compile(r"\bcrate::(\w+)")
+def code_of(path):
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    # Comments and doc text name modules without importing them.
+    return "\n".join(l.split("//")[0] for l in text.splitlines())
+
+
+def edges(mods, prefix="", folder=None):
+    """Edges between the modules `mods` (children of the folder `folder`,
+    whose module path is `prefix`, or of `src/` when `prefix` is empty)."""
+    ref = re.compile(r"\bcrate::" + (re.escape(prefix) + "::" if prefix else "") + r"(\w+)")
     out = {m: set() for m in mods}
     for m, files in mods.items():
         for f in files:
-            with open(f, encoding="utf-8") as fh:
-                text = fh.read()
-            # Comments and doc text name modules without importing them.
-            code = "\n".join(l.split("//")[0] for l in text.splitlines())
-            for name in ref.findall(code):
+            code = code_of(f)
+            names = ref.findall(code)
+            if folder is not None:
+                # `super::B` from a file directly in the folder; from a file
+                # one folder deeper, `super::super::B`.
+                depth = os.path.relpath(os.path.dirname(f), folder).count(os.sep) + (
+                    0 if os.path.dirname(f) == folder else 1
+                )
+                sup = "super::" * (depth + 1) if not f.endswith("mod.rs") else "super::" * depth
+                if sup:
+                    names += re.findall(r"(?<![\w:])" + re.escape(sup) + r"(\w+)", code)
+            for name in names:
                 if name in mods and name != m:
                     out[m].add(name)
     return out
+
+
+def folders(src, prefix=""):
+    """(module path, folder, its child modules) for every folder module."""
+    for entry in sorted(os.listdir(src)):
+        path = os.path.join(src, entry)
+        if os.path.isdir(path):
+            sub = f"{prefix}::{entry}" if prefix else entry
+            kids = {k: v for k, v in modules(path).items() if k != "mod"}
+            yield sub, path, kids
+            yield from folders(path, sub)
+
+
+def against_layers(crate, graph):
+    layers = LAYERS.get(crate)
+    if not layers:
+        return []
+    rank = {m: i for i, layer in enumerate(layers) for m in layer}
+    bad = [f"{m} is in no layer" for m in graph if m not in rank]
+    for m, targets in graph.items():
+        for t in targets:
+            if m in rank and t in rank and rank[t] >= rank[m]:
+                bad.append(f"{m} -> {t} (layer {rank[m]} imports layer {rank[t]})")
+    return sorted(bad)
 
 
 def circles(graph):
@@ -94,29 +153,35 @@ def long_files(src):
 
 
 def main(argv):
-    strict = set()
-    if argv[:1] == ["--strict"]:
-        strict = set(argv[1:])
+    only = None
+    if argv[:1] == ["--only"]:
+        only = set(argv[1:])
     failed = False
     for crate in sorted(os.listdir(ROOT)):
         src = os.path.join(ROOT, crate, "src")
-        if not os.path.isdir(src):
+        if not os.path.isdir(src) or (only is not None and crate not in only):
             continue
         graph = edges(modules(src))
-        comps = circles(graph)
+        comps = [("", c) for c in circles(graph)]
+        for prefix, path, kids in folders(src):
+            comps += [(prefix, c) for c in circles(edges(kids, prefix, path))]
         print(f"{crate}: {len(graph)} modules, {sum(map(len, graph.values()))} imports")
         for m in sorted(graph):
             if graph[m]:
                 print(f"  {m} -> {', '.join(sorted(graph[m]))}")
-        for c in comps:
-            print(f"  CIRCLE: {' <-> '.join(c)}")
+        for prefix, c in comps:
+            where = f" (in {prefix}/)" if prefix else ""
+            print(f"  CIRCLE{where}: {' <-> '.join(c)}")
+        bad = against_layers(crate, graph)
+        for b in bad:
+            print(f"  AGAINST THE LAYERS: {b}")
         longs = list(long_files(src))
         for p, n in longs:
             print(f"  OVER {MAX_LINES} LINES: {os.path.relpath(p, ROOT)} ({n})")
-        if crate in strict and (comps or longs):
+        if comps or bad or longs:
             failed = True
     if failed:
-        print(f"module_graph: a circle or a long file in a checked crate ({', '.join(sorted(strict))})")
+        print("module_graph: a circle, an import against the layers, or a long file (above)")
     return 1 if failed else 0
 
 

@@ -26,11 +26,10 @@ cargo "+$STABLE" fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo "+$STABLE" clippy --workspace --all-targets -- -D warnings
 
-step "module graph: no import circle, no source file over 600 lines"
-# Every crate but ringtrace, whose eleven-module circle is issue #20's
-# layering work; the report lists its edges too.
-python3 scripts/module_graph.py --strict \
-  alloc-counter ctf ringbuf traceclock ringtrace-cli ringtrace-ffi ringtrace-tracing
+step "module graph: layers kept, no import circle, no source file over 600 lines"
+# Every crate, at every folder level; the tracer's layers (LAYERS in the
+# script: the recording path imports nothing of the crate) are checked too.
+python3 scripts/module_graph.py
 
 step "cargo test (workspace, $(cargo "+$STABLE" --version))"
 cargo "+$STABLE" test --workspace

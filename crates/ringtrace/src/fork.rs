@@ -7,7 +7,7 @@
 //! started for them). Every lock of the tracer is held across the fork, as
 //! LTTng-UST does, so that the child never inherits one locked by a thread
 //! it does not have: taken in the crate's lock order (control, then the
-//! registry of run-time descriptions, the consumer's wake lock, the ring
+//! registry of run-time descriptions, the consumer's list and wake lock, the ring
 //! buffer's thread-exit registry) before `fork`, released after it in both
 //! processes. The child's thread also gets its own identity in the RCU
 //! reader slot it inherited (`rcu::after_fork_in_child`).
@@ -15,15 +15,16 @@
 use std::cell::RefCell;
 use std::sync::{MutexGuard, Once};
 
-use crate::control::{self, ForkHold};
-use crate::desc::EventDesc;
+use crate::consume::consumer;
+use crate::control::registry;
+use crate::record::desc::EventDesc;
 
 /// The locks `prepare` takes, in order; dropped in reverse.
 struct Held {
     notice: ringbuf::channel::ForkHold,
-    wake: Option<MutexGuard<'static, bool>>,
+    consumer: consumer::ForkHold,
     descs: MutexGuard<'static, Vec<&'static EventDesc>>,
-    control: ForkHold,
+    control: registry::ForkHold,
 }
 
 thread_local! {
@@ -33,14 +34,14 @@ thread_local! {
 }
 
 extern "C" fn prepare() {
-    let control = control::hold_for_fork();
-    let descs = crate::desc::hold_for_fork();
-    let wake = crate::consumer::hold_for_fork();
+    let control = registry::hold_for_fork();
+    let descs = crate::record::desc::hold_for_fork();
+    let consumer = consumer::hold_for_fork();
     let notice = ringbuf::channel::hold_for_fork();
     HELD.with(|h| {
         *h.borrow_mut() = Some(Held {
             notice,
-            wake,
+            consumer,
             descs,
             control,
         })
@@ -52,18 +53,19 @@ extern "C" fn parent() {
 }
 
 extern "C" fn child() {
-    crate::rcu::after_fork_in_child();
+    crate::record::rcu::after_fork_in_child();
     HELD.with(|h| {
         if let Some(mut held) = h.borrow_mut().take() {
             held.control.forget_sessions();
+            held.consumer.forget_sessions();
             let Held {
                 notice,
-                wake,
+                consumer,
                 descs,
                 control,
             } = held;
             drop(notice);
-            drop(wake);
+            drop(consumer);
             drop(descs);
             drop(control);
         }

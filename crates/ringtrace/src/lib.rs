@@ -2,11 +2,11 @@
 //!
 //! Owns: event declaration (`event!` and the static [`EventDesc`]s the
 //! linker gathers), sessions and their channels, the probe that records an
-//! enabled event, the control data the probes read (RCU, `rcu/` and
-//! `control.rs`), the consumer thread that writes CTF stream files, the
-//! metadata, snapshots and statistics, configuration from the environment
-//! (`RINGTRACE_SESSION`), and the recovery of a killed process's trace from
-//! its buffer files (`recover.rs`).
+//! enabled event, the control data the probes read, the consumer thread
+//! that writes CTF stream files, the metadata, snapshots and statistics,
+//! configuration from the environment (`RINGTRACE_SESSION`), the control
+//! socket, and the recovery of a killed process's trace from its buffer
+//! files.
 //!
 //! Must never: allocate, lock, sleep, make a system call or execute a
 //! read-modify-write atomic or fence on control data in a probe (the ring
@@ -23,6 +23,30 @@
 //!   consumer thread: switch timer, read timer ──► <dir>/<channel>_<n> stream files + metadata
 //! ```
 //!
+//! ## Module map
+//!
+//! Layers, each importing only the layers below it (checked by
+//! `scripts/module_graph.py`, run by the test command: an import circle,
+//! or the recording path importing anything of the crate, fails it):
+//!
+//! ```text
+//!   session/   the Session handle, creating a session, RINGTRACE_SESSION
+//!      │
+//!   ctl/       the control socket (a server thread per process)
+//!      │
+//!   fork.rs    fork handlers: the locks held across fork, the child's state
+//!      │
+//!   consume/   the consumer thread, stream files, stop/flush/snapshot/stats
+//!      │
+//!   control/   configuration, session state, metadata, the probe-list registry
+//!      │
+//!   record/    the recording path: event descriptions, probe, client, rcu, clock
+//!
+//!   output/    trusted directories and files      ┐ below everything
+//!   sys/       the trusted environment, threads   ┘ (no crate imports)
+//!   recover/   a killed process's trace, from its buffer files (record/, output/)
+//! ```
+//!
 //! ```no_run
 //! use ringtrace::{event, Session, Mode};
 //!
@@ -35,36 +59,40 @@
 #![warn(missing_docs)]
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-pub mod client;
-pub mod config;
-mod consumer;
+mod consume;
 mod control;
 pub mod ctl;
-pub mod desc;
-pub mod env;
-pub mod field;
 mod fork;
-pub mod level;
-pub mod metadata;
 pub mod output;
-pub mod pattern;
-mod probe;
-pub mod rcu;
+mod record;
 pub mod recover;
-pub mod session;
-mod sink;
-pub mod stats;
-mod tally;
-mod thread;
+mod session;
+mod sys;
 
-pub use config::{Buffers, ChannelConfig, Mode, SessionBuilder};
-pub use desc::{all_events, register, register_all, EventDesc, FieldDesc, EVENTS};
-pub use field::{FieldKind, FieldValue, Fields};
-pub use level::{Level, UnknownLevel};
-pub use session::{Session, SnapshotInfo};
-pub use stats::{BufferStats, ChannelStats, SessionStats};
+pub use consume::SnapshotInfo;
+pub use control::config::{Buffers, ChannelConfig, Mode, SessionBuilder};
+pub use control::pattern;
+pub use control::registry::{register, register_all};
+pub use control::stats::{BufferStats, ChannelStats, SessionStats};
+pub use record::clock::clock;
+pub use record::desc::{all_events, EventDesc, FieldDesc, EVENTS};
+pub use record::field::{FieldKind, FieldValue, Fields};
+pub use record::level::{Level, UnknownLevel};
+pub use record::rcu;
+pub use session::Session;
+
+/// The ring-buffer client, for benchmarks that drive a channel without a
+/// session.
+#[doc(hidden)]
+pub use record::client;
+
+/// Configuration from the environment (`RINGTRACE_SESSION`), and the
+/// environment as a setuid program may trust it.
+pub mod env {
+    pub use crate::session::env::{finish_env_session, parse, start_from_env, VAR};
+    pub use crate::sys::env::{privileged, var};
+}
 
 #[doc(hidden)]
 pub use linkme as __linkme;
@@ -127,20 +155,6 @@ impl Error {
             source,
         }
     }
-}
-
-/// The process's trace clock, detected and calibrated once.
-pub fn clock() -> traceclock::TraceClock {
-    *CLOCK.get_or_init(traceclock::TraceClock::detect)
-}
-
-static CLOCK: OnceLock<traceclock::TraceClock> = OnceLock::new();
-
-/// A reading of [`clock`] (unordered: the ring buffer clamps it), or `None`
-/// before the clock exists, that is before any channel.
-#[inline(always)]
-pub(crate) fn clock_now() -> Option<u64> {
-    CLOCK.get().map(|c| c.now_unordered())
 }
 
 /// Declares an event and records it when enabled, in one place:

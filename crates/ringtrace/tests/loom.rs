@@ -1,4 +1,4 @@
-//! loom model of the RCU scheme of `rcu/mod.rs`: readers enter, load the
+//! loom model of the RCU scheme of `src/record/rcu/mod.rs`: readers enter, load the
 //! published pointer, read the object and exit; a writer publishes a new
 //! object, waits for a grace period and then poisons the old one (an atomic
 //! flag, and a plain write that loom checks for data races). No reader may

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub fn socket_dir() -> std::io::Result<PathBuf> {
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
-    let dir = match crate::env::var("XDG_RUNTIME_DIR") {
+    let dir = match crate::sys::env::var("XDG_RUNTIME_DIR") {
         Some(x) if !x.is_empty() => Path::new(&x).join("ringtrace"),
         _ => PathBuf::from(format!("/tmp/ringtrace-{uid}")),
     };

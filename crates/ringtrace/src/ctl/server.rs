@@ -7,12 +7,14 @@ use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering::AcqRel};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::proto::{self, Reply, Request};
-use crate::session::Session;
-use crate::{control, Error};
+use crate::consume::{consumer, Recording};
+use crate::control::config::Mode;
+use crate::control::registry;
+use crate::Error;
 
 static SOCKET: OnceLock<Option<PathBuf>> = OnceLock::new();
 
@@ -23,13 +25,13 @@ pub const DISABLE_VAR: &str = "RINGTRACE_CTL";
 /// printed; tracing goes on without live control.
 pub(crate) fn ensure_listening() {
     SOCKET.get_or_init(|| {
-        if crate::env::var(DISABLE_VAR).is_some_and(|v| v == "0") {
+        if crate::sys::env::var(DISABLE_VAR).is_some_and(|v| v == "0") {
             return None;
         }
         match bind() {
             Ok((path, l)) => {
                 // Not `std::thread`: this may run in a fork child.
-                let spawned = crate::thread::spawn("ringtrace-ctl", move || serve(l));
+                let spawned = crate::sys::thread::spawn("ringtrace-ctl", move || serve(l));
                 if spawned.is_err() {
                     let _ = std::fs::remove_file(&path);
                     return None;
@@ -113,7 +115,7 @@ fn serve(l: UnixListener) {
             }
         };
         // Every connection on its own thread (not `std::thread`: see
-        // `thread.rs`), at most MAX_CONNECTIONS of them.
+        // `sys/thread.rs`), at most MAX_CONNECTIONS of them.
         let Some(place) = Place::take() else {
             let _ = s.set_nonblocking(true);
             let busy: Reply = Err(format!(
@@ -122,7 +124,7 @@ fn serve(l: UnixListener) {
             let _ = proto::write_frame(&mut s, proto::encode_reply(&busy).as_bytes());
             continue;
         };
-        let _ = crate::thread::spawn("ringtrace-ctl-c", move || {
+        let _ = crate::sys::thread::spawn("ringtrace-ctl-c", move || {
             let _place = place;
             handle(s);
         });
@@ -217,15 +219,18 @@ fn handle(s: UnixStream) {
     let _ = proto::write_frame(&mut io, proto::encode_reply(&reply).as_bytes());
 }
 
-fn find(name: &str) -> Result<Session, String> {
-    control::sessions()
-        .into_iter()
-        .find(|s| s.name == name)
-        .map(Session::borrowed)
-        .ok_or_else(|| {
-            let names: Vec<String> = control::sessions().iter().map(|s| s.name.clone()).collect();
-            format!("no session named '{name}' (sessions: {})", names.join(", "))
-        })
+/// The session named `name`. Not a `Session` handle: the program owns
+/// its sessions, and a request never destroys one.
+fn find(name: &str) -> Result<Arc<Recording>, String> {
+    let all = consumer::all();
+    let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+    match all.iter().find(|s| s.name == name) {
+        Some(s) => Ok(s.clone()),
+        None => Err(format!(
+            "no session named '{name}' (sessions: {})",
+            names.join(", ")
+        )),
+    }
 }
 
 fn err(e: Error) -> String {
@@ -240,20 +245,21 @@ pub fn execute(req: &Request) -> Reply {
                 "{:<16} {:<15} {:<8} {:>12} {:>10}  {}\n",
                 "session", "mode", "state", "records", "lost", "output"
             );
-            for st in control::sessions() {
-                let s = Session::borrowed(st);
+            for s in consumer::all() {
                 let stats = s.stats();
                 out += &format!(
                     "{:<16} {:<15} {:<8} {:>12} {:>10}  {}\n",
-                    s.name(),
-                    match s.mode() {
-                        crate::Mode::Discard => "discard",
-                        crate::Mode::FlightRecorder => "flight-recorder",
+                    s.name,
+                    match s.mode {
+                        Mode::Discard => "discard",
+                        Mode::FlightRecorder => "flight-recorder",
                     },
-                    if s.is_active() { "active" } else { "stopped" },
+                    if stats.active { "active" } else { "stopped" },
                     stats.records(),
                     stats.lost(),
-                    s.output().map_or("-".into(), |p| p.display().to_string())
+                    s.output
+                        .as_deref()
+                        .map_or("-".into(), |p| p.display().to_string())
                 );
             }
             Ok(out)
@@ -265,15 +271,15 @@ pub fn execute(req: &Request) -> Reply {
             channel,
         } => {
             let s = find(session)?;
-            if !crate::desc::all_events()
+            if !crate::record::desc::all_events()
                 .iter()
-                .any(|d| crate::pattern::matches(pattern, &d.full_name()))
+                .any(|d| crate::control::pattern::matches(pattern, &d.full_name()))
             {
                 return Err(format!(
                     "no event of this process matches '{pattern}'; nothing changed"
                 ));
             }
-            let n = s.enable(channel.as_deref(), pattern, *level).map_err(err)?;
+            let n = registry::enable(&s.state, channel.as_deref(), pattern, *level).map_err(err)?;
             Ok(format!("{n} call sites enabled\n"))
         }
         Request::Disable {
@@ -282,7 +288,7 @@ pub fn execute(req: &Request) -> Reply {
             channel,
         } => {
             let s = find(session)?;
-            let n = s.disable(channel.as_deref(), pattern).map_err(err)?;
+            let n = registry::disable(&s.state, channel.as_deref(), pattern).map_err(err)?;
             Ok(format!("{n} call sites disabled\n"))
         }
         Request::Start { session } => {

@@ -361,7 +361,7 @@ pub fn fuzz_desc() -> TraceDesc {
         env: Vec::new(),
         streams: vec![StreamClass {
             id: 0,
-            header: crate::client::HEADER,
+            header: crate::record::client::HEADER,
         }],
         events: vec![
             class(0, FieldType::Int(IntType::unsigned(64))),
@@ -418,7 +418,7 @@ mod tests {
                 thread_pool: 1,
                 ..Default::default()
             };
-            let ch = crate::client::AnyChannel::standalone(k == 2, true, &attr).unwrap();
+            let ch = crate::record::client::AnyChannel::standalone(k == 2, true, &attr).unwrap();
             for i in 0..n {
                 let written = match i % 3 {
                     0 => ch.record(0, 8, &|b: &mut [u8]| b.copy_from_slice(&i.to_le_bytes())),

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use crate::client::PacketSink;
-use crate::config::Mode;
+use super::Recording;
+use crate::control::config::Mode;
+use crate::control::state::{lock, ChannelState};
 use crate::output;
-use crate::session::{lock, ChannelState, SessionState, SnapshotInfo};
+use crate::record::client::PacketSink;
 use crate::Error;
 
 /// Read period of flight-recorder channels.
@@ -199,7 +200,7 @@ impl Sink {
     }
 }
 
-impl SessionState {
+impl Recording {
     /// Consumer work for this session at `now`: switch timers, then, in
     /// discard mode, copy every ready packet to the stream files. Returns
     /// the next deadline.
@@ -448,6 +449,17 @@ impl SessionState {
             },
         )
     }
+}
+
+/// What a snapshot wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotInfo {
+    /// The trace directory.
+    pub dir: PathBuf,
+    /// Packets written.
+    pub packets: u64,
+    /// Bytes of stream files.
+    pub bytes: u64,
 }
 
 pub(crate) struct SnapshotWriter<'a> {

@@ -23,7 +23,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 
-use crate::rcu;
+use crate::record::rcu;
 
 /// Channels counted per thread at once; a channel created while all are
 /// taken counts in one shared atomic instead (correct, slower).

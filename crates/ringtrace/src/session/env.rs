@@ -14,38 +14,20 @@
 //! before `main` and is stopped at exit, when its trace is complete; a
 //! flight recorder is then written to `<dir>` as a snapshot.
 //!
-//! A setuid or setgid program ignores these variables (see [`privileged`]).
+//! A setuid or setgid program ignores these variables
+//! ([`crate::sys::env::privileged`]).
 
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::config::{ChannelConfig, Mode, SessionBuilder};
-use crate::level::Level;
-use crate::session::Session;
+use super::Session;
+use crate::control::config::{ChannelConfig, Mode, SessionBuilder};
+use crate::record::level::Level;
+use crate::sys::env::var;
 use crate::Error;
 
 /// The variable read at start-up.
 pub const VAR: &str = "RINGTRACE_SESSION";
-
-/// Whether this process runs with privileges its invoker lacks (setuid or
-/// setgid, or file capabilities): the kernel's `AT_SECURE`.
-pub fn privileged() -> bool {
-    // SAFETY: getauxval reads the process's auxiliary vector; no memory of
-    // ours is touched.
-    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
-}
-
-/// Environment variable `name`, as `secure_getenv` gives it: never in a
-/// [`privileged`] process, where the environment is the invoker's, who
-/// must not choose where a privileged program writes. ringtrace reads its
-/// configuration (`RINGTRACE_SESSION`, `RINGTRACE_CTL`, `XDG_RUNTIME_DIR`)
-/// only through this.
-pub fn var(name: &str) -> Option<std::ffi::OsString> {
-    if privileged() {
-        return None;
-    }
-    std::env::var_os(name)
-}
 
 /// Parses the value of [`VAR`] into a session builder.
 pub fn parse(value: &str) -> Result<SessionBuilder, Error> {

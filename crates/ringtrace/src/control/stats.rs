@@ -1,7 +1,7 @@
 //! Statistics of a session: per buffer, records written and lost by cause,
 //! bytes, packets; summed per channel and session.
 
-use crate::config::Mode;
+use crate::control::config::Mode;
 
 /// Counters of one buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -128,7 +128,7 @@ pub struct SessionStats {
     /// Every channel.
     pub channels: Vec<ChannelStats>,
     /// Events dropped in the whole process (every session) because more
-    /// than [`crate::rcu::SLOTS`] threads were inside probes at once.
+    /// than [`crate::record::rcu::SLOTS`] threads were inside probes at once.
     pub process_lost_no_reader_slot: u64,
 }
 

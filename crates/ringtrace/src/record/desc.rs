@@ -6,10 +6,11 @@
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering::*};
 use std::sync::Mutex;
 
-use crate::field::FieldKind;
-use crate::level::Level;
-use crate::probe::ProbeList;
-use crate::rcu::Published;
+use crate::record::client::Encoded;
+use crate::record::field::{FieldKind, Fields};
+use crate::record::level::Level;
+use crate::record::probe::{self, ProbeList};
+use crate::record::rcu::Published;
 
 /// One field of an event: its name and type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,7 +38,8 @@ pub struct EventDesc {
     pub line: u32,
     /// True while some session has the event enabled: the dormant check.
     enabled: AtomicBool,
-    /// The channels to record into, published by `control.rs` (RCU).
+    /// The channels to record into, published by `control/registry.rs`
+    /// (RCU).
     pub(crate) probes: Published<ProbeList>,
     /// A second copy of `enabled` kept where a foreign call site reads it
     /// (the C API's descriptor), or null.
@@ -87,7 +89,7 @@ impl EventDesc {
     /// Keeps `flag` equal to the enabled state (1 or 0) from now on: the
     /// dormant check of a call site that cannot read this descriptor
     /// directly (a C call site reads its own byte). Call before
-    /// [`register`]ing the descriptor.
+    /// [`crate::register`]ing the descriptor.
     pub fn mirror_enabled_to(&self, flag: &'static AtomicU8) {
         flag.store(self.is_enabled() as u8, Relaxed);
         self.mirror
@@ -109,6 +111,22 @@ impl EventDesc {
     }
 }
 
+impl EventDesc {
+    /// Records the event in every channel it is enabled in: `len` bytes of
+    /// payload that `write` fills. Called by `event!` after the dormant check.
+    #[inline(always)]
+    pub fn emit<F: Fn(&mut [u8])>(&self, len: usize, write: F) {
+        probe::run(&self.probes, len, &write);
+    }
+
+    /// Records the event with `fields` as its payload: what `event!` calls
+    /// after the dormant check.
+    #[inline(always)]
+    pub fn emit_fields<T: Fields>(&self, fields: T) {
+        probe::run(&self.probes, fields.encoded_len(), &Encoded(&fields));
+    }
+}
+
 /// Every descriptor of the program, gathered by the linker.
 #[linkme::distributed_slice]
 pub static EVENTS: [&'static EventDesc];
@@ -122,20 +140,13 @@ pub(crate) fn hold_for_fork() -> std::sync::MutexGuard<'static, Vec<&'static Eve
     DYNAMIC.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Adds a descriptor built at run time; sessions whose enable rules match
-/// start recording it at once.
-pub fn register(desc: &'static EventDesc) {
-    register_all(&[desc]);
-}
-
-/// Adds several descriptors built at run time, with one update of the
-/// sessions' probe lists.
-pub fn register_all(descs: &[&'static EventDesc]) {
+/// Adds descriptors built at run time. Only the descriptions: the control
+/// side then gives them their probes (`crate::register_all`).
+pub(crate) fn add_dynamic(descs: &[&'static EventDesc]) {
     DYNAMIC
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .extend_from_slice(descs);
-    crate::control::refresh();
 }
 
 /// Every known descriptor: linked ones, then dynamic ones.

@@ -10,9 +10,9 @@ use std::path::Path;
 use ctf::types::{ClockDesc, EnvValue, EventClass, Field, StreamClass, TraceDesc};
 use traceclock::TraceClock;
 
-use crate::client::HEADER;
-use crate::desc::EventDesc;
 use crate::output;
+use crate::record::client::HEADER;
+use crate::record::desc::EventDesc;
 
 /// The name of the clock in the metadata (a TSDL identifier).
 pub const CLOCK_NAME: &str = "ringtrace_clock";
@@ -92,11 +92,6 @@ impl MetadataFile {
     pub fn append(&mut self, class: &EventClass) -> std::io::Result<()> {
         self.file
             .write_all(ctf::tsdl::event_block(class).as_bytes())
-    }
-
-    /// Flushes to stable storage.
-    pub fn sync(&self) -> std::io::Result<()> {
-        self.file.sync_data()
     }
 }
 

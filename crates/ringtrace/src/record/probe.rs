@@ -7,11 +7,9 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::client::{is_active, AnyChannel, Encoded, Payload};
-use crate::desc::EventDesc;
-use crate::field::Fields;
-use crate::rcu;
-use crate::tally::Tally;
+use crate::record::client::{is_active, AnyChannel, Payload};
+use crate::record::rcu;
+use crate::record::tally::Tally;
 
 /// One place an event records into.
 #[derive(Debug)]
@@ -74,50 +72,37 @@ impl Probe {
     }
 }
 
-impl EventDesc {
-    /// Records the event in every channel it is enabled in: `len` bytes of
-    /// payload that `write` fills. Called by `event!` after the dormant check.
-    #[inline(always)]
-    pub fn emit<F: Fn(&mut [u8])>(&self, len: usize, write: F) {
-        self.emit_payload(len, &write);
+/// Records one event in every channel of `probes` whose session is
+/// active: `len` bytes of payload that `write` fills. What `event!` runs
+/// after the dormant check (through `EventDesc::emit_fields`).
+#[inline(always)]
+pub(crate) fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P) {
+    let Some(guard) = rcu::read_lock() else {
+        return;
+    };
+    // The list lives as long as this read section (see `rcu::Published`).
+    let Some(list) = probes.load(&guard) else {
+        return;
+    };
+    // An event whose only session is stopped (or not started yet) reads
+    // no clock; one whose only session is recording checks it once.
+    let single = list.rest.is_empty();
+    if single && !is_active(&list.first.active) {
+        return;
     }
-
-    /// Records the event with `fields` as its payload: what `event!` calls
-    /// after the dormant check.
-    #[inline(always)]
-    pub fn emit_fields<T: Fields>(&self, fields: T) {
-        self.emit_payload(fields.encoded_len(), &Encoded(&fields));
+    // The clock before the buffer lookup: `rdtsc` takes tens of cycles,
+    // which the CPU overlaps with finding the buffer instead of waiting
+    // for it inside the reservation. One reading for every session the
+    // event goes to. A published probe means a channel, so a clock.
+    let Some(now) = crate::record::clock::now() else {
+        return;
+    };
+    if single {
+        list.first.record(now, len, write, &guard);
+        return;
     }
-
-    #[inline(always)]
-    fn emit_payload<P: Payload>(&self, len: usize, write: &P) {
-        let Some(guard) = rcu::read_lock() else {
-            return;
-        };
-        // The list lives as long as this read section (see `rcu::Published`).
-        let Some(list) = self.probes.load(&guard) else {
-            return;
-        };
-        // An event whose only session is stopped (or not started yet) reads
-        // no clock; one whose only session is recording checks it once.
-        let single = list.rest.is_empty();
-        if single && !is_active(&list.first.active) {
-            return;
-        }
-        // The clock before the buffer lookup: `rdtsc` takes tens of cycles,
-        // which the CPU overlaps with finding the buffer instead of waiting
-        // for it inside the reservation. One reading for every session the
-        // event goes to. A published probe means a channel, so a clock.
-        let Some(now) = crate::clock_now() else {
-            return;
-        };
-        if single {
-            list.first.record(now, len, write, &guard);
-            return;
-        }
-        list.first.fire(now, len, write, &guard);
-        for p in list.rest.iter() {
-            p.fire(now, len, write, &guard);
-        }
+    list.first.fire(now, len, write, &guard);
+    for p in list.rest.iter() {
+        p.fire(now, len, write, &guard);
     }
 }

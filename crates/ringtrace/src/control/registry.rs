@@ -1,21 +1,26 @@
 //! The control data and its writers: the list of sessions, and for every
 //! event the probe list it publishes. Writers hold one lock and may block;
-//! probes never take it (`probe.rs`, `rcu/`).
+//! probes never take it (`record/probe.rs`, `record/rcu/`).
 //!
 //! Publication: a new probe list is fully built (and its event classes
 //! written to the metadata) before the control lock's [`Updater`] publishes
 //! it in the descriptor; the list it replaces is freed after a grace period,
-//! or kept until a later one completes (`rcu/published.rs`, whose types
+//! or kept until a later one completes (`record/rcu/published.rs`, whose types
 //! make any other order a compile error).
+//!
+//! This layer starts no thread and writes no stream file: adding a session
+//! here publishes its probes; the session's output is the consumer's
+//! (`consume/`), and `session/create.rs` starts the threads.
 
 use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::config::{Mode, Rule};
-use crate::desc::{all_events, EventDesc};
-use crate::probe::{Probe, ProbeList};
-use crate::rcu::{self, Updater};
-use crate::session::{SessionState, GRACE_TIMEOUT};
+use crate::control::config::Rule;
+use crate::control::state::{SessionState, GRACE_TIMEOUT};
+use crate::record::desc::{all_events, EventDesc};
+use crate::record::level::Level;
+use crate::record::probe::{Probe, ProbeList};
+use crate::record::rcu::{self, Updater};
 use crate::Error;
 
 struct Control {
@@ -56,35 +61,64 @@ impl ForkHold {
     }
 }
 
-/// The sessions, for the consumer.
-pub(crate) fn sessions() -> Vec<Arc<SessionState>> {
-    control().sessions.clone()
-}
-
 /// Adds a created session and publishes the probes its rules ask for.
 pub(crate) fn add_session(s: Arc<SessionState>) {
-    crate::fork::install();
     let mut c = control();
     c.sessions.push(s);
     republish(&mut c);
-    drop(c);
-    crate::consumer::ensure_started();
-    crate::ctl::server::ensure_listening();
 }
 
-/// Re-evaluates every event (a descriptor was registered).
-pub(crate) fn refresh() {
+/// Adds a descriptor built at run time (a `tracing` layer's callsite, a
+/// C API event); sessions whose enable rules match start recording it at
+/// once.
+pub fn register(desc: &'static EventDesc) {
+    register_all(&[desc]);
+}
+
+/// Adds several descriptors built at run time, with one update of the
+/// sessions' probe lists.
+pub fn register_all(descs: &[&'static EventDesc]) {
+    crate::record::desc::add_dynamic(descs);
     let mut c = control();
     republish(&mut c);
+}
+
+/// Enables the events matching `pattern` (with `*` wildcards) of level
+/// `level` or more severe in `channel` of session `s` (`None`: every
+/// channel). Returns how many event call sites it enabled now (the rule
+/// also applies to events registered later).
+pub(crate) fn enable(
+    s: &Arc<SessionState>,
+    channel: Option<&str>,
+    pattern: &str,
+    level: Level,
+) -> Result<usize, Error> {
+    let rule = Rule {
+        pattern: pattern.into(),
+        level,
+        enable: true,
+    };
+    add_rule(s, channel, rule)
+}
+
+/// Disables the events matching `pattern` in `channel` of session `s`
+/// (`None`: every channel). Returns how many event call sites it disabled.
+pub(crate) fn disable(
+    s: &Arc<SessionState>,
+    channel: Option<&str>,
+    pattern: &str,
+) -> Result<usize, Error> {
+    let rule = Rule {
+        pattern: pattern.into(),
+        level: Level::Debug,
+        enable: false,
+    };
+    add_rule(s, channel, rule)
 }
 
 /// Adds an enable or disable rule to one channel or all; returns how many
 /// call sites changed state in this session.
-pub(crate) fn add_rule(
-    s: &Arc<SessionState>,
-    channel: Option<&str>,
-    rule: Rule,
-) -> Result<usize, Error> {
+fn add_rule(s: &Arc<SessionState>, channel: Option<&str>, rule: Rule) -> Result<usize, Error> {
     let chans: Vec<usize> = match channel {
         None => (0..s.channels.len()).collect(),
         Some(name) => vec![s
@@ -103,10 +137,10 @@ pub(crate) fn add_rule(
         let mut meta = s.meta.lock().unwrap_or_else(|e| e.into_inner());
         // Checked for every channel before any changes: all or nothing.
         for &ch in &chans {
-            crate::config::room_for(&meta.rules[ch], &rule)?;
+            crate::control::config::room_for(&meta.rules[ch], &rule)?;
         }
         for ch in chans {
-            crate::config::push_rule(&mut meta.rules[ch], rule.clone())?;
+            crate::control::config::push_rule(&mut meta.rules[ch], rule.clone())?;
         }
     }
     let after = count_wanted(s, &events);
@@ -194,56 +228,34 @@ pub(crate) fn start(s: &SessionState) {
     s.active.store(true, Relaxed);
 }
 
-/// Stops a session and completes its trace (see `Session::stop`).
-pub(crate) fn stop(s: &Arc<SessionState>) -> Result<(), Error> {
-    if s.inherited() {
-        // The parent's session: its probes are already off here.
-        return Ok(());
-    }
-    let quiescent = {
-        // Held until every buffer is switched: `Session::start` takes this
-        // lock, so no writer comes back while another thread switches the
-        // per-thread buffers (`flush_quiescent`'s precondition).
-        let _c = control();
-        s.active.store(false, Relaxed);
-        let quiescent = rcu::DOMAIN.synchronize(GRACE_TIMEOUT);
-        for ch in &s.channels {
-            if quiescent {
-                ch.chan.ops().flush_quiescent();
-            } else {
-                // A writer is stuck inside a probe: switch only what is safe.
-                ch.chan.ops().flush_live();
-            }
+/// Stops a session's writers: clears its `active` flag, waits for the
+/// writers already inside a probe (up to [`GRACE_TIMEOUT`]) and switches
+/// every sub-buffer, so that the consumer can drain them all. Returns
+/// whether every writer left (the grace period completed); if one is stuck
+/// inside a probe, only what may be switched under a live writer is.
+pub(crate) fn stop(s: &SessionState) -> bool {
+    // Held until every buffer is switched: `start` takes this lock, so no
+    // writer comes back while another thread switches the per-thread
+    // buffers (`flush_quiescent`'s precondition).
+    let _c = control();
+    s.active.store(false, Relaxed);
+    let quiescent = rcu::DOMAIN.synchronize(GRACE_TIMEOUT);
+    for ch in &s.channels {
+        if quiescent {
+            ch.chan.ops().flush_quiescent();
+        } else {
+            // A writer is stuck inside a probe: switch only what is safe.
+            ch.chan.ops().flush_live();
         }
-        quiescent
-    };
-    if s.mode == Mode::Discard {
-        s.consume(std::time::Instant::now(), true);
-        s.close_lost_tail();
-        s.sync_output()?;
     }
-    // Some thread is stuck inside a probe, maybe of another session: this
-    // session is complete anyway if every one of its records reached the
-    // trace (discard mode: every buffer drained after the switch).
-    let complete =
-        quiescent || (s.mode == Mode::Discard && s.channels.iter().all(|c| c.chan.ops().drained()));
-    if complete {
-        Ok(())
-    } else {
-        Err(Error::StuckWriter(s.name.clone()))
-    }
+    quiescent
 }
 
-/// Stops and removes a session; its probes disappear, its buffers are freed
+/// Removes a stopped session; its probes disappear, its buffers are freed
 /// when the last published list naming them is reclaimed.
-pub(crate) fn destroy(s: &Arc<SessionState>) -> Result<(), Error> {
-    if s.destroyed.load(Relaxed) || s.inherited() {
-        return Ok(());
-    }
-    let r = stop(s);
+pub(crate) fn remove(s: &Arc<SessionState>) {
     let mut c = control();
     s.destroyed.store(true, Relaxed);
     c.sessions.retain(|o| !Arc::ptr_eq(o, s));
     republish(&mut c);
-    r
 }

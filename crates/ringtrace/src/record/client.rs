@@ -112,7 +112,7 @@ impl<F: Fn(&mut [u8])> Payload for F {
 /// holding the same code may be left out of line.
 pub(crate) struct Encoded<'a, T>(pub(crate) &'a T);
 
-impl<T: crate::field::Fields> Payload for Encoded<'_, T> {
+impl<T: crate::record::field::Fields> Payload for Encoded<'_, T> {
     #[inline(always)]
     fn write(&self, out: &mut [u8]) {
         self.0.encode(out)
@@ -204,7 +204,7 @@ impl AnyChannel {
         AnyChannel::new(
             overwrite,
             per_thread,
-            (0, [0; 16], 0, crate::clock()),
+            (0, [0; 16], 0, crate::record::clock::clock()),
             attr,
             "standalone",
         )
@@ -216,14 +216,14 @@ impl AnyChannel {
     /// records: the probe does, see [`AnyChannel::counts_records`]).
     #[inline(always)]
     pub fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) -> bool {
-        // Every channel's client reads `crate::clock()`, which exists once a
+        // Every channel's client reads `clock::clock()`, which exists once a
         // channel does.
-        let now = crate::clock_now().unwrap_or_default();
+        let now = crate::record::clock::now().unwrap_or_default();
         self.record_payload(now, id, len, write)
     }
 
     /// [`AnyChannel::record`] with the clock read by the caller (`now`, a
-    /// reading of [`crate::clock`] at any time before the call).
+    /// reading of [`super::clock::clock`] at any time before the call).
     #[inline(always)]
     pub(crate) fn record_payload<P: Payload>(
         &self,

@@ -1,14 +1,12 @@
 //! What a session is configured with: its mode, its channels (sizes,
 //! buffers per CPU or per thread, timers) and its enable rules; the builder
-//! that validates them and creates the session.
+//! that checks them (`session/create.rs` creates the session from it).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::level::Level;
-use crate::session::{Session, SessionState};
-use crate::{control, Error};
+use crate::record::level::Level;
+use crate::Error;
 
 /// What a session does when a buffer is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,7 +152,9 @@ pub(crate) fn enabled_by(rules: &[Rule], name: &str, level: Level) -> bool {
     rules
         .iter()
         .rev()
-        .find(|r| crate::pattern::matches(&r.pattern, name) && (!r.enable || level <= r.level))
+        .find(|r| {
+            crate::control::pattern::matches(&r.pattern, name) && (!r.enable || level <= r.level)
+        })
         .is_some_and(|r| r.enable)
 }
 
@@ -271,9 +271,11 @@ impl SessionBuilder {
         self
     }
 
-    /// Creates the session (stopped): its buffers, its directory and
-    /// metadata; events matching its rules get their probes.
-    pub fn create(self) -> Result<Session, Error> {
+    /// The configuration, checked: channel names that can name stream
+    /// files, rules naming existing channels, an output directory where
+    /// the mode needs one. The session is created from it by
+    /// [`SessionBuilder::create`].
+    pub(crate) fn check(self) -> Result<Checked, Error> {
         let mut channels = self.channels;
         if channels.is_empty() {
             channels.push(ChannelConfig::new("channel0"));
@@ -312,18 +314,28 @@ impl SessionBuilder {
                 self.name
             )));
         }
-        let state = SessionState::new(
-            self.name,
-            self.output,
-            self.buffer_dir,
-            self.mode,
+        Ok(Checked {
+            name: self.name,
+            output: self.output,
+            buffer_dir: self.buffer_dir,
+            mode: self.mode,
             channels,
             rules,
-        )?;
-        let state = Arc::new(state);
-        control::add_session(state.clone());
-        Ok(Session::owned(state))
+        })
     }
+}
+
+/// A checked [`SessionBuilder`]: what a session's state is made from.
+#[derive(Debug)]
+pub(crate) struct Checked {
+    pub(crate) name: String,
+    pub(crate) output: Option<PathBuf>,
+    pub(crate) buffer_dir: Option<PathBuf>,
+    pub(crate) mode: Mode,
+    /// At least one, each named as a stream file may be.
+    pub(crate) channels: Vec<ChannelConfig>,
+    /// Per channel.
+    pub(crate) rules: Vec<Vec<Rule>>,
 }
 
 #[cfg(test)]

@@ -1,0 +1,237 @@
+//! The metadata's top-level blocks (`typealias`, `trace`, `env`, `clock`,
+//! `stream`, `event`), each read by its own function: attributes are
+//! checked here, the types they declare are resolved by `resolve.rs`.
+
+use super::grammar::{Parser, Pos, Value, R};
+use super::resolve::{
+    check_packet_context, check_packet_header, event_fields, event_header_kind, is_identifier,
+};
+use super::MetadataError;
+use crate::lex::Tok;
+use crate::types::{parse_uuid, ClockDesc, EnvValue, EventClass, StreamClass};
+
+impl Parser {
+    /// `typealias <type> := <name>;`
+    pub(super) fn typealias(&mut self) -> R<()> {
+        let ty = self.type_spec(false)?;
+        self.expect(":=")?;
+        let mut words = vec![self.ident()?];
+        while let Some(Tok::Ident(_)) = self.peek() {
+            words.push(self.ident()?);
+        }
+        self.expect(";")?;
+        self.aliases.insert(words.join(" "), ty);
+        Ok(())
+    }
+
+    /// `trace { major = 1; minor = 8; uuid = "…"; byte_order = le;
+    /// packet.header := …; };` — sets `uuid` when the block has one.
+    pub(super) fn trace_block(&mut self, uuid: &mut Option<[u8; 16]>) -> R<()> {
+        self.expect("{")?;
+        while !self.is_punct("}") {
+            let kp = self.pos();
+            let k = self.key()?;
+            if self.is_punct(":=") {
+                self.i += 1;
+                let ty = self.type_spec(false)?;
+                self.expect(";")?;
+                if k != "packet.header" {
+                    return self.err_at(kp, format!("unsupported trace type `{k}`"));
+                }
+                check_packet_header(&ty).or_else(|m| self.err_at(kp, m))?;
+                continue;
+            }
+            self.expect("=")?;
+            let v = self.value()?;
+            self.expect(";")?;
+            match k.as_str() {
+                "major" if v == Value::Int(1) => {}
+                "minor" if v == Value::Int(8) => {}
+                "major" | "minor" => return self.err_at(kp, "unsupported CTF version (1.8 only)"),
+                "uuid" => {
+                    *uuid = Some(
+                        v.as_str()
+                            .and_then(parse_uuid)
+                            .ok_or(())
+                            .or_else(|_| self.err_at(kp, "bad trace uuid"))?,
+                    )
+                }
+                "byte_order" if v == Value::Ident("le".into()) => {}
+                "byte_order" => return self.err_at(kp, "unsupported: big-endian traces"),
+                _ => return self.err_at(kp, format!("unsupported trace attribute `{k}`")),
+            }
+        }
+        self.expect("}")?;
+        self.expect(";")?;
+        Ok(())
+    }
+
+    /// `env { key = value; … };`, appended to `env`.
+    pub(super) fn env_block(&mut self, env: &mut Vec<(String, EnvValue)>) -> R<()> {
+        for (k, v, _) in self.attrs()? {
+            env.push((
+                k,
+                match v {
+                    Value::Int(i) => EnvValue::Int(i as i64),
+                    Value::Str(s) | Value::Ident(s) => EnvValue::Str(s),
+                },
+            ));
+        }
+        self.expect(";")?;
+        Ok(())
+    }
+
+    /// `clock { name = …; freq = …; offset_s = …; offset = …; … };`
+    pub(super) fn clock_block(&mut self) -> R<ClockDesc> {
+        let mut c = ClockDesc {
+            name: String::new(),
+            freq: 1_000_000_000,
+            offset_s: 0,
+            offset: 0,
+            precision: 0,
+            description: String::new(),
+        };
+        for (k, v, kp) in self.attrs()? {
+            let bad = || MetadataError {
+                line: kp.line,
+                col: kp.col,
+                msg: format!("bad clock `{k}`"),
+            };
+            match k.as_str() {
+                "name" => {
+                    let n = v.as_str().ok_or_else(bad)?;
+                    // Integers refer to it as `clock.NAME.value`.
+                    if !is_identifier(n) {
+                        return self.err_at(
+                            kp,
+                            format!("clock name `{}` is not an identifier", n.escape_debug()),
+                        );
+                    }
+                    c.name = n.to_owned();
+                }
+                "description" => c.description = v.as_str().ok_or_else(bad)?.to_owned(),
+                "freq" => c.freq = v.as_i64().filter(|f| *f > 0).ok_or_else(bad)? as u64,
+                "offset_s" => c.offset_s = v.as_i64().ok_or_else(bad)?,
+                "offset" => c.offset = v.as_i64().ok_or_else(bad)?,
+                "precision" => c.precision = v.as_i64().ok_or_else(bad)? as u64,
+                "uuid" | "absolute" => {}
+                _ => return self.err_at(kp, format!("unsupported clock attribute `{k}`")),
+            }
+        }
+        self.expect(";")?;
+        Ok(c)
+    }
+
+    /// `stream { id = …; event.header := …; packet.context := …; };`;
+    /// `at` is where the block starts.
+    pub(super) fn stream_block(&mut self, at: Pos) -> R<StreamClass> {
+        self.expect("{")?;
+        let (mut id, mut header) = (0u32, None);
+        while !self.is_punct("}") {
+            let kp = self.pos();
+            let k = self.key()?;
+            if self.is_punct(":=") {
+                self.i += 1;
+                let ty = self.type_spec(false)?;
+                self.expect(";")?;
+                match k.as_str() {
+                    "event.header" => {
+                        header = Some(event_header_kind(&ty).or_else(|m| self.err_at(kp, m))?)
+                    }
+                    "packet.context" => {
+                        check_packet_context(&ty).or_else(|m| self.err_at(kp, m))?
+                    }
+                    _ => return self.err_at(kp, format!("unsupported stream type `{k}`")),
+                }
+                continue;
+            }
+            self.expect("=")?;
+            let v = self.value()?;
+            self.expect(";")?;
+            match k.as_str() {
+                "id" => {
+                    id = v
+                        .as_i64()
+                        .and_then(|v| u32::try_from(v).ok())
+                        .ok_or(())
+                        .or_else(|_| self.err_at(kp, "bad stream id"))?
+                }
+                _ => return self.err_at(kp, format!("unsupported stream attribute `{k}`")),
+            }
+        }
+        self.expect("}")?;
+        self.expect(";")?;
+        let header = match header {
+            Some(h) => h,
+            None => return self.err_at(at, "stream without `event.header`"),
+        };
+        Ok(StreamClass { id, header })
+    }
+
+    /// `event { name = …; id = …; stream_id = …; loglevel = …;
+    /// fields := …; };`
+    pub(super) fn event_block(&mut self) -> R<EventClass> {
+        self.expect("{")?;
+        let mut e = EventClass {
+            id: 0,
+            name: String::new(),
+            loglevel: 13,
+            stream_id: 0,
+            fields: Vec::new(),
+        };
+        while !self.is_punct("}") {
+            let kp = self.pos();
+            let k = self.key()?;
+            if self.is_punct(":=") {
+                self.i += 1;
+                let ty = self.type_spec(false)?;
+                self.expect(";")?;
+                match k.as_str() {
+                    "fields" => {
+                        e.fields = event_fields(&ty).map_err(|(m, fp)| MetadataError {
+                            line: fp.line,
+                            col: fp.col,
+                            msg: m,
+                        })?
+                    }
+                    _ => return self.err_at(kp, format!("unsupported event type `{k}`")),
+                }
+                continue;
+            }
+            self.expect("=")?;
+            let v = self.value()?;
+            self.expect(";")?;
+            let bad = || MetadataError {
+                line: kp.line,
+                col: kp.col,
+                msg: format!("bad event `{k}`"),
+            };
+            match k.as_str() {
+                "name" => e.name = v.as_str().ok_or_else(bad)?.to_owned(),
+                "id" => {
+                    e.id = v
+                        .as_i64()
+                        .and_then(|v| u32::try_from(v).ok())
+                        .ok_or_else(bad)?
+                }
+                "stream_id" => {
+                    e.stream_id = v
+                        .as_i64()
+                        .and_then(|v| u32::try_from(v).ok())
+                        .ok_or_else(bad)?
+                }
+                "loglevel" => {
+                    e.loglevel = v
+                        .as_i64()
+                        .and_then(|v| u8::try_from(v).ok())
+                        .ok_or_else(bad)?
+                }
+                "model.emf.uri" => {}
+                _ => return self.err_at(kp, format!("unsupported event attribute `{k}`")),
+            }
+        }
+        self.expect("}")?;
+        self.expect(";")?;
+        Ok(e)
+    }
+}

@@ -1,0 +1,126 @@
+//! The consumer: one thread per process (no daemon) that runs every
+//! session's switch and read timers and copies ready sub-buffers to the
+//! stream files. It sleeps until the earliest timer, or until woken by a
+//! session starting. It keeps its own list of the sessions it consumes
+//! (their [`Recording`]s); the control registry's list is the probes'.
+
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::Recording;
+
+/// The sessions to consume, in creation order.
+static RECORDINGS: Mutex<Vec<Arc<Recording>>> = Mutex::new(Vec::new());
+
+fn recordings() -> MutexGuard<'static, Vec<Arc<Recording>>> {
+    RECORDINGS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Consumes `r` from now on, starting the thread if this process has none.
+pub(crate) fn add(r: Arc<Recording>) {
+    recordings().push(r);
+    ensure_started();
+}
+
+/// Stops consuming `r` (it was destroyed).
+pub(crate) fn remove(r: &Arc<Recording>) {
+    recordings().retain(|o| !Arc::ptr_eq(o, r));
+}
+
+/// Every session consumed now (the control socket finds them here).
+pub(crate) fn all() -> Vec<Arc<Recording>> {
+    recordings().clone()
+}
+
+struct Consumer {
+    wake: Mutex<bool>,
+    cv: Condvar,
+}
+
+static CONSUMER: OnceLock<Consumer> = OnceLock::new();
+
+/// Longest sleep when no session has a timer due.
+const IDLE: Duration = Duration::from_millis(100);
+
+/// The process the consumer thread runs in (a fork child has none).
+static THREAD_PID: AtomicU32 = AtomicU32::new(0);
+
+/// Starts the consumer thread once per process.
+fn ensure_started() {
+    CONSUMER.get_or_init(|| Consumer {
+        wake: Mutex::new(false),
+        cv: Condvar::new(),
+    });
+    let pid = std::process::id();
+    let old = THREAD_PID.load(Relaxed);
+    if old == pid
+        || THREAD_PID
+            .compare_exchange(old, pid, Relaxed, Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    // Not `std::thread`: this may run in a fork child (`sys/thread.rs`).
+    if let Err(e) = crate::sys::thread::spawn("ringtrace-cons", run) {
+        eprintln!(
+            "ringtrace: cannot start the consumer thread: {e}; streams are written only on stop"
+        );
+    }
+}
+
+/// `fork` preparation: the consumer's locks, held across the fork so that
+/// the child's copies are consistent (see `fork.rs`).
+pub(crate) struct ForkHold {
+    list: MutexGuard<'static, Vec<Arc<Recording>>>,
+    _wake: Option<MutexGuard<'static, bool>>,
+}
+
+pub(crate) fn hold_for_fork() -> ForkHold {
+    ForkHold {
+        list: recordings(),
+        _wake: CONSUMER
+            .get()
+            .map(|c| c.wake.lock().unwrap_or_else(|e| e.into_inner())),
+    }
+}
+
+impl ForkHold {
+    /// In the child: the parent's sessions are not consumed here (their
+    /// buffers and files are the parent's); a session the child creates
+    /// starts the child's own consumer thread.
+    pub(crate) fn forget_sessions(&mut self) {
+        // Dropped by the child's copy: the states' `Drop` leaves the
+        // parent's files alone (`SessionState::inherited`).
+        self.list.clear();
+    }
+}
+
+/// Makes the consumer look at the sessions now.
+pub(crate) fn wake() {
+    if let Some(c) = CONSUMER.get() {
+        *c.wake.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        c.cv.notify_one();
+    }
+}
+
+fn run() {
+    let c = CONSUMER
+        .get()
+        .expect("initialized before the thread starts");
+    loop {
+        let now = Instant::now();
+        let mut next = now + IDLE;
+        for s in all() {
+            if let Some(d) = s.consume(now, false) {
+                next = next.min(d);
+            }
+        }
+        let wait = next.saturating_duration_since(Instant::now());
+        let guard = c.wake.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut guard, _) =
+            c.cv.wait_timeout_while(guard, wait, |woken| !*woken)
+                .unwrap_or_else(|e| e.into_inner());
+        *guard = false;
+    }
+}

@@ -1,0 +1,56 @@
+//! The consumer side: what leaves the ring buffers. One thread per process
+//! (`consumer.rs`) runs every session's switch and read timers and copies
+//! ready packets to the stream files (`sink.rs`); the operations that
+//! complete a trace (stop, flush, snapshot, statistics, destroy) are
+//! `ops.rs`, shared by the public `Session` handle and the control socket.
+//!
+//! Imports the control side (a session's state) and the recording path's
+//! channel operations; neither imports this layer.
+//!
+//! ```text
+//!   consumer thread ──► Recording::consume (sink.rs) ──► output/ (stream files)
+//!   Session, ctl ─────► ops.rs ──► control/registry (stop the writers)
+//!                              └─► sink.rs (drain, close, report)
+//! ```
+
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
+
+use crate::control::config::Mode;
+use crate::control::state::SessionState;
+
+pub(crate) mod consumer;
+pub(crate) mod ops;
+pub(crate) mod sink;
+
+pub use sink::SnapshotInfo;
+
+/// A session as the consumer sees it: its state, and the state of its
+/// output (stream files, timers, what was written and dropped).
+#[derive(Debug)]
+pub(crate) struct Recording {
+    pub(crate) state: Arc<SessionState>,
+    pub(crate) sink: Mutex<sink::Sink>,
+}
+
+impl Recording {
+    /// The session's output, starting with nothing written.
+    pub(crate) fn new(state: Arc<SessionState>) -> Recording {
+        let mut sink = sink::Sink::empty(&state.channels);
+        if let (Some(dir), Mode::Discard) = (&state.output, state.mode) {
+            sink.watch_dir(dir);
+        }
+        Recording {
+            state,
+            sink: Mutex::new(sink),
+        }
+    }
+}
+
+impl Deref for Recording {
+    type Target = SessionState;
+
+    fn deref(&self) -> &SessionState {
+        &self.state
+    }
+}

@@ -1,0 +1,189 @@
+//! The operations that complete or report a session's trace, on both
+//! sides at once: the writers (stopped through `control/registry.rs`) and
+//! the output (`sink.rs`). The public `Session` handle and the control
+//! socket both call these.
+
+use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::sink::{Sink, SnapshotInfo, SnapshotWriter};
+use super::{consumer, Recording};
+use crate::control::config::{Buffers, Mode};
+use crate::control::metadata::MetadataFile;
+use crate::control::registry;
+use crate::control::state::lock;
+use crate::control::stats::{BufferStats, ChannelStats, SessionStats};
+use crate::output;
+use crate::Error;
+
+impl Recording {
+    /// Starts recording: one store, seen by every probe at once; the
+    /// consumer looks at the buffers at once, then as often as they fill.
+    pub(crate) fn start(&self) {
+        if self.inherited() {
+            return;
+        }
+        registry::start(self);
+        lock(&self.sink).read_now();
+        consumer::wake();
+    }
+
+    /// Stops recording, waits for the writers already inside a probe,
+    /// closes every sub-buffer and, in discard mode, writes everything to
+    /// the trace directory: when it returns, the trace on disk is complete.
+    pub(crate) fn stop(&self) -> Result<(), Error> {
+        if self.inherited() {
+            // The parent's session: its probes are already off here.
+            return Ok(());
+        }
+        let quiescent = registry::stop(self);
+        if self.mode == Mode::Discard {
+            self.consume(Instant::now(), true);
+            self.close_lost_tail();
+            self.sync_output()?;
+        }
+        // Some thread is stuck inside a probe, maybe of another session:
+        // this session is complete anyway if every one of its records
+        // reached the trace (discard mode: every buffer drained after the
+        // switch).
+        let complete = quiescent
+            || (self.mode == Mode::Discard && self.channels.iter().all(|c| c.chan.ops().drained()));
+        if complete {
+            Ok(())
+        } else {
+            Err(Error::StuckWriter(self.name.clone()))
+        }
+    }
+
+    /// Forced switch of every buffer that may be switched while writers
+    /// run, then, in discard mode, writes every ready packet.
+    pub(crate) fn flush(&self) -> Result<(), Error> {
+        if self.inherited() {
+            return Ok(());
+        }
+        for ch in &self.channels {
+            ch.chan.ops().flush_live();
+        }
+        if self.mode == Mode::Discard {
+            self.consume(Instant::now(), true);
+        }
+        self.sync_output()
+    }
+
+    /// Stops and removes the session: its probes disappear and the
+    /// consumer forgets it; its buffers are freed when the last published
+    /// list naming them is reclaimed.
+    pub(crate) fn destroy(self: &Arc<Self>) -> Result<(), Error> {
+        if self.destroyed.load(Relaxed) || self.inherited() {
+            return Ok(());
+        }
+        let r = self.stop();
+        registry::remove(&self.state);
+        consumer::remove(self);
+        r
+    }
+
+    /// Writes the flight recorder's buffers to `dir` as a complete CTF
+    /// trace (metadata and one stream file per buffer holding data), without
+    /// disturbing the recording; repeatable. Discard sessions stream to their
+    /// directory instead and refuse this.
+    pub(crate) fn snapshot(&self, dir: &Path) -> Result<SnapshotInfo, Error> {
+        let st = self;
+        if st.inherited() {
+            return Err(Error::Inherited(st.name.clone()));
+        }
+        if st.mode != Mode::FlightRecorder {
+            return Err(Error::Config(format!(
+                "session '{}' is in discard mode: its trace is streamed to its directory; snapshots need a flight-recorder session",
+                st.name
+            )));
+        }
+        output::create_trace_dir(dir)?;
+        {
+            let meta = lock(&st.meta);
+            MetadataFile::create(dir, &meta.desc).map_err(|e| Error::io(dir, e))?;
+        }
+        let active = st.active.load(Relaxed);
+        let mut info = SnapshotInfo {
+            dir: dir.to_path_buf(),
+            packets: 0,
+            bytes: 0,
+        };
+        for ch in &st.channels {
+            let ops = ch.chan.ops();
+            // Another thread may switch per-thread buffers only while no one
+            // writes them: a stopped session has been flushed by `stop`.
+            let switch = ch.cfg.buffers == Buffers::PerCpu && active;
+            for b in 0..ops.buffers() {
+                let mut w = SnapshotWriter {
+                    path: dir.join(format!("{}_{b}", ch.cfg.name)),
+                    file: None,
+                    err: None,
+                    info: &mut info,
+                };
+                ops.snapshot(b, switch, &mut w);
+                if let Some(e) = w.err {
+                    return Err(e);
+                }
+            }
+        }
+        Ok(info)
+    }
+
+    /// Counters of every buffer.
+    pub(crate) fn stats(&self) -> SessionStats {
+        let st = self;
+        // In a fork child the sink lock may have been held by a thread that
+        // does not exist here.
+        let held;
+        let sink = if st.inherited() {
+            match st.sink.try_lock() {
+                Ok(g) => g,
+                Err(_) => {
+                    held = Mutex::new(Sink::empty(&st.channels));
+                    lock(&held)
+                }
+            }
+        } else {
+            lock(&st.sink)
+        };
+        SessionStats {
+            name: st.name.clone(),
+            mode: st.mode,
+            active: st.active.load(Relaxed),
+            output_error: sink.error.clone(),
+            packets_dropped_by_output: sink.dropped_packets,
+            process_lost_no_reader_slot: crate::record::rcu::no_slot_drops(),
+            channels: st
+                .channels
+                .iter()
+                .enumerate()
+                .map(|(ci, c)| {
+                    let ops = c.chan.ops();
+                    let buffers: Vec<BufferStats> = (0..ops.buffers())
+                        .map(|b| {
+                            BufferStats::new(
+                                b,
+                                ops.stats(b),
+                                c.tally.is_none(),
+                                sink.written[ci][b],
+                                sink.stalled[ci][b].is_some(),
+                            )
+                        })
+                        .collect();
+                    ChannelStats {
+                        name: c.cfg.name.clone(),
+                        lost_no_buffer: ops.records_lost_no_buffer(),
+                        records: match &c.tally {
+                            Some(t) => t.total(),
+                            None => buffers.iter().filter_map(|b| b.records).sum(),
+                        },
+                        buffers,
+                    }
+                })
+                .collect(),
+        }
+    }
+}

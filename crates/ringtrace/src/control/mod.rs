@@ -1,0 +1,23 @@
+//! The control side: what sessions are and which probes they publish.
+//! Configuration (`config.rs`, `pattern.rs`), a session's state and its
+//! metadata (`state.rs`, `metadata.rs`), the registry that builds and
+//! publishes every event's probe list under one lock (`registry.rs`), and
+//! the statistics types (`stats.rs`).
+//!
+//! Imports the recording path (it writes what the probes read) and the
+//! output files; starts no thread and writes no stream file (the consumer,
+//! `consume/`, does). Control operations may lock, allocate and block; the
+//! probes never wait for them (`record/rcu/`).
+//!
+//! ```text
+//!   config ─► pattern          registry ─► state ─► metadata ─► output/
+//!                                  │          └───► record/ (channels)
+//!                                  └─► record/ (probe lists, rcu updater)
+//! ```
+
+pub mod config;
+pub mod metadata;
+pub mod pattern;
+pub mod registry;
+pub(crate) mod state;
+pub mod stats;

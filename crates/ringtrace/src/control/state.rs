@@ -1,0 +1,225 @@
+//! A session's state: its channels, the class ids it assigned, its rules
+//! and its metadata files. Its configuration is `config.rs`; the registry
+//! of sessions that the probes' lists are built from is `registry.rs`; its
+//! output is the consumer's (`consume/`), its handle the public
+//! `Session` (`session/`).
+//!
+//! A session owns its channels and its trace directory. Starting or stopping
+//! it is one store to its `active` flag, which every probe of its channels
+//! reads, so it takes effect for all events at once. Enabling and disabling
+//! rewrite the probe lists of the events concerned (`registry.rs`).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use ctf::types::{EventClass, TraceDesc};
+use ringbuf::{Backing, ChannelAttr};
+
+use crate::control::config::{Buffers, ChannelConfig, Checked, Mode, Rule};
+use crate::control::metadata::{self, MetadataFile};
+use crate::output;
+use crate::record::client::AnyChannel;
+use crate::record::desc::EventDesc;
+use crate::record::tally::Tally;
+use crate::Error;
+
+/// A session's class ids, rules, metadata: changed only under its lock.
+#[derive(Debug)]
+pub(crate) struct Meta {
+    pub(crate) desc: TraceDesc,
+    pub(crate) rules: Vec<Vec<Rule>>,
+    /// Per channel: the descriptor each id was assigned for.
+    pub(crate) classes: Vec<Vec<&'static EventDesc>>,
+    file: Option<MetadataFile>,
+    /// The copy kept next to the buffer files, for crash recovery.
+    buffer_file: Option<MetadataFile>,
+}
+
+/// One channel of a session.
+#[derive(Debug)]
+pub(crate) struct ChannelState {
+    pub(crate) cfg: ChannelConfig,
+    pub(crate) chan: Arc<AnyChannel>,
+    /// The record count of a channel whose buffers do not count.
+    pub(crate) tally: Option<Arc<Tally>>,
+}
+
+/// Everything a session is; shared by its handle, the control registry and
+/// the consumer.
+#[derive(Debug)]
+pub(crate) struct SessionState {
+    pub(crate) name: String,
+    pub(crate) mode: Mode,
+    pub(crate) output: Option<PathBuf>,
+    /// Where the buffers' files are (`SessionBuilder::buffer_dir`).
+    pub(crate) buffer_dir: Option<PathBuf>,
+    pub(crate) active: Arc<AtomicBool>,
+    pub(crate) destroyed: AtomicBool,
+    pub(crate) channels: Vec<ChannelState>,
+    pub(crate) meta: Mutex<Meta>,
+    /// The process that created the session: a child of `fork` inherits
+    /// the memory but not the session (see `fork.rs`).
+    pub(crate) pid: u32,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl SessionState {
+    /// Whether this process is a `fork` child of the session's creator: its
+    /// buffers, files and locks belong to the parent, so every operation is
+    /// refused or a no-op here, and its probes are off (`fork.rs`).
+    pub(crate) fn inherited(&self) -> bool {
+        self.pid != std::process::id()
+    }
+
+    /// Creates the session's channels, directories and metadata files;
+    /// removes what it made if it fails.
+    pub(crate) fn new(c: Checked) -> Result<SessionState, Error> {
+        let Checked {
+            name,
+            output,
+            buffer_dir,
+            mode,
+            channels: cfgs,
+            rules,
+        } = c;
+        let clock = crate::record::clock::clock();
+        let uuid = random_uuid();
+        let desc = metadata::trace_desc(uuid, &clock, &name, cfgs.len());
+        // Removes what this creation made if it fails from here on.
+        let mut undo = output::Undo::default();
+        let file = match (&output, mode) {
+            (Some(dir), Mode::Discard) => {
+                undo.dirs(output::create_trace_dir(dir)?);
+                let f = MetadataFile::create(dir, &desc).map_err(|e| Error::io(dir, e))?;
+                undo.file(dir.join("metadata"));
+                Some(f)
+            }
+            _ => None,
+        };
+        let buffer_file = match &buffer_dir {
+            Some(dir) => {
+                undo.dirs(output::create_buffer_dir(dir)?);
+                // Empty when checked: every file in it from now is ours.
+                undo.contents(dir.clone());
+                let f = MetadataFile::create(dir, &desc).map_err(|e| Error::io(dir, e))?;
+                Some(f)
+            }
+            None => None,
+        };
+        let mut channels = Vec::new();
+        let mut instance = 0u64;
+        for (i, cfg) in cfgs.into_iter().enumerate() {
+            let attr = ChannelAttr {
+                subbuf_size: cfg.subbuf_size,
+                num_subbuf: cfg.num_subbuf,
+                // Files survive a crash; memfd: the consumer copies with sendfile.
+                backing: match (&buffer_dir, mode) {
+                    (Some(dir), _) => Backing::Dir(dir.clone()),
+                    (None, Mode::Discard) => Backing::Memfd,
+                    (None, Mode::FlightRecorder) => Backing::Anonymous,
+                },
+                initial_count: 0,
+                thread_pool: cfg.thread_pool,
+            };
+            let chan = AnyChannel::new(
+                mode == Mode::FlightRecorder,
+                cfg.buffers == Buffers::PerThread,
+                (i as u32, uuid, instance, clock),
+                &attr,
+                &match buffer_dir {
+                    // Files `<channel>_<n>`, the stream names of a recovered trace.
+                    Some(_) => cfg.name.clone(),
+                    None => format!("{name}-{}", cfg.name),
+                },
+            )
+            .map_err(|e| Error::Config(format!("channel '{}': {e}", cfg.name)))?;
+            instance += chan.ops().buffers() as u64;
+            channels.push(ChannelState {
+                cfg,
+                tally: (!chan.counts_records()).then(|| Arc::new(Tally::new())),
+                chan: Arc::new(chan),
+            });
+        }
+        undo.keep();
+        Ok(SessionState {
+            name,
+            mode,
+            output,
+            buffer_dir,
+            active: Arc::new(AtomicBool::new(false)),
+            destroyed: AtomicBool::new(false),
+            meta: Mutex::new(Meta {
+                desc,
+                classes: vec![Vec::new(); channels.len()],
+                rules,
+                file,
+                buffer_file,
+            }),
+            channels,
+            pid: std::process::id(),
+        })
+    }
+
+    /// Whether channel `ch` records `desc` (its last matching rule enables).
+    pub(crate) fn wants(meta: &Meta, ch: usize, desc: &EventDesc) -> bool {
+        crate::control::config::enabled_by(&meta.rules[ch], &desc.full_name(), desc.level)
+    }
+
+    /// The id of `desc`'s class in channel `ch`, assigning one (and writing
+    /// its metadata) on first use.
+    pub(crate) fn class_id(
+        meta: &mut Meta,
+        ch: usize,
+        desc: &'static EventDesc,
+    ) -> Result<u32, Error> {
+        if let Some(i) = meta.classes[ch].iter().position(|d| d.same_class(desc)) {
+            return Ok(i as u32);
+        }
+        let id = meta.classes[ch].len() as u32;
+        let class: EventClass = metadata::event_class(desc, id, ch as u32);
+        for f in [meta.file.as_mut(), meta.buffer_file.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            f.append(&class)
+                .map_err(|e| Error::io(Path::new("metadata"), e))?;
+        }
+        meta.desc.events.push(class);
+        meta.classes[ch].push(desc);
+        Ok(id)
+    }
+}
+
+impl Drop for SessionState {
+    /// The buffer files are scratch once the session ends normally (a crash
+    /// never gets here, and leaves them for `ringtrace recover`). A fork
+    /// child's copy of the state leaves the parent's files alone.
+    fn drop(&mut self) {
+        if let (Some(dir), false) = (&self.buffer_dir, self.inherited()) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// 16 random bytes (version-4 UUID) from the kernel.
+fn random_uuid() -> [u8; 16] {
+    let mut u = [0u8; 16];
+    // SAFETY: `u` is a valid writable buffer of 16 bytes.
+    let n = unsafe { libc::getrandom(u.as_mut_ptr().cast(), 16, 0) };
+    if n != 16 {
+        // No entropy syscall: time and pid still make collisions unlikely.
+        let t = traceclock::tsc::realtime_ns() as u128 ^ ((std::process::id() as u128) << 64);
+        u = t.to_le_bytes();
+    }
+    u[6] = (u[6] & 0x0f) | 0x40;
+    u[8] = (u[8] & 0x3f) | 0x80;
+    u
+}
+
+/// How long `stop` and `destroy` wait for writers inside a probe.
+pub(crate) const GRACE_TIMEOUT: Duration = Duration::from_secs(2);

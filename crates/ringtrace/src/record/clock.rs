@@ -1,0 +1,22 @@
+//! The process's trace clock: detected and calibrated once, by the control
+//! side (creating the first channel); read by the probes.
+
+use std::sync::OnceLock;
+
+use traceclock::TraceClock;
+
+static CLOCK: OnceLock<TraceClock> = OnceLock::new();
+
+/// The process's trace clock, detected and calibrated once. Not for the
+/// recording path: the first call calibrates (it sleeps).
+pub fn clock() -> TraceClock {
+    *CLOCK.get_or_init(TraceClock::detect)
+}
+
+/// A reading of [`clock`] (unordered: the ring buffer clamps it), or `None`
+/// before the clock exists, that is before any channel. One load and the
+/// clock read: no system call once calibrated.
+#[inline(always)]
+pub(crate) fn now() -> Option<u64> {
+    CLOCK.get().map(|c| c.now_unordered())
+}

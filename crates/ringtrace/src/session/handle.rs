@@ -1,0 +1,141 @@
+//! The public handle on a session. Each method is one operation of the
+//! layers below: the control registry (start, enable, disable), or the
+//! consumer's operations that complete the trace (stop, flush, snapshot,
+//! statistics, destroy; `consume/ops.rs`).
+
+use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use crate::consume::{Recording, SnapshotInfo};
+use crate::control::config::{Mode, SessionBuilder};
+use crate::control::registry;
+use crate::control::state::lock;
+use crate::control::stats::SessionStats;
+use crate::record::desc::all_events;
+use crate::record::level::Level;
+use crate::Error;
+
+/// A tracing session. Dropping the handle destroys the session (after
+/// stopping it, so its trace is complete).
+///
+/// The handle owns the session: it is created by
+/// [`SessionBuilder::create`], and destroyed by [`Session::destroy`] or
+/// its drop. The control socket reaches the same session without a handle
+/// and never destroys it.
+#[derive(Debug)]
+pub struct Session {
+    rec: Arc<Recording>,
+}
+
+impl Session {
+    pub(super) fn new(rec: Arc<Recording>) -> Session {
+        Session { rec }
+    }
+
+    /// Starts a builder.
+    pub fn builder(name: &str) -> SessionBuilder {
+        SessionBuilder::new(name)
+    }
+
+    /// The session's name.
+    pub fn name(&self) -> &str {
+        &self.rec.name
+    }
+
+    /// The trace directory.
+    pub fn output(&self) -> Option<&Path> {
+        self.rec.output.as_deref()
+    }
+
+    /// Discard or flight recorder.
+    pub fn mode(&self) -> Mode {
+        self.rec.mode
+    }
+
+    /// Whether it is recording.
+    pub fn is_active(&self) -> bool {
+        self.rec.active.load(Relaxed)
+    }
+
+    /// Starts recording: one store, seen by every probe at once.
+    pub fn start(&self) {
+        self.rec.start();
+    }
+
+    /// Stops recording, waits for the writers already inside a probe, closes
+    /// every sub-buffer and, in discard mode, writes everything to the trace
+    /// directory: when it returns, the trace on disk is complete.
+    pub fn stop(&self) -> Result<(), Error> {
+        self.rec.stop()
+    }
+
+    /// Forced switch of every buffer that may be switched while writers run
+    /// (per-CPU buffers; per-thread buffers of exited threads), then, in
+    /// discard mode, writes every ready packet: what was emitted before the
+    /// call is on disk when it returns, except per-thread buffers' partial
+    /// sub-buffers.
+    pub fn flush(&self) -> Result<(), Error> {
+        self.rec.flush()
+    }
+
+    /// Enables the events matching `pattern` (with `*` wildcards) of level
+    /// `level` or more severe in `channel` (`None`: every channel). Returns
+    /// how many event call sites it enabled now (the rule also applies to
+    /// events registered later).
+    pub fn enable(
+        &self,
+        channel: Option<&str>,
+        pattern: &str,
+        level: Level,
+    ) -> Result<usize, Error> {
+        registry::enable(&self.rec.state, channel, pattern, level)
+    }
+
+    /// Disables the events matching `pattern` in `channel` (`None`: every
+    /// channel). Returns how many event call sites it disabled.
+    pub fn disable(&self, channel: Option<&str>, pattern: &str) -> Result<usize, Error> {
+        registry::disable(&self.rec.state, channel, pattern)
+    }
+
+    /// Names of the events currently recorded by this session (any channel).
+    pub fn enabled_events(&self) -> Vec<String> {
+        let meta = lock(&self.rec.meta);
+        let channels = self.rec.channels.len();
+        let mut v: Vec<String> = all_events()
+            .into_iter()
+            .filter(|d| {
+                (0..channels).any(|c| crate::control::state::SessionState::wants(&meta, c, d))
+            })
+            .map(|d| d.full_name())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// Writes the flight recorder's buffers to `dir` as a complete CTF
+    /// trace (metadata and one stream file per buffer holding data), without
+    /// disturbing the recording; repeatable. Discard sessions stream to their
+    /// directory instead and refuse this.
+    pub fn snapshot(&self, dir: &Path) -> Result<SnapshotInfo, Error> {
+        self.rec.snapshot(dir)
+    }
+
+    /// Counters of every buffer.
+    pub fn stats(&self) -> SessionStats {
+        self.rec.stats()
+    }
+
+    /// Stops the session and removes it: its events stop recording into it,
+    /// and its buffers are freed after a grace period.
+    pub fn destroy(self) -> Result<(), Error> {
+        self.rec.destroy()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.rec.destroy();
+    }
+}

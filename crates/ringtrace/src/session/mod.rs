@@ -1,0 +1,10 @@
+//! The public face of a session, above every other layer: the [`Session`]
+//! handle, the creation of a session from its builder (`create.rs`), and
+//! the session a program gets from its environment, with no code change
+//! (`env.rs`, `RINGTRACE_SESSION`).
+
+mod create;
+pub mod env;
+mod handle;
+
+pub use handle::Session;
