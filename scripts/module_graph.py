@@ -36,6 +36,7 @@ LAYERS = {
         ["fork"],
         ["ctl"],
         ["session"],
+        ["fuzz"],
     ],
 }
 

@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "fuzz")]
 pub mod fuzz_entry;
 pub mod layout;
 pub mod lex;

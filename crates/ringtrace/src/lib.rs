@@ -64,6 +64,8 @@ mod consume;
 mod control;
 pub mod ctl;
 mod fork;
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 pub mod output;
 mod record;
 pub mod recover;

@@ -8,7 +8,7 @@ fn replay_ctl_request_corpus() {
     let mut n = 0;
     for e in std::fs::read_dir(&dir).unwrap() {
         let data = std::fs::read(e.unwrap().path()).unwrap();
-        ringtrace::ctl::proto::fuzz_request(&data);
+        ringtrace::fuzz::ctl_request(&data);
         n += 1;
     }
     assert!(n >= 6, "seeds present in {}", dir.display());

@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| ringtrace::ctl::proto::fuzz_request(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ringtrace::fuzz::ctl_request(data));

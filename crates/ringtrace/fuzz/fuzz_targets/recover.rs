@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| ringtrace::recover::fuzz_buffer_file(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ringtrace::fuzz::recover_buffer_file(data));

@@ -273,19 +273,6 @@ pub enum FrameError {
     Proto(ProtoError),
 }
 
-/// The fuzz target's body (`fuzz/fuzz_targets/ctl_request.rs`), also run
-/// over the committed corpus by `tests/ctl_corpus.rs`: decoding any bytes
-/// (as a frame and as a request) never panics, and every request decoded
-/// encodes back to a text that decodes to the same request.
-pub fn fuzz_request(data: &[u8]) {
-    if let Ok(r) = Request::decode(data) {
-        let again = Request::decode(r.encode().as_bytes()).expect("an encoded request decodes");
-        assert_eq!(again, r);
-    }
-    let _ = read_frame(&mut &data[..], MAX_REQUEST);
-    let _ = decode_reply(data);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -336,64 +336,6 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
     validate::keep_valid(desc, out, r)
 }
 
-/// The trace description the fuzz target recovers against: the stream of
-/// a standalone channel (uuid 0) with a u64, a string and a byte-sequence
-/// event.
-pub fn fuzz_desc() -> TraceDesc {
-    use ctf::types::{ClockDesc, EventClass, Field, FieldType, IntType, StreamClass};
-    let class = |id: u32, ty: FieldType| EventClass {
-        id,
-        name: format!("fuzz:e{id}"),
-        loglevel: 6,
-        stream_id: 0,
-        fields: vec![Field::new("f", ty)],
-    };
-    TraceDesc {
-        uuid: [0; 16],
-        clock: ClockDesc {
-            name: "c".into(),
-            freq: 1_000_000_000,
-            offset_s: 0,
-            offset: 0,
-            precision: 1,
-            description: String::new(),
-        },
-        env: Vec::new(),
-        streams: vec![StreamClass {
-            id: 0,
-            header: crate::record::client::HEADER,
-        }],
-        events: vec![
-            class(0, FieldType::Int(IntType::unsigned(64))),
-            class(1, FieldType::String),
-            class(2, FieldType::Sequence(IntType::unsigned(8))),
-        ],
-    }
-}
-
-/// Fuzz entry: recovers the packets of a buffer file (arbitrary bytes) and
-/// reads every rebuilt packet back. Must never panic, and every packet it
-/// keeps reads back without error (validation passed it).
-pub fn fuzz_buffer_file(data: &[u8]) {
-    let Ok(f) = BufferFile::from_bytes(data.to_vec()) else {
-        return;
-    };
-    let desc = std::sync::Arc::new(fuzz_desc());
-    let mut r = FileReport::default();
-    for p in packets(&desc, &f, &mut r) {
-        let mut s = ctf::read::StreamReader::from_reader(
-            desc.clone(),
-            Path::new("fuzz"),
-            Box::new(std::io::Cursor::new(p)),
-        );
-        while let Some(item) = s.next_item().transpose() {
-            if let Err(e) = item {
-                panic!("a recovered packet does not read back: {e}");
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
