@@ -102,7 +102,7 @@ fn rust_macro(n: u64, dir: &Path) -> Result<Run, String> {
 
 fn tracing_layer(n: u64, dir: &Path) -> Result<Run, String> {
     let s = session(dir)?;
-    let sub = tracing_subscriber::registry().with(ringtrace_tracing::RingtraceLayer::new());
+    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
     let elapsed = tracing::subscriber::with_default(sub, || {
         let t = Instant::now();
         for i in 0..n {

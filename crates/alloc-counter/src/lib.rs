@@ -12,21 +12,21 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The counting allocator (install with `#[global_allocator]`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Counting;
 
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
+    /// This thread's allocations while counting: per thread, so that tests
+    /// counting on several threads at once do not see each other's.
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
 }
 
 fn count() {
     if COUNTING.with(|c| c.get()) {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        ALLOCS.with(|a| a.set(a.get() + 1));
     }
 }
 
@@ -51,9 +51,9 @@ unsafe impl GlobalAlloc for Counting {
 /// Runs `f` with counting on for the calling thread; returns its result
 /// and how many allocations it made (on this thread).
 pub fn counted<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = ALLOCS.with(Cell::get);
     COUNTING.with(|c| c.set(true));
     let r = f();
     COUNTING.with(|c| c.set(false));
-    (r, ALLOCS.load(Ordering::Relaxed) - before)
+    (r, ALLOCS.with(Cell::get) - before)
 }

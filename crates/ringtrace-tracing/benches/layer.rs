@@ -9,7 +9,6 @@ use std::sync::Mutex;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use ringtrace::{ChannelConfig, Mode, Session};
-use ringtrace_tracing::RingtraceLayer;
 use tracing_subscriber::prelude::*;
 
 const PATH: &str = "0123456789abcdef";
@@ -43,7 +42,7 @@ fn frontends(c: &mut Criterion) {
     }
     {
         let s = session(&tmp.join("layer"));
-        let sub = tracing_subscriber::registry().with(RingtraceLayer::new());
+        let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
         tracing::subscriber::with_default(sub, || {
             g.bench_function("tracing + ringtrace layer", |b| {
                 let mut i = 0u64;

@@ -1,7 +1,8 @@
 //! Event classes of `tracing` callsites, made on first use: the provider is
 //! the callsite's target, the name its name (`event src/main.rs:12` for
-//! events, the span name plus `.enter`, `.exit` or `.close` for spans), the
-//! fields its fields with the kinds of their first values. Each class is a
+//! events, the span name plus `.new`, `.record`, `.enter`, `.exit` or
+//! `.close` for spans), the fields its fields with the kinds of their first
+//! values (after the span id, for span classes). Each class is a
 //! leaked `'static` [`EventDesc`] registered with ringtrace, so sessions'
 //! enable rules apply to it like to any `event!`.
 //!
@@ -23,13 +24,21 @@ use crate::values::MAX_FIELDS;
 pub(crate) enum Role {
     /// A `tracing` event.
     Event,
-    /// Entering a span: its id, then its fields.
+    /// A span created: its id, then its fields.
+    New,
+    /// Values recorded into a span after its creation: its id, then its
+    /// fields (those not recorded by that call are empty).
+    Record,
+    /// Entering a span: its id.
     Enter,
     /// Leaving a span: its id.
     Exit,
     /// A span closed (last handle dropped): its id.
     Close,
 }
+
+/// The suffixes of a span's class names, one per span role.
+pub(crate) const SPAN_ROLES: [&str; 5] = [".new", ".record", ".enter", ".exit", ".close"];
 
 /// A callsite (its `'static` metadata's address) in one role.
 type Key = (usize, Role);
@@ -133,7 +142,7 @@ fn global(
             kind: FieldKind::Unsigned(64),
         });
     }
-    if matches!(role, Role::Event | Role::Enter) {
+    if matches!(role, Role::Event | Role::New | Role::Record) {
         for (f, k) in meta.fields().iter().zip(kinds()).take(MAX_FIELDS) {
             let name = ident(f.name(), &fields);
             fields.push(FieldDesc { name, kind: k });
@@ -141,9 +150,11 @@ fn global(
     }
     let name: &'static str = match role {
         Role::Event => meta.name(),
-        Role::Enter => String::leak(format!("{}.enter", meta.name())),
-        Role::Exit => String::leak(format!("{}.exit", meta.name())),
-        Role::Close => String::leak(format!("{}.close", meta.name())),
+        Role::New => String::leak(format!("{}{}", meta.name(), SPAN_ROLES[0])),
+        Role::Record => String::leak(format!("{}{}", meta.name(), SPAN_ROLES[1])),
+        Role::Enter => String::leak(format!("{}{}", meta.name(), SPAN_ROLES[2])),
+        Role::Exit => String::leak(format!("{}{}", meta.name(), SPAN_ROLES[3])),
+        Role::Close => String::leak(format!("{}{}", meta.name(), SPAN_ROLES[4])),
     };
     let desc: &'static EventDesc = Box::leak(Box::new(EventDesc::new(
         meta.target(),

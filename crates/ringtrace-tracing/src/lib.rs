@@ -1,21 +1,34 @@
 //! # ringtrace-tracing — `tracing` events and spans into ringtrace
 //!
 //! Owns: a [`tracing_subscriber::Layer`] that records each `tracing` event
-//! (its fields), and each span's enter (its id and fields), exit and close
-//! (its id) into the ringtrace sessions whose rules enable them. Event
-//! classes are made on first use of a callsite (`class.rs`): provider = the
-//! target, name = the callsite name, field kinds = the kinds of the first
-//! values (`u64`, `i64`, `f64`, `bool`; text for `&str`, `Debug` values and
-//! fields not recorded). Later values of another kind are converted (`as`
-//! between numbers, numbers into text; text into a number records 0).
+//! (its fields), each span's creation and later values (its id and
+//! fields), and its enter, exit and close (its id) into the ringtrace
+//! sessions whose rules enable them; and the per-layer filter
+//! ([`RingtraceFilter`]) that gives `tracing` each callsite's interest from
+//! those rules, so that callsites no session enables cost what a disabled
+//! `tracing` callsite costs. Event classes are made on first use of a
+//! callsite (`class.rs`): provider = the target, name = the callsite name,
+//! field kinds = the kinds of the first values (`u64`, `i64`, `f64`,
+//! `bool`; text for `&str`, `Debug` values and fields not recorded). Later
+//! values of another kind are converted (`as` between numbers, numbers
+//! into text; text into a number records 0).
 //!
 //! Must never: allocate, lock or make a system call when recording an
-//! event of a known callsite (values go to a stack area, `values.rs`);
+//! event or a span of a known callsite (values go to a stack area,
+//! `values.rs`; a span's values are recorded when given, never kept);
 //! record a value that does not match its class's metadata.
+//!
+//! ```text
+//!   tracing callsite ──► Interest (filter.rs, from the sessions' rules)
+//!        │ enabled
+//!        ▼
+//!   RingtraceLayer (lib.rs) ──► class (class.rs: one EventDesc per callsite and role)
+//!        └─► values (values.rs: fields on the stack) ──► EventDesc::emit
+//! ```
 //!
 //! ```no_run
 //! use tracing_subscriber::prelude::*;
-//! tracing_subscriber::registry().with(ringtrace_tracing::RingtraceLayer::new()).init();
+//! tracing_subscriber::registry().with(ringtrace_tracing::layer()).init();
 //! let s = ringtrace::Session::builder("app").output("/tmp/trace").enable("myapp*").create()?;
 //! s.start();
 //! tracing::info!(target: "myapp", id = 7u64, path = "/index", "request done");
@@ -25,17 +38,24 @@
 #![warn(missing_docs)]
 
 mod class;
+mod filter;
 mod values;
 
+pub use filter::RingtraceFilter;
+
 use tracing_core::span::{Attributes, Id, Record};
-use tracing_core::{Event, Subscriber};
+use tracing_core::{Dispatch, Event, Subscriber};
+use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
 use class::{class, Role};
 use values::{Values, MAX_FIELDS};
 
-/// The layer. Install it with `tracing_subscriber::registry().with(...)`.
+/// The layer, without a filter: it sees every callsite that some layer
+/// wants and records those whose classes a session enables. Prefer
+/// [`layer`], which adds [`RingtraceFilter`] so that callsites no session
+/// enables are disabled in `tracing` itself.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RingtraceLayer {
     _private: (),
@@ -49,8 +69,14 @@ impl RingtraceLayer {
     }
 }
 
-/// A span's recorded field values, kept in the registry's extensions.
-struct SpanValues(Box<Values>);
+/// The layer with its filter, to install with
+/// `tracing_subscriber::registry().with(ringtrace_tracing::layer())`.
+pub fn layer<S>() -> Filtered<RingtraceLayer, RingtraceFilter, S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    RingtraceLayer::new().with_filter(RingtraceFilter::new())
+}
 
 /// The kinds of the first `n` slots of `v`.
 fn kinds_of(v: &Values, n: usize) -> Vec<ringtrace::FieldKind> {
@@ -85,6 +111,10 @@ impl<S> Layer<S> for RingtraceLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
+    fn on_register_dispatch(&self, subscriber: &Dispatch) {
+        filter::remember(subscriber);
+    }
+
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
         let mut v = Values::new();
@@ -103,56 +133,50 @@ where
         emit(desc, None, &mut v);
     }
 
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else {
-            return;
-        };
-        let mut v = Box::new(Values::new());
-        attrs.record(v.as_mut());
-        span.extensions_mut().insert(SpanValues(v));
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
+        let meta = attrs.metadata();
+        let mut v = Values::new();
+        attrs.record(&mut v);
+        let desc = class(meta, Role::New, || kinds_of(&v, meta.fields().len()));
+        if desc.is_enabled() {
+            emit(desc, Some(id.into_u64()), &mut v);
+        }
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else {
+        let Some(meta) = ctx.metadata(id) else {
             return;
         };
-        let mut ext = span.extensions_mut();
-        if let Some(v) = ext.get_mut::<SpanValues>() {
-            values.record(v.0.as_mut());
+        let mut v = Values::new();
+        values.record(&mut v);
+        let desc = class(meta, Role::Record, || kinds_of(&v, meta.fields().len()));
+        if desc.is_enabled() {
+            emit(desc, Some(id.into_u64()), &mut v);
         }
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else {
-            return;
-        };
-        let meta = span.metadata();
-        let ext = span.extensions();
-        let Some(SpanValues(v)) = ext.get::<SpanValues>() else {
-            return;
-        };
-        let desc = class(meta, Role::Enter, || kinds_of(v, meta.fields().len()));
-        if desc.is_enabled() {
-            let mut copy = (**v).clone();
-            emit(desc, Some(id.into_u64()), &mut copy);
-        }
+        span_event(id, &ctx, Role::Enter);
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(id) {
-            let desc = class(span.metadata(), Role::Exit, Vec::new);
-            if desc.is_enabled() {
-                emit(desc, Some(id.into_u64()), &mut Values::new());
-            }
-        }
+        span_event(id, &ctx, Role::Exit);
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(&id) {
-            let desc = class(span.metadata(), Role::Close, Vec::new);
-            if desc.is_enabled() {
-                emit(desc, Some(id.into_u64()), &mut Values::new());
-            }
+        span_event(&id, &ctx, Role::Close);
+    }
+}
+
+/// Records `role` (enter, exit, close) of span `id`: its id only.
+fn span_event<S>(id: &Id, ctx: &Context<'_, S>, role: Role)
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    if let Some(meta) = ctx.metadata(id) {
+        let desc = class(meta, role, Vec::new);
+        if desc.is_enabled() {
+            emit(desc, Some(id.into_u64()), &mut Values::new());
         }
     }
 }

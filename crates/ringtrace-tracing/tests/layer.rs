@@ -1,7 +1,8 @@
-//! The `tracing` layer end to end: events and span enter/exit/close with
-//! their values in a ringtrace trace (read by our reader and by
+//! The `tracing` layer end to end: events and span new/record/enter/exit/
+//! close with their values in a ringtrace trace (read by our reader and by
 //! babeltrace2), class names from target and callsite, enable rules and
-//! levels, names that are not identifiers, and no allocation per event.
+//! levels (and the callsite interest they give `tracing`), names that are
+//! not identifiers, and no allocation per event or span.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,7 +10,6 @@ use std::process::Command;
 use ctf::read::{Item, Trace};
 use ctf::value::Value;
 use ringtrace::{ChannelConfig, Level, Mode, Session};
-use ringtrace_tracing::RingtraceLayer;
 use tracing_subscriber::prelude::*;
 
 #[global_allocator]
@@ -56,7 +56,7 @@ fn s(v: &str) -> Value {
 fn events_and_spans_are_recorded_with_their_values() {
     let dir = tmpdir("values");
     let sess = session(&dir, "layertest*", Level::Debug);
-    let sub = tracing_subscriber::registry().with(RingtraceLayer::new());
+    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
     let line = tracing::subscriber::with_default(sub, || {
         let span = tracing::info_span!(target: "layertest::db", "query", table = "users", rows = tracing::field::Empty);
         span.record("rows", 3u64);
@@ -78,6 +78,8 @@ fn events_and_spans_are_recorded_with_their_values() {
     assert_eq!(
         names,
         [
+            "layertest::db:query.new",
+            "layertest::db:query.record",
             "layertest::db:query.enter",
             &ev_name,
             &ev_name,
@@ -90,14 +92,21 @@ fn events_and_spans_are_recorded_with_their_values() {
         (n, Value::Uint(id)) if n == "span_id" => *id,
         other => panic!("{other:?}"),
     };
+    // Created with `rows` empty (text, from its first value: none); the
+    // record gives `rows` (a u64 in the `.record` class) and not `table`.
     assert_eq!(
         evs[0].1[1..],
+        [("table".into(), s("users")), ("rows".into(), s(""))]
+    );
+    assert_eq!(
+        evs[1].1,
         [
-            ("table".into(), s("users")),
+            ("span_id".into(), Value::Uint(span_id)),
+            ("table".into(), s("")),
             ("rows".into(), Value::Uint(3))
         ]
     );
-    for (i, e) in evs[1..4].iter().enumerate() {
+    for (i, e) in evs[3..6].iter().enumerate() {
         let i = i as u64;
         assert_eq!(
             e.1,
@@ -111,7 +120,7 @@ fn events_and_spans_are_recorded_with_their_values() {
             ]
         );
     }
-    for e in &evs[4..] {
+    for e in [&evs[2], &evs[6], &evs[7]] {
         assert_eq!(e.1, [("span_id".to_string(), Value::Uint(span_id))]);
     }
     // babeltrace2 reads the same trace (names with spaces, converted field names).
@@ -123,7 +132,7 @@ fn events_and_spans_are_recorded_with_their_values() {
         let out = Command::new("babeltrace2").arg(&dir).output().unwrap();
         assert!(out.status.success(), "{out:?}");
         let text = String::from_utf8(out.stdout).unwrap();
-        assert_eq!(text.lines().count(), 6, "{text}");
+        assert_eq!(text.lines().count(), 8, "{text}");
         assert!(text.contains(&format!("{ev_name}: ")), "{text}");
         assert!(text.contains("http_method = \"GET\""), "{text}");
     } else {
@@ -138,7 +147,7 @@ fn events_and_spans_are_recorded_with_their_values() {
 fn message_and_level_rules_apply() {
     let dir = tmpdir("levels");
     let sess = session(&dir, "leveltest:*", Level::Warning);
-    let sub = tracing_subscriber::registry().with(RingtraceLayer::new());
+    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
     tracing::subscriber::with_default(sub, || {
         for i in 0..5u64 {
             tracing::info!(target: "leveltest", i, "not recorded: info is below warning");
@@ -171,10 +180,11 @@ fn message_and_level_rules_apply() {
 fn values_of_another_kind_are_converted_to_the_first_ones() {
     let dir = tmpdir("convert");
     let sess = session(&dir, "convtest:*", Level::Debug);
-    let sub = tracing_subscriber::registry().with(RingtraceLayer::new());
+    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
     tracing::subscriber::with_default(sub, || {
         // One span callsite; its `n` field gets a different type in each
-        // span (the class is made at the first enter: n is a u64).
+        // span (the `.record` class is made at the first record: n is a
+        // u64, label, not given then, is text).
         let spans = (0..4).map(|_| {
             tracing::info_span!(target: "convtest", "work", n = tracing::field::Empty, label = tracing::field::Empty)
         });
@@ -189,20 +199,103 @@ fn values_of_another_kind_are_converted_to_the_first_ones() {
         }
     });
     sess.stop().unwrap();
-    let enters: Vec<Vec<(String, Value)>> = read(&dir)
-        .into_iter()
-        .filter(|e| e.0 == "convtest:work.enter")
-        .map(|e| e.1[1..].to_vec())
-        .collect();
-    let row = |n: Value, l: &str| vec![("n".to_string(), n), ("label".to_string(), s(l))];
+    let evs = read(&dir);
+    let of = |name: &str| -> Vec<Vec<(String, Value)>> {
+        evs.iter()
+            .filter(|e| e.0 == name)
+            .map(|e| e.1[1..].to_vec())
+            .collect()
+    };
+    let row = |n: Value, l: Value| vec![("n".to_string(), n), ("label".to_string(), l)];
+    assert_eq!(of("convtest:work.new"), vec![row(s(""), s("")); 4]);
     assert_eq!(
-        enters,
+        of("convtest:work.record"),
         [
-            row(Value::Uint(7), "first"),
-            row(Value::Uint(-2i64 as u64), "5"), // i64 as u64; a number as text
-            row(Value::Uint(0), "true"),         // text into a number: 0
-            row(Value::Uint(0), ""),             // not recorded
+            row(Value::Uint(7), s("")),
+            row(Value::Uint(0), s("first")),       // not given: 0
+            row(Value::Uint(-2i64 as u64), s("")), // i64 as u64
+            row(Value::Uint(0), s("5")),           // a number as text
+            row(Value::Uint(0), s("")),            // text into a number: 0
+            row(Value::Uint(0), s("true")),
         ]
+    );
+    assert_eq!(of("convtest:work.enter").len(), 4);
+}
+
+#[test]
+fn callsites_no_session_enables_are_disabled_in_tracing() {
+    let dir = tmpdir("interest");
+    let sess = session(&dir, "interesttest:*", Level::Info);
+    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
+    tracing::subscriber::with_default(sub, || {
+        let on = || {
+            (
+                tracing::enabled!(target: "interesttest", tracing::Level::INFO),
+                tracing::enabled!(target: "interesttest", tracing::Level::DEBUG),
+                tracing::enabled!(target: "latertest", tracing::Level::INFO),
+                tracing::span_enabled!(target: "latertest", tracing::Level::INFO),
+            )
+        };
+        let emit = |k: u64| tracing::info!(target: "latertest", k);
+        // Only the enabled target at an enabled level passes.
+        assert_eq!(on(), (true, false, false, false));
+        emit(1); // disabled in tracing: not recorded
+                 // A rule added while the program runs changes the callsites'
+                 // interest at once (ringtrace's hook rebuilds tracing's cache).
+        sess.enable(None, "latertest:*", Level::Debug).unwrap();
+        assert_eq!(on(), (true, false, true, true));
+        // A change made on a thread outside this scoped subscriber (as the
+        // control socket's thread is) re-evaluates the callsites with this
+        // subscriber, not with that thread's (none), which would turn
+        // every callsite off.
+        std::thread::scope(|t| {
+            t.spawn(|| sess.disable(None, "unrelated:*").unwrap());
+        });
+        assert_eq!(on(), (true, false, true, true));
+        emit(2);
+        sess.disable(None, "latertest:*").unwrap();
+        assert_eq!(on(), (true, false, false, false));
+        emit(3);
+    });
+    sess.stop().unwrap();
+    let evs = read(&dir);
+    assert_eq!(evs.len(), 1, "{evs:?}");
+    assert_eq!(evs[0].1, [("k".to_string(), Value::Uint(2))]);
+}
+
+#[test]
+fn recording_spans_does_not_allocate() {
+    let dir = tmpdir("spannoalloc");
+    let sess = session(&dir, "spanalloctest*", Level::Debug);
+    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
+    tracing::subscriber::with_default(sub, || {
+        let work = |n: u64| {
+            for i in 0..n {
+                let span = tracing::info_span!(target: "spanalloctest", "req", id = i, state = tracing::field::Empty);
+                span.record("state", "done");
+                span.in_scope(|| tracing::info!(target: "spanalloctest", i));
+            }
+        };
+        work(10); // first use: makes the classes
+        let ((), allocs) = alloc_counter::counted(|| work(5_000));
+        assert_eq!(allocs, 0, "allocations while recording spans");
+    });
+    sess.stop().unwrap();
+    let evs = read(&dir);
+    // Per span: new, record, enter, the event, exit, close.
+    assert_eq!(evs.len(), 6 * 5_010);
+    let names: Vec<&str> = evs[..6].iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        names[..3],
+        [
+            "spanalloctest:req.new",
+            "spanalloctest:req.record",
+            "spanalloctest:req.enter"
+        ]
+    );
+    assert_eq!(
+        names[4..],
+        ["spanalloctest:req.exit", "spanalloctest:req.close"]
     );
 }
 
@@ -210,7 +303,7 @@ fn values_of_another_kind_are_converted_to_the_first_ones() {
 fn recording_a_known_callsite_does_not_allocate() {
     let dir = tmpdir("noalloc");
     let sess = session(&dir, "noalloctest*", Level::Debug);
-    let sub = tracing_subscriber::registry().with(RingtraceLayer::new());
+    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
     tracing::subscriber::with_default(sub, || {
         let emit = |n: u64| {
             for i in 0..n {

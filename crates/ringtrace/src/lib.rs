@@ -75,7 +75,9 @@ mod sys;
 pub use consume::SnapshotInfo;
 pub use control::config::{Buffers, ChannelConfig, Mode, SessionBuilder};
 pub use control::pattern;
-pub use control::registry::{register, register_all};
+pub use control::registry::{
+    on_rules_change, register, register_all, rules_enable, rules_generation, MAX_HOOKS,
+};
 pub use control::stats::{BufferStats, ChannelStats, SessionStats};
 pub use record::clock::clock;
 pub use record::desc::{all_events, EventDesc, FieldDesc, EVENTS};

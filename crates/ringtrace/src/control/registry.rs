@@ -12,7 +12,7 @@
 //! here publishes its probes; the session's output is the consumer's
 //! (`consume/`), and `session/create.rs` starts the threads.
 
-use std::sync::atomic::Ordering::*;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::control::config::Rule;
@@ -66,6 +66,8 @@ pub(crate) fn add_session(s: Arc<SessionState>) {
     let mut c = control();
     c.sessions.push(s);
     republish(&mut c);
+    drop(c);
+    rules_changed();
 }
 
 /// Adds a descriptor built at run time (a `tracing` layer's callsite, a
@@ -145,6 +147,8 @@ fn add_rule(s: &Arc<SessionState>, channel: Option<&str>, rule: Rule) -> Result<
     }
     let after = count_wanted(s, &events);
     republish(&mut c);
+    drop(c);
+    rules_changed();
     Ok(before.abs_diff(after))
 }
 
@@ -258,4 +262,72 @@ pub(crate) fn remove(s: &Arc<SessionState>) {
     s.destroyed.store(true, Relaxed);
     c.sessions.retain(|o| !Arc::ptr_eq(o, s));
     republish(&mut c);
+    drop(c);
+    rules_changed();
+}
+
+/// Whether some session's rules record an event named `provider:name` of
+/// level `level` (in some channel), as they would decide for an `event!`
+/// of that name: for integrations that keep their own per-call-site
+/// filter (the `tracing` layer's `Interest`), with [`rules_generation`]
+/// and [`on_rules_change`] to know when to ask again. Takes the control
+/// lock: not for the recording path.
+pub fn rules_enable(provider: &str, name: &str, level: Level) -> bool {
+    let full = format!("{provider}:{name}");
+    let c = control();
+    c.sessions.iter().any(|s| {
+        let meta = s.meta.lock().unwrap_or_else(|e| e.into_inner());
+        !s.destroyed.load(Relaxed)
+            && meta
+                .rules
+                .iter()
+                .any(|r| crate::control::config::enabled_by(r, &full, level))
+    })
+}
+
+/// Counts the changes of what [`rules_enable`] answers: a session created
+/// or destroyed, a rule added. An answer cached with an older count may be
+/// stale.
+pub fn rules_generation() -> u64 {
+    GENERATION.load(Acquire)
+}
+
+/// Calls `hook` after every change that [`rules_generation`] counts, on
+/// the thread that made it, outside every lock of the tracer (the hook may
+/// call [`rules_enable`]). At most [`MAX_HOOKS`] hooks; a hook given twice
+/// is kept once. Returns false if there is no room.
+pub fn on_rules_change(hook: fn()) -> bool {
+    let h = hook as usize;
+    for slot in &HOOKS {
+        match slot.compare_exchange(0, h, AcqRel, Acquire) {
+            Ok(_) => return true,
+            Err(old) if old == h => return true,
+            Err(_) => {}
+        }
+    }
+    false
+}
+
+/// Room for [`on_rules_change`] hooks.
+pub const MAX_HOOKS: usize = 8;
+
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Function pointers as addresses, 0 for none: no lock, so a `fork` child
+/// never inherits one held.
+static HOOKS: [AtomicUsize; MAX_HOOKS] = [const { AtomicUsize::new(0) }; MAX_HOOKS];
+
+fn rules_changed() {
+    GENERATION.fetch_add(1, AcqRel);
+    for slot in &HOOKS {
+        let h = slot.load(Acquire);
+        if h != 0 {
+            // SAFETY: a non-zero slot holds a `fn()` stored by
+            // `on_rules_change` (`fn` pointers are never null, and a
+            // function pointer round-trips through `usize` on every
+            // platform Rust supports with atomics of that width).
+            let f: fn() = unsafe { std::mem::transmute::<usize, fn()>(h) };
+            f();
+        }
+    }
 }
