@@ -7,7 +7,20 @@
 //! ([`read`]) and merges all streams by time ([`merge`]). It never panics on
 //! input and names the file and byte offset of anything it cannot read. It
 //! knows nothing of ring buffers or sessions.
-
+//!
+//! ## Module map
+//!
+//! Each module imports only those below it (checked by
+//! `scripts/module_graph.py`):
+//!
+//! ```text
+//!   merge ─► read ─► parse ─► lex
+//!              │       └────► types
+//!              ├─► layout ──► types
+//!              └─► value ───► types
+//!   tsdl ─► types                      (the writer's side: metadata text)
+//!   fuzz_entry ─► parse, read, tsdl    (feature `fuzz` only)
+//! ```
 #![warn(missing_docs)]
 
 #[cfg(feature = "fuzz")]

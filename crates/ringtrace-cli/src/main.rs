@@ -1,5 +1,14 @@
 //! The `ringtrace` command: run the demo, record a program, read traces
 //! (view, stats, export) and control traced processes live (ctl).
+//!
+//! Module map: one module per subcommand, over shared helpers; no
+//! subcommand imports another (checked by `scripts/module_graph.py`).
+//!
+//! ```text
+//!   demo, record, view, stats, export, recover, ctl, docs   (subcommands)
+//!     └─► read (open traces, progress), pretty (event text),
+//!         outdir (-o folders the user owns), out (aligned tables, errors)
+//! ```
 
 #[macro_use]
 mod out;

@@ -13,6 +13,12 @@
 //!        │ constructor                                                     │ field words + static kinds
 //!        ▼                                                                 ▼
 //!   ringtrace_register_events ─► EventDesc (leaked, 'static) ─► ringtrace::register_all / EventDesc::emit
+//! ```//!
+//! Module map (each imports only those below it):
+//!
+//! ```text
+//!   session (ringtrace_session_*) ─► error (last error), event
+//!   emit (ringtrace_emit) ─► event (descriptor layout, registration)
 //! ```
 #![warn(missing_docs)]
 

@@ -12,6 +12,13 @@
 //! kernel tracing* (2010), section 5.3, which extends a narrower hardware
 //! counter to 64 bits (explained in `synthetic.rs`). Reading a clock
 //! never allocates, locks or makes a system call.
+//!
+//! ## Module map
+//!
+//! ```text
+//!   calibrate (TraceClock: source, frequency, offset) ─► tsc (rdtsc, CPU flags, clock_gettime)
+//!   synthetic (the 64-bit extension of a narrow counter; stands alone)
+//! ```
 
 #![warn(missing_docs)]
 
