@@ -80,6 +80,13 @@ pub struct TraceClock {
 impl TraceClock {
     /// Chooses the source (`RINGTRACE_CLOCK` first, then the TSC if it is
     /// invariant) and calibrates it (about 100 ms for the TSC).
+    ///
+    /// ```
+    /// let clock = traceclock::TraceClock::detect();
+    /// let (a, b) = (clock.now(), clock.now());
+    /// assert!(b >= a, "one thread's readings never go back");
+    /// assert!(clock.freq > 0);
+    /// ```
     pub fn detect() -> TraceClock {
         // SAFETY: getauxval reads the auxiliary vector. A setuid or setgid
         // program ignores its invoker's environment (`secure_getenv`).

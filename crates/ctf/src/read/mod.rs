@@ -166,6 +166,20 @@ pub struct Trace {
 impl Trace {
     /// Opens `dir`: parses `dir/metadata` and lists the stream files (every
     /// regular file except `metadata` and dot-files).
+    ///
+    /// ```no_run
+    /// use ctf::read::{Item, Trace};
+    ///
+    /// let trace = Trace::open(std::path::Path::new("/tmp/trace"))?;
+    /// for item in ctf::merge::Merger::new(&trace) {
+    ///     // (stream index, item), every stream merged by time
+    ///     if let (_, Item::Event(e)) = item? {
+    ///         let class = &trace.desc.events[e.class];
+    ///         println!("{} {} {:?}", e.ts, class.name, e.values);
+    ///     }
+    /// }
+    /// # Ok::<(), ctf::read::ReadError>(())
+    /// ```
     pub fn open(dir: &Path) -> Result<Trace, ReadError> {
         let mpath = dir.join("metadata");
         let text = read_metadata(&mpath)?;
