@@ -94,13 +94,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                         (Kind::Instant, _) => {
                             o.insert("ph".into(), json!("i"));
                             o.insert("s".into(), json!("t"));
-                            o.insert(
-                                "name".into(),
-                                json!(class
-                                    .name
-                                    .split_once(':')
-                                    .map_or(class.name.as_str(), |x| x.1)),
-                            );
+                            o.insert("name".into(), json!(super::instant_name(&class.name)));
                         }
                         (Kind::Begin | Kind::End, Some(idv)) => {
                             o.insert(

@@ -1,7 +1,9 @@
 //! `ringtrace export`: converts a trace for ui.perfetto.dev and
 //! chrome://tracing. One track per CPU buffer, instant events with their
 //! fields as arguments, and begin/end pairs (`*_begin`/`*_end`,
-//! `*_entry`/`*_exit`) as slices. Two formats: Chrome trace-event JSON
+//! `*_entry`/`*_exit`, and the `tracing` layer's `<span>.enter`/`.exit`,
+//! paired by `id` or `span_id`) as slices. The category is the provider
+//! (a `tracing` target such as `app::db` kept whole). Two formats: Chrome trace-event JSON
 //! (`chrome.rs`) and Perfetto's protobuf trace (`perfetto.rs`).
 
 mod chrome;
@@ -84,8 +86,10 @@ pub(crate) fn kind(name: &str) -> (Kind, &str) {
     for (suffix, k) in [
         ("_begin", Kind::Begin),
         ("_entry", Kind::Begin),
+        (".enter", Kind::Begin),
         ("_end", Kind::End),
         ("_exit", Kind::End),
+        (".exit", Kind::End),
     ] {
         if let Some(stem) = name.strip_suffix(suffix) {
             return (k, stem);
@@ -94,19 +98,49 @@ pub(crate) fn kind(name: &str) -> (Kind, &str) {
     (Kind::Instant, name)
 }
 
+/// A class name's provider and event name, split at the first `:` that is
+/// not part of a `::` path separator: a `tracing` target `app::db` stays
+/// whole, and the event name keeps its own colons (`event src/db.rs:42`).
+/// No provider: `("", name)`.
+pub(crate) fn split_name(name: &str) -> (&str, &str) {
+    let b = name.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b':' {
+            if b.get(i + 1) == Some(&b':') {
+                i += 2;
+                continue;
+            }
+            return (&name[..i], &name[i + 1..]);
+        }
+        i += 1;
+    }
+    ("", name)
+}
+
 /// How each event class of `desc` is drawn: its kind, its category (the
 /// provider), its name (without a begin/end suffix), and the position of
-/// its `id` field, which keys begin/end pairs when present.
+/// its `id` (or `span_id`) field, which keys begin/end pairs when present.
 pub(crate) fn classes(desc: &TraceDesc) -> Vec<(Kind, String, String, Option<usize>)> {
     desc.events
         .iter()
         .map(|c| {
             let (k, stem) = kind(&c.name);
-            let (cat, name) = stem.split_once(':').unwrap_or(("", stem));
-            let id = c.fields.iter().position(|f| f.name == "id");
+            let (cat, name) = split_name(stem);
+            let id = c
+                .fields
+                .iter()
+                .position(|f| f.name == "id")
+                .or_else(|| c.fields.iter().position(|f| f.name == "span_id"));
             (k, cat.to_string(), name.to_string(), id)
         })
         .collect()
+}
+
+/// The name an instant event is shown with: its class name without the
+/// provider.
+pub(crate) fn instant_name(class: &str) -> &str {
+    split_name(class).1
 }
 
 /// The traced process's pid and name, from the trace's env block.
@@ -160,5 +194,24 @@ mod tests {
         assert_eq!(kind("a:req_begin"), (Kind::Begin, "a:req"));
         assert_eq!(kind("a:sys_exit"), (Kind::End, "a:sys"));
         assert_eq!(kind("a:tick"), (Kind::Instant, "a:tick"));
+        assert_eq!(kind("app::db:query.enter"), (Kind::Begin, "app::db:query"));
+        assert_eq!(kind("app::db:query.exit"), (Kind::End, "app::db:query"));
+        assert_eq!(
+            kind("app::db:query.new"),
+            (Kind::Instant, "app::db:query.new")
+        );
+    }
+
+    #[test]
+    fn provider_paths_stay_whole() {
+        assert_eq!(split_name("demo:request_begin"), ("demo", "request_begin"));
+        assert_eq!(split_name("app::db:query"), ("app::db", "query"));
+        assert_eq!(
+            split_name("app::db::pool:event src/db.rs:42"),
+            ("app::db::pool", "event src/db.rs:42")
+        );
+        assert_eq!(split_name("noprovider"), ("", "noprovider"));
+        assert_eq!(split_name("a::b"), ("", "a::b"));
+        assert_eq!(split_name(":x"), ("", "x"));
     }
 }

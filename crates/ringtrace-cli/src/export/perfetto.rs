@@ -221,10 +221,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                         (Kind::Instant, _) => (
                             INSTANT,
                             cpu_track,
-                            class
-                                .name
-                                .split_once(':')
-                                .map_or(class.name.clone(), |x| x.1.to_string()),
+                            super::instant_name(&class.name).to_string(),
                         ),
                         (Kind::Begin, Some(key)) => {
                             let l = lanes.entry(name.clone()).or_default();
@@ -260,10 +257,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                                 None => (
                                     INSTANT,
                                     cpu_track,
-                                    class
-                                        .name
-                                        .split_once(':')
-                                        .map_or(class.name.clone(), |x| x.1.to_string()),
+                                    super::instant_name(&class.name).to_string(),
                                 ),
                             }
                         }

@@ -1,0 +1,109 @@
+//! `export` of what the `tracing` layer writes: a span's `.enter`/`.exit`
+//! pair becomes a slice keyed by its `span_id`, and a target with `::`
+//! (`app::db`) stays whole as the category, with the event name keeping
+//! its own colons (`event src/db.rs:42`).
+
+use ringtrace::{ChannelConfig, EventDesc, FieldDesc, FieldKind, Level, Mode, Session};
+
+mod common;
+use common::*;
+
+/// A descriptor as the `tracing` layer makes one (provider, name, fields).
+fn desc(
+    provider: &'static str,
+    name: &'static str,
+    fields: &'static [FieldDesc],
+) -> &'static EventDesc {
+    let d: &'static EventDesc = Box::leak(Box::new(EventDesc::new(
+        provider,
+        name,
+        Level::Info,
+        fields,
+        "tests/export_spans.rs",
+        1,
+    )));
+    ringtrace::register(d);
+    d
+}
+
+const SPAN: &[FieldDesc] = &[FieldDesc {
+    name: "span_id",
+    kind: FieldKind::Unsigned(64),
+}];
+
+const ROWS: &[FieldDesc] = &[FieldDesc {
+    name: "rows",
+    kind: FieldKind::Unsigned(64),
+}];
+
+#[test]
+fn tracing_spans_export_as_slices_with_whole_targets() {
+    let dir = tmp("spans");
+    let s = Session::builder("spans")
+        .output(&dir)
+        .mode(Mode::Discard)
+        .channel(ChannelConfig::new("c").per_thread())
+        .enable("app::db:*")
+        .create()
+        .unwrap();
+    s.start();
+    let enter = desc("app::db", "query.enter", SPAN);
+    let exit = desc("app::db", "query.exit", SPAN);
+    let event = desc("app::db", "event src/db.rs:42", ROWS);
+    let u64_payload = |v: u64| move |b: &mut [u8]| b.copy_from_slice(&v.to_le_bytes());
+    // Two spans, the second nested in the first.
+    enter.emit(8, u64_payload(1));
+    enter.emit(8, u64_payload(2));
+    event.emit(8, u64_payload(7));
+    exit.emit(8, u64_payload(2));
+    exit.emit(8, u64_payload(1));
+    s.stop().unwrap();
+    drop(s);
+
+    let out = tmp("spans.json");
+    let o = run(&[
+        "export",
+        dir.to_str().unwrap(),
+        "--format",
+        "chrome-json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.ok, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let evs: Vec<&serde_json::Value> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] != "M")
+        .collect();
+    let row = |e: &serde_json::Value| {
+        (
+            e["ph"].as_str().unwrap().to_string(),
+            e["cat"].as_str().unwrap().to_string(),
+            e["name"].as_str().unwrap().to_string(),
+            e.get("id").map(|i| i.as_str().unwrap().to_string()),
+        )
+    };
+    let rows: Vec<_> = evs.iter().map(|e| row(e)).collect();
+    let r = |ph: &str, name: &str, id: Option<&str>| {
+        (
+            ph.to_string(),
+            "app::db".to_string(),
+            name.to_string(),
+            id.map(str::to_string),
+        )
+    };
+    assert_eq!(
+        rows,
+        [
+            r("b", "query", Some("1")),
+            r("b", "query", Some("2")),
+            r("i", "event src/db.rs:42", None),
+            r("e", "query", Some("2")),
+            r("e", "query", Some("1")),
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&out);
+}
