@@ -26,7 +26,7 @@
 #[cfg(feature = "fuzz")]
 pub mod fuzz_entry;
 pub mod layout;
-pub mod lex;
+mod lex;
 pub mod parse;
 pub mod tsdl;
 pub mod types;
