@@ -171,6 +171,60 @@ fn global(
     desc
 }
 
+/// The class that replaces `old` for `meta` in `role` when a value does
+/// not fit `old`'s kinds: the same name, with each field of `kinds` (the
+/// kinds after the span id, widened by the caller: a field whose value did
+/// not fit becomes text) also widened against the newest class of the
+/// callsite, which another thread may have made. Made once per set of
+/// kinds and registered like the first one; the callsite uses it from then
+/// on (the old class stays valid for what was recorded with it).
+pub(crate) fn widen(
+    meta: &'static Metadata<'static>,
+    role: Role,
+    old: &'static EventDesc,
+    kinds: Vec<FieldKind>,
+) -> &'static EventDesc {
+    let key = (meta as *const Metadata<'static> as usize, role);
+    let head = usize::from(role != Role::Event);
+    let mut g = CLASSES.lock().unwrap_or_else(|e| e.into_inner());
+    let map = g.get_or_insert_with(Map::default);
+    let newest = map.get(&key).copied().unwrap_or(old);
+    let kinds: Vec<FieldKind> = kinds
+        .iter()
+        .zip(&newest.fields[head..])
+        .map(|(&k, f)| if k == f.kind { k } else { FieldKind::Str })
+        .collect();
+    let d = if newest.fields[head..]
+        .iter()
+        .map(|f| f.kind)
+        .eq(kinds.iter().copied())
+    {
+        newest
+    } else {
+        let mut fields: Vec<FieldDesc> = newest.fields[..head].to_vec();
+        fields.extend(
+            newest.fields[head..]
+                .iter()
+                .zip(&kinds)
+                .map(|(f, &kind)| FieldDesc { name: f.name, kind }),
+        );
+        let d: &'static EventDesc = Box::leak(Box::new(EventDesc::new(
+            newest.provider,
+            newest.name,
+            newest.level,
+            Vec::leak(fields),
+            newest.file,
+            newest.line,
+        )));
+        ringtrace::register(d);
+        map.insert(key, d);
+        d
+    };
+    drop(g);
+    LOCAL.with(|l| l.borrow_mut().insert(key, d));
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

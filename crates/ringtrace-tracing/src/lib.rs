@@ -9,9 +9,12 @@
 //! `tracing` callsite costs. Event classes are made on first use of a
 //! callsite (`class.rs`): provider = the target, name = the callsite name,
 //! field kinds = the kinds of the first values (`u64`, `i64`, `f64`,
-//! `bool`; text for `&str`, `Debug` values and fields not recorded). Later
-//! values of another kind are converted (`as` between numbers, numbers
-//! into text; text into a number records 0).
+//! `bool`; text for `&str`, `Debug` values and fields not recorded). A
+//! later value that a field's kind cannot keep exactly (text where the
+//! first value was a number, a negative number where it was unsigned)
+//! moves the callsite to a class of the same name whose field is text:
+//! no value is ever changed or recorded as 0 (a field that a call does not
+//! record is written as 0, false or empty text).
 //!
 //! Must never: allocate, lock or make a system call when recording an
 //! event or a span of a known callsite (values go to a stack area,
@@ -44,7 +47,7 @@ mod values;
 pub use filter::RingtraceFilter;
 
 use tracing_core::span::{Attributes, Id, Record};
-use tracing_core::{Dispatch, Event, Subscriber};
+use tracing_core::{Dispatch, Event, Metadata, Subscriber};
 use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
@@ -86,17 +89,29 @@ fn kinds_of(v: &Values, n: usize) -> Vec<ringtrace::FieldKind> {
         .collect()
 }
 
-/// Records `v` (after the span id, for span classes) as `desc`'s payload.
-fn emit(desc: &'static ringtrace::EventDesc, span_id: Option<u64>, v: &mut Values) {
-    let (head, kinds) = match span_id {
-        Some(_) => (8, &desc.fields[1..]),
-        None => (0, desc.fields),
-    };
+/// Records `v` (after the span id, for span classes) as the payload of
+/// `desc`, the class of `meta` in `role`; if a value does not fit the
+/// class's kinds (text where the first value was a number, say), as the
+/// payload of a class whose fields keep it (`class::widen`), so no value
+/// is ever changed.
+fn emit(
+    meta: &'static Metadata<'static>,
+    role: Role,
+    mut desc: &'static ringtrace::EventDesc,
+    span_id: Option<u64>,
+    v: &mut Values,
+) {
+    let head = if span_id.is_some() { 8 } else { 0 };
     let mut ks = [ringtrace::FieldKind::Bool; MAX_FIELDS];
-    for (k, f) in ks.iter_mut().zip(kinds) {
-        *k = f.kind;
+    let mut n = fill_kinds(desc, span_id.is_some(), &mut ks);
+    if !v.fits(&ks[..n]) {
+        desc = class::widen(meta, role, desc, v.widened(&ks[..n]));
+        if !desc.is_enabled() {
+            return;
+        }
+        n = fill_kinds(desc, span_id.is_some(), &mut ks);
     }
-    let ks = &ks[..kinds.len()];
+    let ks = &ks[..n];
     v.normalize(ks);
     let len = head + v.len(ks);
     desc.emit(len, |out| {
@@ -105,6 +120,20 @@ fn emit(desc: &'static ringtrace::EventDesc, span_id: Option<u64>, v: &mut Value
         }
         v.write(ks, &mut out[head..]);
     });
+}
+
+/// The kinds of `desc`'s fields after the span id (for span classes) into
+/// `ks`; returns how many.
+fn fill_kinds(
+    desc: &ringtrace::EventDesc,
+    span: bool,
+    ks: &mut [ringtrace::FieldKind; MAX_FIELDS],
+) -> usize {
+    let fields = if span { &desc.fields[1..] } else { desc.fields };
+    for (k, f) in ks.iter_mut().zip(fields) {
+        *k = f.kind;
+    }
+    fields.len().min(MAX_FIELDS)
 }
 
 impl<S> Layer<S> for RingtraceLayer
@@ -130,7 +159,7 @@ where
         if !visited {
             event.record(&mut v);
         }
-        emit(desc, None, &mut v);
+        emit(meta, Role::Event, desc, None, &mut v);
     }
 
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
@@ -139,7 +168,7 @@ where
         attrs.record(&mut v);
         let desc = class(meta, Role::New, || kinds_of(&v, meta.fields().len()));
         if desc.is_enabled() {
-            emit(desc, Some(id.into_u64()), &mut v);
+            emit(meta, Role::New, desc, Some(id.into_u64()), &mut v);
         }
     }
 
@@ -151,7 +180,7 @@ where
         values.record(&mut v);
         let desc = class(meta, Role::Record, || kinds_of(&v, meta.fields().len()));
         if desc.is_enabled() {
-            emit(desc, Some(id.into_u64()), &mut v);
+            emit(meta, Role::Record, desc, Some(id.into_u64()), &mut v);
         }
     }
 
@@ -176,7 +205,7 @@ where
     if let Some(meta) = ctx.metadata(id) {
         let desc = class(meta, role, Vec::new);
         if desc.is_enabled() {
-            emit(desc, Some(id.into_u64()), &mut Values::new());
+            emit(meta, role, desc, Some(id.into_u64()), &mut Values::new());
         }
     }
 }

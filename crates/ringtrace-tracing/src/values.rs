@@ -89,6 +89,22 @@ impl Values {
         &self.scratch[start as usize..start as usize + len as usize]
     }
 
+    /// Whether every value keeps its exact value as `kinds` (a number of its
+    /// own kind, anything as text; a field not recorded fits anything).
+    pub(crate) fn fits(&self, kinds: &[FieldKind]) -> bool {
+        kinds.iter().zip(&self.slots).all(|(&k, &s)| fits(s, k))
+    }
+
+    /// `kinds` with every field whose value does not fit turned into text:
+    /// the kinds of a class that keeps these values too.
+    pub(crate) fn widened(&self, kinds: &[FieldKind]) -> Vec<FieldKind> {
+        kinds
+            .iter()
+            .zip(&self.slots)
+            .map(|(&k, &s)| if fits(s, k) { k } else { FieldKind::Str })
+            .collect()
+    }
+
     /// Turns every slot whose class kind is a string but whose value is not
     /// text into its text, so that [`len`](Self::len) and
     /// [`write`](Self::write) see only text there.
@@ -126,8 +142,9 @@ impl Values {
             .sum()
     }
 
-    /// Serializes the slots as `kinds` (numbers converted with `as`, text
-    /// into numbers as 0), exactly `len(kinds)` bytes.
+    /// Serializes the slots as `kinds`, exactly `len(kinds)` bytes. The
+    /// caller makes the values fit first (`fits`, or a widened class);
+    /// a field not recorded is written as 0, false or empty text.
     pub(crate) fn write(&self, kinds: &[FieldKind], out: &mut [u8]) -> usize {
         let mut o = 0;
         for (k, s) in kinds.iter().zip(&self.slots) {
@@ -178,6 +195,19 @@ impl Values {
         }
         o
     }
+}
+
+/// Whether `kind` keeps the value of `s` exactly.
+fn fits(s: Slot, kind: FieldKind) -> bool {
+    matches!(
+        (s, kind),
+        (Slot::Missing, _)
+            | (_, FieldKind::Str)
+            | (Slot::U(_), FieldKind::Unsigned(64))
+            | (Slot::I(_), FieldKind::Signed(64))
+            | (Slot::F(_), FieldKind::F64)
+            | (Slot::B(_), FieldKind::Bool)
+    )
 }
 
 /// A `fmt::Write` into the scratch area that stops at its end, on a

@@ -177,7 +177,7 @@ fn message_and_level_rules_apply() {
 }
 
 #[test]
-fn values_of_another_kind_are_converted_to_the_first_ones() {
+fn values_of_another_kind_are_kept_exactly() {
     let dir = tmpdir("convert");
     let sess = session(&dir, "convtest:*", Level::Debug);
     let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
@@ -208,17 +208,28 @@ fn values_of_another_kind_are_converted_to_the_first_ones() {
     };
     let row = |n: Value, l: Value| vec![("n".to_string(), n), ("label".to_string(), l)];
     assert_eq!(of("convtest:work.new"), vec![row(s(""), s("")); 4]);
+    // -2 does not fit the u64 field: from then on the callsite records
+    // into a class of the same name whose `n` is text. A field a record
+    // call does not give is 0 or empty.
     assert_eq!(
         of("convtest:work.record"),
         [
             row(Value::Uint(7), s("")),
-            row(Value::Uint(0), s("first")),       // not given: 0
-            row(Value::Uint(-2i64 as u64), s("")), // i64 as u64
-            row(Value::Uint(0), s("5")),           // a number as text
-            row(Value::Uint(0), s("")),            // text into a number: 0
-            row(Value::Uint(0), s("true")),
+            row(Value::Uint(0), s("first")),
+            row(s("-2"), s("")),
+            row(s(""), s("5")), // a number into text: its digits
+            row(s("text"), s("")),
+            row(s(""), s("true")),
         ]
     );
+    let trace = Trace::open(&dir).unwrap();
+    let classes: Vec<_> = trace
+        .desc
+        .events
+        .iter()
+        .filter(|c| c.name == "convtest:work.record")
+        .collect();
+    assert_eq!(classes.len(), 2, "the first class and the widened one");
     assert_eq!(of("convtest:work.enter").len(), 4);
 }
 
