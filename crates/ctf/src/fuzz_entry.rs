@@ -57,10 +57,12 @@ pub fn packet_desc() -> TraceDesc {
             StreamClass {
                 id: 0,
                 header: HeaderKind::Compact,
+                context: vec![],
             },
             StreamClass {
                 id: 1,
                 header: HeaderKind::Large,
+                context: vec![],
             },
         ],
         events: vec![

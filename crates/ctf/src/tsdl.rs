@@ -101,9 +101,17 @@ pub fn preamble(t: &TraceDesc) -> String {
         let _ = write!(
             s,
             "stream {{\n\tid = {};\n\tevent.header := struct {header};\n\
-             \tpacket.context := struct packet_context;\n}};\n\n",
+             \tpacket.context := struct packet_context;\n",
             st.id
         );
+        if !st.context.is_empty() {
+            s.push_str("\tevent.context := struct {\n");
+            for f in &st.context {
+                field_decl(&mut s, f);
+            }
+            s.push_str("\t};\n");
+        }
+        s.push_str("};\n\n");
     }
     s
 }
@@ -183,6 +191,10 @@ fn field_decl(s: &mut String, f: &Field) {
         }
         FieldType::String => writeln!(s, "\t\tstring {{ encoding = UTF8; }} {name};"),
         FieldType::Array(t, n) => writeln!(s, "\t\t{} {name}[{n}];", int_decl(t)),
+        FieldType::Text(n) => writeln!(
+            s,
+            "\t\tinteger {{ size = 8; align = 8; signed = 0; encoding = UTF8; base = 10; }} {name}[{n}];"
+        ),
         FieldType::Sequence(t) => {
             let len = format!("_{name}_length");
             writeln!(s, "\t\t{} {len};", int_decl(&IntType::unsigned(32)))

@@ -70,6 +70,10 @@ pub enum FieldType {
     /// Variable-length sequence of integers, preceded by a 32-bit length
     /// (written as a separate field `_<name>_length`).
     Sequence(IntType),
+    /// Fixed-length text: an array of `n` 8-bit integers with UTF-8
+    /// encoding, its text ending at the first NUL (LTTng's `procname`
+    /// context is one).
+    Text(u32),
 }
 
 /// A named, typed field.
@@ -125,6 +129,9 @@ pub struct StreamClass {
     pub id: u32,
     /// Event header layout.
     pub header: HeaderKind,
+    /// The stream event context: fields written after every event's
+    /// header, before its payload (`vtid`, `vpid`, `procname`, …).
+    pub context: Vec<Field>,
 }
 
 /// The trace clock as readers need it.

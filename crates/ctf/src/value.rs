@@ -122,8 +122,11 @@ pub fn decode_at(
         return decode_into(ty, b, off, out);
     }
     match (ty, &mut out[i]) {
-        (FieldType::String, slot) => {
-            let bytes = c_string(b, off)?;
+        (FieldType::String | FieldType::Text(_), slot) => {
+            let bytes = match ty {
+                FieldType::Text(n) => text(b, off, *n)?,
+                _ => c_string(b, off)?,
+            };
             // ASCII (the common case) is valid UTF-8; the full check only
             // runs on the rest.
             let text = if bytes.is_ascii() {
@@ -171,6 +174,16 @@ fn c_string<'a>(b: &'a [u8], off: &mut usize) -> Result<&'a [u8], DecodeError> {
     Ok(&rest[..n])
 }
 
+/// The text of the `n`-byte text field at `*off`: its bytes up to the
+/// first NUL (all `n` when there is none); advances `*off` by `n`.
+#[inline]
+fn text<'a>(b: &'a [u8], off: &mut usize, n: u32) -> Result<&'a [u8], DecodeError> {
+    let end = off.checked_add(n as usize).ok_or(DecodeError::Truncated)?;
+    let all = b.get(*off..end).ok_or(DecodeError::Truncated)?;
+    *off = end;
+    Ok(&all[..all.iter().position(|&c| c == 0).unwrap_or(all.len())])
+}
+
 /// Decodes one field at `*off`, advancing it.
 pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, DecodeError> {
     Ok(match ty {
@@ -185,8 +198,11 @@ pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, Decode
         } else {
             read_int(t, b, off)? as i64
         }),
-        FieldType::String => {
-            let bytes = c_string(b, off)?;
+        FieldType::String | FieldType::Text(_) => {
+            let bytes = match ty {
+                FieldType::Text(n) => text(b, off, *n)?,
+                _ => c_string(b, off)?,
+            };
             match std::str::from_utf8(bytes) {
                 Ok(s) => Value::Str(s.to_owned()),
                 Err(_) => Value::RawStr(bytes.to_vec()),
@@ -246,6 +262,20 @@ pub fn encode(ty: &FieldType, v: &Value, out: &mut Vec<u8>) -> Result<(), TypeMi
             }
             out.extend_from_slice(s);
             out.push(0);
+        }
+        (FieldType::Text(n), Value::Str(_) | Value::RawStr(_)) => {
+            let bytes = match v {
+                Value::Str(s) => s.as_bytes(),
+                Value::RawStr(r) => r,
+                _ => unreachable!("matched above"),
+            };
+            // Up to `n` bytes of text, NUL-padded; a NUL inside would end
+            // it early when read back.
+            if bytes.len() > *n as usize || bytes.contains(&0) {
+                return Err(mismatch());
+            }
+            out.extend_from_slice(bytes);
+            out.resize(out.len() + (*n as usize - bytes.len()), 0);
         }
         (FieldType::Array(t, n), Value::UintArray(xs)) if !t.signed && xs.len() == *n as usize => {
             xs.iter().for_each(|x| put_int(t, *x, out))

@@ -70,7 +70,8 @@ fn lttng_ust_metadata_is_understood() {
         d.streams,
         vec![StreamClass {
             id: 0,
-            header: HeaderKind::Large
+            header: HeaderKind::Large,
+            context: vec![],
         }]
     );
     let names: Vec<&str> = d.events.iter().map(|e| e.name.as_str()).collect();

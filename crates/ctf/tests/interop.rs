@@ -223,10 +223,12 @@ fn babeltrace2_reads_every_field_and_counts_discarded_events() {
             StreamClass {
                 id: 0,
                 header: HeaderKind::Compact,
+                context: vec![],
             },
             StreamClass {
                 id: 1,
                 header: HeaderKind::Large,
+                context: vec![],
             },
         ],
         events: s0.iter().chain(&s1).cloned().collect(),

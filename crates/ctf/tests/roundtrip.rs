@@ -38,6 +38,7 @@ fn field_type() -> impl Strategy<Value = FieldType> {
         )),
         (int_type(), 0u32..5).prop_map(|(t, n)| FieldType::Array(t, n)),
         int_type().prop_map(FieldType::Sequence),
+        (1u32..20).prop_map(FieldType::Text),
     ]
 }
 
@@ -97,6 +98,16 @@ fn value(ty: &FieldType) -> BoxedStrategy<Value> {
             .boxed(),
         FieldType::Array(t, n) => ints(t, n as usize..n as usize + 1).boxed(),
         FieldType::Sequence(t) => ints(t, 0..6).boxed(),
+        // At most `n` bytes of UTF-8 (é is 2), no NUL.
+        FieldType::Text(n) => "[a-zA-Z0-9 /é_-]{0,19}"
+            .prop_map(move |s: String| {
+                let mut end = s.len().min(n as usize);
+                while !s.is_char_boundary(end) {
+                    end -= 1;
+                }
+                Value::Str(s[..end].to_owned())
+            })
+            .boxed(),
     }
 }
 

@@ -178,7 +178,11 @@ fn dir_size(dir: &Path) -> u64 {
 pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // Whether the folder is ours to remove again if the session is refused.
     let (output, created) = crate::outdir::prepare(args.output.as_deref(), "demo", "demo")?;
-    let mut ch = ChannelConfig::new("demo").subbufs(256 * 1024, 8);
+    // Who did what: process and thread ids and the thread's name on every
+    // event (the threads below are named).
+    let mut ch = ChannelConfig::new("demo")
+        .subbufs(256 * 1024, 8)
+        .contexts(ringtrace::Contexts::DEFAULT | ringtrace::Contexts::PROCNAME);
     if args.per_thread {
         ch = ch.per_thread();
     }
@@ -206,9 +210,15 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let requests = std::thread::scope(|sc| {
         for w in 0..args.threads {
             let (q, stop) = (&q, &stop);
-            sc.spawn(move || worker(w, q, stop));
+            std::thread::Builder::new()
+                .name(format!("worker-{w}"))
+                .spawn_scoped(sc, move || worker(w, q, stop))
+                .expect("a demo thread");
         }
-        let p = sc.spawn(|| producer(&q, &stop));
+        let p = std::thread::Builder::new()
+            .name("producer".into())
+            .spawn_scoped(sc, || producer(&q, &stop))
+            .expect("a demo thread");
         std::thread::sleep(Duration::from_secs_f64(args.seconds));
         stop.store(true, Relaxed);
         p.join().unwrap()
@@ -261,6 +271,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 fn read_back(dir: &Path, n: usize) -> Result<(Vec<String>, u64, u64), Box<dyn std::error::Error>> {
     let trace = ctf::read::Trace::open(dir)?;
     let desc = trace.desc.clone();
+    let who = crate::who::Contexts::of(&desc);
     let (mut prev, mut lines, mut events, mut discarded) = (None, Vec::new(), 0u64, 0u64);
     let errors = crate::read::walk(
         &trace,
@@ -277,6 +288,7 @@ fn read_back(dir: &Path, n: usize) -> Result<(Vec<String>, u64, u64), Box<dyn st
                             e.ts,
                             prev,
                             e.cpu,
+                            &who.who(e.class, e.context),
                             e.values,
                         ));
                     }

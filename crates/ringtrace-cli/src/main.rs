@@ -24,6 +24,7 @@ mod record;
 mod recover;
 mod stats;
 mod view;
+mod who;
 
 use std::process::ExitCode;
 

@@ -7,6 +7,7 @@
 
 use std::fmt::Write;
 
+use crate::who::Who;
 use ctf::types::{ClockDesc, EventClass, FieldType};
 use ctf::value::Value;
 
@@ -169,10 +170,11 @@ pub fn event_line(
     ts: u64,
     prev: Option<u64>,
     cpu: u32,
+    who: &Who<'_>,
     values: &[Value],
 ) -> String {
     let mut w = LineWriter::default();
-    w.line(clock, class, ts, prev, cpu, values).to_string()
+    w.line(clock, class, ts, prev, cpu, who, values).to_string()
 }
 
 /// Writes event lines into one reused buffer, caching the `HH:MM:SS.`
@@ -185,7 +187,10 @@ pub struct LineWriter {
 }
 
 impl LineWriter {
-    /// The line of one event (see [`event_line`]); valid until the next call.
+    /// The line of one event (see [`event_line`]); valid until the next
+    /// call. `who` (process id/thread id and thread name, from the event's
+    /// context) gets a column when the event says it.
+    #[allow(clippy::too_many_arguments)]
     pub fn line(
         &mut self,
         clock: &ClockDesc,
@@ -193,6 +198,7 @@ impl LineWriter {
         ts: u64,
         prev: Option<u64>,
         cpu: u32,
+        who: &Who<'_>,
         values: &[Value],
     ) -> &str {
         let ns = epoch_ns(clock, ts);
@@ -221,6 +227,23 @@ impl LineWriter {
         push_u64(s, cpu as u64, 1);
         pad_to(s, start + 3);
         s.push(' ');
+        if who.is_known() {
+            let start = s.len();
+            let id = |s: &mut String, v: Option<i64>| match v {
+                Some(v) if v >= 0 => push_u64(s, v as u64, 1),
+                Some(v) => s.push_str(&v.to_string()),
+                None => s.push('?'),
+            };
+            id(s, who.pid);
+            s.push('/');
+            id(s, who.tid);
+            if let Some(n) = who.name {
+                s.push(' ');
+                escape_into(n.as_bytes(), s);
+            }
+            pad_to(s, start + 28);
+            s.push(' ');
+        }
         let start = s.len();
         s.push_str(&class.name);
         pad_to(s, start + 28);
@@ -266,6 +289,11 @@ mod tests {
             1_500_000_123,
             Some(1_000_000_000),
             3,
+            &Who {
+                pid: None,
+                tid: None,
+                name: None,
+            },
             &[
                 Value::Uint(7),
                 Value::Str("/a".into()),
@@ -275,6 +303,27 @@ mod tests {
         assert_eq!(
             l,
             "01:01:02.500000123 (+0.500000123) cpu 3   app:req                      id = 7, path = \"/a\", raw = [01 ff]"
+        );
+        let l = event_line(
+            &clock,
+            &class,
+            1_500_000_123,
+            None,
+            3,
+            &Who {
+                pid: Some(4242),
+                tid: Some(4250),
+                name: Some("worker\n3"),
+            },
+            &[
+                Value::Uint(7),
+                Value::Str("/a".into()),
+                Value::UintArray(vec![]),
+            ],
+        );
+        assert_eq!(
+            l,
+            "01:01:02.500000123 (+0.000000000) cpu 3   4242/4250 worker\\n3          app:req                      id = 7, path = \"/a\", raw = []"
         );
     }
 

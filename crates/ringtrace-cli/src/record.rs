@@ -49,6 +49,12 @@ pub struct Args {
     /// into the output directory.
     #[arg(long)]
     buffer_dir: Option<PathBuf>,
+    /// What every event carries besides its fields, as LTTng's contexts:
+    /// vpid, vtid, pthread_id, procname (the thread's name), all or none;
+    /// repeatable or comma-separated.
+    #[arg(long = "context", short = 'c', value_delimiter = ',', default_value = "vpid,vtid",
+          value_parser = parse_context)]
+    context: Vec<ringtrace::Contexts>,
     /// The program and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -73,6 +79,11 @@ fn parse_subbuf(s: &str) -> Result<u64, String> {
         ));
     }
     Ok(v)
+}
+
+/// `--context` values.
+fn parse_context(s: &str) -> Result<ringtrace::Contexts, String> {
+    ringtrace::Contexts::parse(s)
 }
 
 /// `--count` values.
@@ -269,6 +280,12 @@ fn session_spec(
         .into(),
         format!("subbuf={}", a.subbuf),
         format!("count={}", a.count),
+        format!(
+            "context={}",
+            a.context
+                .iter()
+                .fold(ringtrace::Contexts::NONE, |s, c| s | *c)
+        ),
     ];
     let bufdir = match &a.buffer_dir {
         Some(b) => {

@@ -1,5 +1,6 @@
 //! `ringtrace view`: events merged by time, one per line — wall-clock time,
-//! delta since the previous line, CPU, provider:event, fields — and a line
+//! delta since the previous line, CPU, process/thread id and thread name
+//! (when the trace records them), provider:event, fields — and a line
 //! for each gap of discarded events. Streams the trace: memory does not
 //! grow with its size. On damage it prints everything before it, then the
 //! error, and fails.
@@ -15,7 +16,8 @@ use ctf::read::ItemRef;
 #[command(
     after_help = "Times: +SECONDS (from the first event, e.g. +1.5) or HH:MM:SS[.fraction] (UTC).\n\
                         Examples:\n  ringtrace view /tmp/t --events 'myapp:request_*' --cpu 1\n  \
-                        ringtrace view /tmp/t --begin +0.5 --end +0.6 --limit 100"
+                        ringtrace view /tmp/t --begin +0.5 --end +0.6 --limit 100\n  \
+                        ringtrace view /tmp/t --pid 4242 --proc 'worker-*'"
 )]
 pub struct Args {
     /// Trace directory.
@@ -35,6 +37,8 @@ pub struct Args {
     /// Print at most this many events.
     #[arg(long)]
     limit: Option<u64>,
+    #[command(flatten)]
+    who: crate::who::Filter,
 }
 
 /// A time bound, resolved against the first event once it is known.
@@ -122,6 +126,7 @@ fn nothing_matched(a: &Args, any: bool) -> String {
     if let Some(c) = a.cpu {
         filters.push(format!("--cpu {c}"));
     }
+    filters.extend(a.who.describe());
     if let Some(b) = &a.begin {
         filters.push(format!("--begin {b}"));
     }
@@ -165,6 +170,16 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             )
             .into());
         }
+    }
+    let who = crate::who::Contexts::of(&desc);
+    if !a.who.is_empty() && !who.any() {
+        return Err(format!(
+            "{} records no process or thread ids (no vpid, vtid or procname context), \
+             so {} cannot match: record with --context vpid,vtid,procname",
+            a.dir.display(),
+            a.who.describe().join(" ")
+        )
+        .into());
     }
     let begin = a.begin.as_deref().map(parse_time).transpose()?;
     let end = a.end.as_deref().map(parse_time).transpose()?;
@@ -210,7 +225,12 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                     if !wanted[e.class] || a.cpu.is_some_and(|c| c != e.cpu) {
                         return Ok(true);
                     }
-                    let s = lines.line(clock, &desc.events[e.class], e.ts, prev, e.cpu, e.values);
+                    let w = who.who(e.class, e.context);
+                    if !a.who.matches(&w) {
+                        return Ok(true);
+                    }
+                    let class = &desc.events[e.class];
+                    let s = lines.line(clock, class, e.ts, prev, e.cpu, &w, e.values);
                     prev = Some(e.ts);
                     shown += 1;
                     std::borrow::Cow::Borrowed(s)

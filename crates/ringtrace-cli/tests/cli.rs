@@ -2,12 +2,67 @@
 //! missing directory, a truncated stream file, corrupt metadata, an unknown
 //! event pattern — each a clear message and a non-zero exit, never a panic.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
 use common::*;
+
+/// `pid/tid name` of a `view` line.
+fn who_of(line: &str) -> (i64, i64, String) {
+    let mut w = line.split_whitespace().skip_while(|w| *w != "cpu").skip(2);
+    let ids = w.next().unwrap_or_else(|| panic!("{line}"));
+    let (p, t) = ids.split_once('/').unwrap_or_else(|| panic!("{line}"));
+    let name = w.next().unwrap().to_string();
+    (p.parse().unwrap(), t.parse().unwrap(), name)
+}
+
+#[test]
+fn view_shows_and_filters_by_process_thread_and_name() {
+    let d = demo_trace().to_str().unwrap();
+    let all = run(&["view", d]);
+    assert!(all.ok, "{}", all.stderr);
+    let whos: Vec<_> = all.stdout.lines().map(who_of).collect();
+    // One process; its threads named as the demo names them, each name
+    // with one thread id.
+    let pids: BTreeSet<i64> = whos.iter().map(|w| w.0).collect();
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    let pid = *pids.iter().next().unwrap();
+    let mut tid_of = BTreeMap::new();
+    for (_, t, n) in &whos {
+        assert_eq!(*tid_of.entry(n.clone()).or_insert(*t), *t, "{n}");
+    }
+    assert!(tid_of.contains_key("producer"), "{tid_of:?}");
+    assert!(tid_of.contains_key("worker-0"), "{tid_of:?}");
+    // Every enqueue is the producer's, every request a worker's.
+    for (l, (_, _, n)) in all.stdout.lines().zip(&whos) {
+        if l.contains(" demo:enqueue ") {
+            assert_eq!(n, "producer", "{l}");
+        }
+        if l.contains(" demo:request_begin ") {
+            assert!(n.starts_with("worker-"), "{l}");
+        }
+    }
+    let count = |name: &str| whos.iter().filter(|w| w.2 == name).count();
+    let o = run(&["view", d, "--proc", "worker-*"]);
+    assert!(o.ok, "{}", o.stderr);
+    let workers = whos.iter().filter(|w| w.2.starts_with("worker-")).count();
+    assert_eq!(o.stdout.lines().count(), workers);
+    let producer = tid_of["producer"].to_string();
+    let o = run(&["view", d, "--tid", &producer, "--pid", &pid.to_string()]);
+    assert_eq!(o.stdout.lines().count(), count("producer"));
+    assert!(o.stdout.lines().all(|l| who_of(l).2 == "producer"));
+    let o = run(&["view", d, "--pid", &(pid + 1).to_string()]);
+    assert!(o.ok && o.stdout.is_empty());
+    assert!(
+        o.stderr
+            .contains(&format!("no event matched --pid {}", pid + 1)),
+        "{}",
+        o.stderr
+    );
+}
 
 #[test]
 fn view_prints_one_line_per_event_with_filters() {
@@ -51,10 +106,15 @@ fn view_prints_one_line_per_event_with_filters() {
         o.stdout
     );
     let l = o.stdout.lines().next().unwrap();
-    assert!(
-        l.contains(&format!("(+0.000000000) cpu {cpu:<3} demo:enqueue")) && l.contains("id = "),
-        "{l}"
-    );
+    // Then who: pid/tid and the thread's name (the demo records them).
+    let who = l
+        .split_once(&format!("(+0.000000000) cpu {cpu:<3} "))
+        .and_then(|(_, r)| r.split_once(" demo:enqueue"))
+        .unwrap_or_else(|| panic!("{l}"))
+        .0
+        .trim();
+    assert!(who.ends_with("/") || who.ends_with(" producer"), "{l}");
+    assert!(l.contains("id = "), "{l}");
     // A 10 ms window: some events, fewer than all, every one inside it.
     let o = run(&["view", d, "--begin", "+0.1", "--end", "+0.11"]);
     let n = o.stdout.lines().count() as u64;
@@ -237,10 +297,21 @@ for e in ev:
         assert k in open_ and open_.pop(k) <= e["ts"], e
     if e["ph"] == "i":
         assert e["s"] == "t"
-print(sum(1 for e in ev if e["ph"] != "M"), phases["b"], phases["e"], len(open_))
+# Threads: each event on the thread that recorded it, named as the demo
+# names it; the producer records every enqueue.
+names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+for e in ev:
+    if e["ph"] != "M":
+        assert (e["pid"], e["tid"]) in names, e
+    if e["name"] == "enqueue":
+        assert names[(e["pid"], e["tid"])] == "producer", e
+workers = sum(1 for n in names.values() if n.startswith("worker-"))
+assert workers >= 1 and "producer" in names.values(), names
+print(sum(1 for e in ev if e["ph"] != "M"), phases["b"], phases["e"], len(open_), workers)
 "#;
     let (s, nums) = python_check("python3", script, &out);
     assert_eq!(nums[0], count_events(demo_trace()), "every event exported");
+    assert_eq!(nums[4], 3, "the demo's 3 workers each a thread: {s}");
     assert!(
         nums[1] > 0 && nums[1] == nums[2] + nums[3],
         "request_begin/end pairs: {s}"
@@ -339,8 +410,11 @@ msg("DebugAnnotation", [("bool_value", 2, F.TYPE_BOOL, O, None), ("uint_value", 
 msg("TrackEvent", [("debug_annotations", 4, F.TYPE_MESSAGE, R, "DebugAnnotation"), ("type", 9, F.TYPE_INT32, O, None),
     ("track_uuid", 11, F.TYPE_UINT64, O, None), ("categories", 22, F.TYPE_STRING, R, None), ("name", 23, F.TYPE_STRING, O, None)])
 msg("ProcessDescriptor", [("pid", 1, F.TYPE_INT32, O, None), ("process_name", 6, F.TYPE_STRING, O, None)])
+msg("ThreadDescriptor", [("pid", 1, F.TYPE_INT32, O, None), ("tid", 2, F.TYPE_INT32, O, None),
+    ("thread_name", 5, F.TYPE_STRING, O, None)])
 msg("TrackDescriptor", [("uuid", 1, F.TYPE_UINT64, O, None), ("name", 2, F.TYPE_STRING, O, None),
-    ("process", 3, F.TYPE_MESSAGE, O, "ProcessDescriptor"), ("parent_uuid", 5, F.TYPE_UINT64, O, None)])
+    ("process", 3, F.TYPE_MESSAGE, O, "ProcessDescriptor"), ("thread", 4, F.TYPE_MESSAGE, O, "ThreadDescriptor"),
+    ("parent_uuid", 5, F.TYPE_UINT64, O, None)])
 msg("TracePacket", [("timestamp", 8, F.TYPE_UINT64, O, None), ("trusted_packet_sequence_id", 10, F.TYPE_UINT32, O, None),
     ("track_event", 11, F.TYPE_MESSAGE, O, "TrackEvent"), ("sequence_flags", 13, F.TYPE_UINT32, O, None),
     ("track_descriptor", 60, F.TYPE_MESSAGE, O, "TrackDescriptor")])
@@ -352,13 +426,20 @@ t = Trace()
 t.ParseFromString(open(sys.argv[1], "rb").read())
 assert t.packet[0].sequence_flags == 1 and t.packet[0].track_descriptor.process.pid > 0
 tracks, depth, last, events = set(), collections.Counter(), 0, 0
+pid, thread_of = t.packet[0].track_descriptor.process.pid, {}
 for p in t.packet:
     assert p.trusted_packet_sequence_id == 1
     if p.HasField("track_descriptor"):
-        tracks.add(p.track_descriptor.uuid)
+        d = p.track_descriptor
+        tracks.add(d.uuid)
+        if d.HasField("thread"):
+            assert d.thread.pid == pid and d.thread.tid > 0 and d.thread.thread_name == d.name, d
+            thread_of[d.uuid] = d.thread.thread_name
         continue
     e = p.track_event
     assert e.track_uuid in tracks, e
+    if e.name == "enqueue":
+        assert thread_of.get(e.track_uuid) == "producer", e
     assert p.timestamp >= last
     last = p.timestamp
     assert e.name and len(e.categories) == 1 and all(a.name for a in e.debug_annotations)
@@ -370,6 +451,7 @@ for p in t.packet:
     else:
         assert e.type == 3
     events += 1
+assert sum(1 for n in thread_of.values() if n.startswith("worker-")) == 3, thread_of
 print(events, len(tracks), sum(depth.values()))
 "#;
     // Debian's python3 (python3-protobuf lives in its dist-packages), not

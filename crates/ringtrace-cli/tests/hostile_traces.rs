@@ -74,6 +74,7 @@ fn desc(streams: u32, events: Vec<EventClass>) -> TraceDesc {
             .map(|id| StreamClass {
                 id,
                 header: HeaderKind::Large,
+                context: vec![],
             })
             .collect(),
         events,

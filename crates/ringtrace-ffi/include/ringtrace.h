@@ -122,7 +122,10 @@ typedef struct ringtrace_session ringtrace_session;
 /* Creates a (stopped) session named `name` from a specification with the
  * grammar of RINGTRACE_SESSION:
  *   "<dir>[,discard|flight-recorder][,per-cpu|per-thread][,subbuf=64k]
- *    [,count=4][,switch=<ms>][,read=<ms>][,level=<level>][,<pattern>...]"
+ *    [,count=4][,switch=<ms>][,read=<ms>][,level=<level>][,bufdir=<dir>]
+ *    [,context=vpid+vtid+pthread_id+procname|all|none][,<pattern>...]"
+ * Every event carries the chosen contexts (default vpid+vtid: who
+ * recorded it) as the CTF stream event context.
  * Returns NULL on error (see ringtrace_last_error). */
 ringtrace_session *ringtrace_session_create(const char *name, const char *spec);
 /* Enables the events matching `pattern` ('*' wildcards) of `level` or more

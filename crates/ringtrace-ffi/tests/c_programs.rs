@@ -196,7 +196,16 @@ fn bt2_events(trace: &Path) -> Vec<String> {
             assert!(ts >= *last, "timestamps go back in {stream} at {l}");
             *last = ts;
             let name = &rest[..rest.find(": ").unwrap()];
-            format!("{name} {}", &rest[ctx_end + 3..])
+            // The event context (process and thread ids, on by default):
+            // the process babeltrace2 names from the trace's env block.
+            let pid = &l[l.find(":(").unwrap() + 2..at - 2];
+            let fields = &rest[ctx_end + 3..];
+            let want = format!("{{ vpid = {pid}, vtid = ");
+            assert!(fields.starts_with(&want), "no context in {l}");
+            let tid_end = fields.find(" }, ").unwrap();
+            let tid: i32 = fields[want.len()..tid_end].parse().unwrap();
+            assert!(tid > 0, "{l}");
+            format!("{name} {}", &fields[tid_end + 4..])
         })
         .collect()
 }

@@ -54,6 +54,7 @@ extern "C" fn parent() {
 
 extern "C" fn child() {
     crate::record::rcu::after_fork_in_child();
+    crate::record::context::after_fork_in_child();
     HELD.with(|h| {
         if let Some(mut held) = h.borrow_mut().take() {
             held.control.forget_sessions();

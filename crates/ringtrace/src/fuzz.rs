@@ -51,6 +51,7 @@ pub fn recover_desc() -> TraceDesc {
         streams: vec![StreamClass {
             id: 0,
             header: crate::record::client::HEADER,
+            context: vec![],
         }],
         events: vec![
             class(0, FieldType::Int(IntType::unsigned(64))),

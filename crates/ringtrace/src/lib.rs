@@ -80,11 +80,25 @@ pub use control::registry::{
 };
 pub use control::stats::{BufferStats, ChannelStats, SessionStats};
 pub use record::clock::clock;
+pub use record::context::{Contexts, ThreadIds};
 pub use record::desc::{all_events, EventDesc, FieldDesc, EVENTS};
 pub use record::field::{FieldKind, FieldValue, Fields};
 pub use record::level::{Level, UnknownLevel};
 pub use record::rcu;
 pub use session::Session;
+
+/// The calling thread changed its name (`pthread_setname_np`,
+/// `prctl(PR_SET_NAME)`): the `procname` context of its next event reads
+/// the new one. Names given before a thread's first event (as
+/// `std::thread::Builder::name` does) need no call.
+pub fn thread_renamed() {
+    record::context::forget_thread();
+}
+
+/// Who the calling thread is, as its events' contexts say.
+pub fn thread_ids() -> ThreadIds {
+    record::context::thread()
+}
 
 /// The ring-buffer client, for benchmarks that drive a channel without a
 /// session.

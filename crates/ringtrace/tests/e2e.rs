@@ -30,9 +30,18 @@ fn emit_values(i: u64) {
     event!(e2e_unwanted, noise, id: u64 = i);
 }
 
-fn check_values(evs: &[Ev], per_thread: bool) {
+/// Values and contexts: every event says which process and which of the
+/// two writing threads recorded it (ids, `pthread_self` and name too with
+/// every context on), each thread wrote each id once.
+fn check_values(evs: &[Ev], per_thread: bool, writers: &[Writer]) {
     let mut ids = BTreeMap::new();
+    let mut per_writer = vec![0; writers.len()];
     for e in evs {
+        let w = writers
+            .iter()
+            .position(|w| w.context(per_thread) == e.context)
+            .unwrap_or_else(|| panic!("context {:?} of no writer {writers:?}", e.context));
+        per_writer[w] += 1;
         assert_eq!(
             e.name, "e2e_values:request",
             "only the enabled event at info level"
@@ -52,6 +61,54 @@ fn check_values(evs: &[Ev], per_thread: bool) {
     }
     assert_eq!(ids.len(), 2000, "per_thread={per_thread}");
     assert!(ids.values().all(|&n| n == 2), "each id once per thread");
+    assert_eq!(per_writer, [2000, 2000]);
+}
+
+/// Who a writing thread is.
+#[derive(Debug, Clone)]
+struct Writer {
+    tid: i32,
+    pthread: u64,
+    name: String,
+}
+
+impl Writer {
+    /// The calling thread.
+    fn me() -> Writer {
+        let ids = ringtrace::thread_ids();
+        let len = ids.name.iter().position(|&c| c == 0).unwrap_or(16);
+        Writer {
+            tid: ids.tid,
+            pthread: ids.pthread,
+            name: String::from_utf8(ids.name[..len].to_vec()).unwrap(),
+        }
+    }
+
+    /// The context its events carry: the default (process and thread ids)
+    /// per CPU, every context per thread.
+    fn context(&self, all: bool) -> Vec<Value> {
+        let mut v = vec![
+            Value::Int(std::process::id() as i64),
+            Value::Int(self.tid as i64),
+        ];
+        if all {
+            v.push(Value::Uint(self.pthread));
+            v.push(Value::Str(self.name.clone()));
+        }
+        v
+    }
+
+    /// The same as babeltrace2 prints it.
+    fn bt2(&self, all: bool) -> String {
+        let mut s = format!("vpid = {}, vtid = {}", std::process::id(), self.tid);
+        if all {
+            s += &format!(
+                ", pthread_id = 0x{:X}, procname = \"{}\"",
+                self.pthread, self.name
+            );
+        }
+        s
+    }
 }
 
 fn record_and_read(per_thread: bool) {
@@ -62,7 +119,9 @@ fn record_and_read(per_thread: bool) {
     });
     let mut ch = ChannelConfig::new("ch");
     if per_thread {
-        ch = ch.per_thread();
+        ch = ch
+            .per_thread()
+            .contexts(ringtrace::Contexts::parse("all").unwrap());
     }
     let s = Session::builder("values")
         .output(&dir)
@@ -72,11 +131,21 @@ fn record_and_read(per_thread: bool) {
         .unwrap();
     emit_values(999_999); // before start: not recorded
     s.start();
-    std::thread::scope(|sc| {
-        for _ in 0..2 {
-            sc.spawn(|| (0..2000).for_each(emit_values));
-        }
+    let writers: Vec<Writer> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..2)
+            .map(|k| {
+                std::thread::Builder::new()
+                    .name(format!("e2e-writer-{k}"))
+                    .spawn_scoped(sc, || {
+                        (0..2000).for_each(emit_values);
+                        Writer::me()
+                    })
+                    .unwrap()
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
+    assert_eq!(writers[1].name, "e2e-writer-1", "the name, cut at 15 bytes");
     s.stop().unwrap();
     emit_values(999_998); // after stop: not recorded
     let st = s.stats();
@@ -110,7 +179,7 @@ fn record_and_read(per_thread: bool) {
     let (evs, discarded) = read_all(&dir);
     assert_eq!(discarded, 0);
     assert_eq!(evs.len(), 4000);
-    check_values(&evs, per_thread);
+    check_values(&evs, per_thread, &writers);
     assert_eq!(assert_streams_ordered(&dir).iter().sum::<usize>(), 4000);
 
     if let Some(bt) = babeltrace2() {
@@ -144,7 +213,7 @@ fn record_and_read(per_thread: bool) {
                 .filter(|l| stream_of(l) == Some(cpu.to_string()));
             let ours: Vec<_> = evs.iter().filter(|e| e.cpu == cpu).collect();
             assert_eq!(lines.clone().count(), ours.len(), "stream {cpu}");
-            check_lines(lines, ours, &prefix);
+            check_lines(lines, ours, &prefix, &writers, per_thread);
         }
     }
     s.destroy().unwrap();
@@ -152,12 +221,23 @@ fn record_and_read(per_thread: bool) {
 
 /// babeltrace2's lines of one stream against our reader's events of it,
 /// byte for byte.
-fn check_lines<'a>(lines: impl Iterator<Item = &'a String>, evs: Vec<&Ev>, prefix: &str) {
+fn check_lines<'a>(
+    lines: impl Iterator<Item = &'a String>,
+    evs: Vec<&Ev>,
+    prefix: &str,
+    writers: &[Writer],
+    all: bool,
+) {
     for (line, e) in lines.zip(evs) {
         let i = uint(&e.values[0]);
         let ok = i.is_multiple_of(3);
+        let who = writers
+            .iter()
+            .find(|w| w.context(all) == e.context)
+            .expect("checked by check_values")
+            .bt2(all);
         let want = format!(
-            "[{:020}] {prefix} e2e_values:request: {{ cpu_id = {} }}, {{ id = {i}, path = \"/r/{i}\", \
+            "[{:020}] {prefix} e2e_values:request: {{ cpu_id = {} }}, {{ {who} }}, {{ id = {i}, path = \"/r/{i}\", \
              ok = ( \"{ok}\" : container = {} ), delta = {}, ratio = {}, small = {}, \
              _bytes_length = 3, bytes = [ [0] = 0x1, [1] = 0x2, [2] = 0x{:X} ] }}",
             e.ts,

@@ -126,7 +126,7 @@ impl Parser {
     /// `at` is where the block starts.
     pub(super) fn stream_block(&mut self, at: Pos) -> R<StreamClass> {
         self.expect("{")?;
-        let (mut id, mut header) = (0u32, None);
+        let (mut id, mut header, mut context) = (0u32, None, Vec::new());
         while !self.is_punct("}") {
             let kp = self.pos();
             let k = self.key()?;
@@ -140,6 +140,13 @@ impl Parser {
                     }
                     "packet.context" => {
                         check_packet_context(&ty).or_else(|m| self.err_at(kp, m))?
+                    }
+                    "event.context" => {
+                        context = event_fields(&ty).map_err(|(m, fp)| MetadataError {
+                            line: fp.line,
+                            col: fp.col,
+                            msg: format!("event.context: {m}"),
+                        })?
                     }
                     _ => return self.err_at(kp, format!("unsupported stream type `{k}`")),
                 }
@@ -165,7 +172,11 @@ impl Parser {
             Some(h) => h,
             None => return self.err_at(at, "stream without `event.header`"),
         };
-        Ok(StreamClass { id, header })
+        Ok(StreamClass {
+            id,
+            header,
+            context,
+        })
     }
 
     /// `event { name = …; id = …; stream_id = …; loglevel = …;

@@ -23,6 +23,8 @@ pub(super) enum Ty {
         signed: bool,
         base: u32,
         clock: Option<String>,
+        /// `encoding = UTF8` (or `ASCII`): an 8-bit one is a character.
+        text: bool,
     },
     Float {
         exp: u32,

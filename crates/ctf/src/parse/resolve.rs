@@ -16,6 +16,18 @@ fn is_uint(t: &Ty, bits: u32) -> bool {
     matches!(t, Ty::Int { size, signed: false, .. } if *size == bits)
 }
 
+/// An 8-bit integer with a text encoding: arrays of them are text.
+fn is_char(t: &Ty) -> bool {
+    matches!(
+        t,
+        Ty::Int {
+            size: 8,
+            text: true,
+            ..
+        }
+    )
+}
+
 fn names(fields: &[(String, Ty, Pos)]) -> Vec<&str> {
     fields.iter().map(|f| f.0.as_str()).collect()
 }
@@ -138,6 +150,9 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
                             .collect(),
                     )
                 }
+            }
+            Ty::Array { elem, len } if is_char(elem) => {
+                FieldType::Text(u32::try_from(*len).map_err(|_| unsupported("array too long"))?)
             }
             Ty::Array { elem, len } => FieldType::Array(
                 int_type(elem).ok_or_else(|| unsupported("arrays hold integers only"))?,

@@ -52,6 +52,7 @@ impl Parser {
     fn integer(&mut self, p: Pos) -> R<Ty> {
         self.i += 1;
         let (mut size, mut align, mut signed, mut base, mut clock) = (None, 8, false, 10, None);
+        let mut text = false;
         for (k, v, p) in self.attrs()? {
             match (k.as_str(), v) {
                 ("size", Value::Int(n)) if (1..=64).contains(&n) => size = Some(n as u32),
@@ -72,6 +73,13 @@ impl Parser {
                         "octal" | "oct" | "o" => 8,
                         "binary" | "b" => 2,
                         _ => return self.err_at(p, format!("unknown integer base `{s}`")),
+                    }
+                }
+                ("encoding", Value::Ident(s)) => {
+                    text = match s.as_str() {
+                        "UTF8" | "ASCII" => true,
+                        "none" => false,
+                        _ => return self.err_at(p, format!("unknown integer encoding `{s}`")),
                     }
                 }
                 ("encoding", _) => {}
@@ -99,6 +107,7 @@ impl Parser {
             signed,
             base,
             clock,
+            text,
         })
     }
 

@@ -120,6 +120,9 @@ pub struct Event {
     pub class: usize,
     /// Field values, in class order.
     pub values: Vec<Value>,
+    /// Values of the stream's event context (`vtid`, `vpid`, …), in the
+    /// order of [`crate::types::StreamClass::context`]; empty without one.
+    pub context: Vec<Value>,
     /// CPU of the packet it came from.
     pub cpu: u32,
 }
@@ -228,6 +231,8 @@ pub struct EventRef<'a> {
     pub class: usize,
     /// Field values, in class order.
     pub values: &'a [Value],
+    /// Values of the stream's event context (see [`Event::context`]).
+    pub context: &'a [Value],
     /// CPU of the packet it came from.
     pub cpu: u32,
 }
@@ -266,6 +271,7 @@ impl ItemRef<'_> {
                 ts: e.ts,
                 class: e.class,
                 values: e.values.to_vec(),
+                context: e.context.to_vec(),
                 cpu: e.cpu,
             }),
             ItemRef::Discarded {

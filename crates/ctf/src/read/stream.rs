@@ -84,6 +84,8 @@ pub struct StreamReader {
     /// One value vector per event class, decoded into in place event after
     /// event: decoding allocates nothing once every class has been seen.
     class_values: Vec<Vec<Value>>,
+    /// The same for each stream class's event context (index as `classes`).
+    context_values: Vec<Vec<Value>>,
     /// What [`StreamReader::advance`] decoded last (an event's values are in
     /// `class_values[class]`).
     head: Head,
@@ -116,6 +118,7 @@ impl StreamReader {
     /// Reads a stream from any byte source; `path` names it in errors.
     pub fn from_reader(desc: Arc<TraceDesc>, path: &Path, file: Box<dyn Read + Send>) -> Self {
         let n_classes = desc.events.len();
+        let n_streams = desc.streams.len();
         let classes = desc
             .streams
             .iter()
@@ -148,6 +151,7 @@ impl StreamReader {
             truncated: None,
             done: false,
             class_values: vec![Vec::new(); n_classes],
+            context_values: vec![Vec::new(); n_streams],
             head: Head::Discarded {
                 events: 0,
                 packets: 0,
@@ -302,6 +306,7 @@ impl StreamReader {
                 ts,
                 class,
                 values: &self.class_values[class],
+                context: &self.context_values[self.class_idx],
                 cpu,
             }),
             Head::Discarded {
@@ -333,6 +338,7 @@ impl StreamReader {
                 ts,
                 class,
                 values: std::mem::take(&mut self.class_values[class]),
+                context: self.context_values[self.class_idx].clone(),
                 cpu,
             }),
             Head::Discarded { .. } => self.head().to_owned(),
@@ -395,11 +401,31 @@ impl StreamReader {
                 format!("unknown event id {} in stream class {sid}", h.id),
             ));
         };
+        let mut pos = self.pos + h.len;
+        // The stream event context, between the header and the payload.
+        let context = &self.desc.streams[self.class_idx].context;
+        let cvalues = &mut self.context_values[self.class_idx];
+        let mut failure = None;
+        for (i, f) in context.iter().enumerate() {
+            if let Err(e) = decode_at(&f.ty, content, &mut pos, cvalues, i) {
+                failure = Some((e, i));
+                break;
+            }
+        }
+        cvalues.truncate(context.len());
+        if let Some((e, i)) = failure {
+            cvalues.clear();
+            return Err(match e {
+                DecodeError::Truncated => self.cut(at, "event context"),
+                e => {
+                    let name = context[i].name.clone();
+                    self.err(at, format!("context field `{name}`: {e}"))
+                }
+            });
+        }
         let fields = &self.desc.events[class].fields;
         // Disjoint borrows: the packet and the class's value vector.
         let values = &mut self.class_values[class];
-        let mut pos = self.pos + h.len;
-        let mut failure = None;
         for (i, f) in fields.iter().enumerate() {
             if let Err(e) = decode_at(&f.ty, content, &mut pos, values, i) {
                 failure = Some((e, i));

@@ -157,7 +157,11 @@ pub fn one_stream(uuid: [u8; 16], header: HeaderKind, events: Vec<EventClass>) -
         uuid,
         clock: clock_ns(),
         env: vec![],
-        streams: vec![StreamClass { id: 0, header }],
+        streams: vec![StreamClass {
+            id: 0,
+            header,
+            context: vec![],
+        }],
         events,
     }
 }

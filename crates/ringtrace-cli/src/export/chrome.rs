@@ -1,16 +1,17 @@
 //! The Chrome trace-event JSON export (opened by ui.perfetto.dev and
 //! chrome://tracing): async slices keyed by the event's `id` field when it
 //! has one (a request that moves between CPUs), otherwise nested slices on
-//! the CPU's track.
+//! the recording thread's track (its CPU buffer's when the trace records
+//! no thread ids).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufWriter, Write};
 
 use ctf::read::ItemRef;
 use ctf::value::Value;
 use serde_json::{json, Map};
 
-use super::{classes, process, Args, Kind};
+use super::{classes, process, Args, Kind, Lane};
 use crate::read::Show;
 
 pub(crate) fn json_value(v: &Value) -> serde_json::Value {
@@ -53,7 +54,10 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         &mut out,
         json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": procname}}),
     )?;
-    let mut cpus = BTreeSet::new();
+    let who = crate::who::Contexts::of(&desc);
+    // Each lane's name as last announced, and the processes announced.
+    let mut lanes: BTreeMap<Lane, String> = BTreeMap::new();
+    let mut pids = BTreeSet::from([pid]);
     let mut first = None;
     let mut count = 0u64;
     let errors = crate::read::walk(
@@ -64,21 +68,34 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             let ns = crate::pretty::epoch_ns(&desc.clock, item.ts());
             let f = *first.get_or_insert(ns);
             let ts = (ns - f) as f64 / 1000.0;
-            let cpu = match item {
-                ItemRef::Event(e) => e.cpu,
-                ItemRef::Discarded { cpu, .. } => cpu,
+            let (lane, thread_name) = match item {
+                ItemRef::Event(e) => {
+                    let w = who.who(e.class, e.context);
+                    (Lane::of(&w, e.cpu, pid), w.name)
+                }
+                ItemRef::Discarded { cpu, .. } => (Lane::Cpu(cpu), None),
             };
-            if cpus.insert(cpu) {
+            let (p, tid) = lane.ids(pid);
+            if pids.insert(p) {
                 emit(
                     &mut out,
-                    json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": cpu, "args": {"name": format!("cpu {cpu}")}}),
+                    json!({"ph": "M", "name": "process_name", "pid": p, "args": {"name": format!("process {p}")}}),
                 )?;
+            }
+            // Announced again when the thread's name changes.
+            let name = lane.name(thread_name);
+            if lanes.get(&lane) != Some(&name) {
+                emit(
+                    &mut out,
+                    json!({"ph": "M", "name": "thread_name", "pid": p, "tid": tid, "args": {"name": name}}),
+                )?;
+                lanes.insert(lane, name);
             }
             let v = match item {
                 ItemRef::Discarded {
                     events, packets, ..
                 } => json!({
-                    "ph": "i", "s": "t", "name": "events lost", "cat": "ringtrace", "pid": pid, "tid": cpu, "ts": ts,
+                    "ph": "i", "s": "t", "name": "events lost", "cat": "ringtrace", "pid": p, "tid": tid, "ts": ts,
                     "args": {"discarded events": events, "missing packets": packets}
                 }),
                 ItemRef::Event(e) => {
@@ -88,7 +105,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                     for (fd, v) in class.fields.iter().zip(e.values) {
                         args.insert(fd.name.clone(), json_value(v));
                     }
-                    let mut ev = json!({"name": name, "cat": cat, "pid": pid, "tid": cpu, "ts": ts, "args": args});
+                    let mut ev = json!({"name": name, "cat": cat, "pid": p, "tid": tid, "ts": ts, "args": args});
                     let o = ev.as_object_mut().expect("an object");
                     match (k, id.map(|i| &e.values[i])) {
                         (Kind::Instant, _) => {

@@ -157,6 +157,52 @@ pub(crate) fn process(desc: &TraceDesc) -> (i64, String) {
     (pid, name)
 }
 
+/// The thread an exported item is shown on: the process and thread its
+/// event's context names, or, for an event without one and for a gap of
+/// lost events (which no thread owns), the CPU buffer it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Lane {
+    /// A thread of a process.
+    Thread { pid: i64, tid: i64 },
+    /// A buffer.
+    Cpu(u32),
+}
+
+/// Thread ids are below the kernel's `pid_max` (at most 2^22): a CPU's
+/// lane gets an id above every thread's.
+pub(crate) const CPU_LANE_TID: i64 = 1 << 30;
+
+impl Lane {
+    /// The lane of an event recorded by `who` on `cpu`; `pid` is the
+    /// trace's process, for events that give a thread id but no process id.
+    pub(crate) fn of(who: &crate::who::Who<'_>, cpu: u32, pid: i64) -> Lane {
+        match who.tid {
+            Some(tid) => Lane::Thread {
+                pid: who.pid.unwrap_or(pid),
+                tid,
+            },
+            None => Lane::Cpu(cpu),
+        }
+    }
+
+    /// (pid, tid) in the export, `pid` being the trace's process.
+    pub(crate) fn ids(&self, pid: i64) -> (i64, i64) {
+        match *self {
+            Lane::Thread { pid, tid } => (pid, tid),
+            Lane::Cpu(c) => (pid, CPU_LANE_TID + c as i64),
+        }
+    }
+
+    /// The lane's name: the thread's name (or `thread <tid>`), `cpu <n>`.
+    pub(crate) fn name(&self, thread_name: Option<&str>) -> String {
+        match (self, thread_name) {
+            (Lane::Thread { .. }, Some(n)) if !n.is_empty() => n.to_string(),
+            (Lane::Thread { tid, .. }, _) => format!("thread {tid}"),
+            (Lane::Cpu(c), _) => format!("cpu {c}"),
+        }
+    }
+}
+
 /// A recorded string that is not valid UTF-8, as text: each byte that is
 /// not part of valid UTF-8 becomes `\xNN` (as `view` shows it); the format
 /// escapes the rest.

@@ -1,5 +1,6 @@
 //! The Perfetto protobuf export: a `Trace` whose packets are track
-//! descriptors (the process, one track per CPU buffer, and "lanes" for
+//! descriptors (the processes, one track per thread the events' contexts
+//! name — per CPU buffer for events without one and for lost events —, and "lanes" for
 //! begin/end pairs keyed by an `id` field, so that overlapping requests
 //! never mis-nest) and track events (instants with their fields as debug
 //! annotations, slice begin/end).
@@ -19,7 +20,7 @@ use ctf::read::ItemRef;
 use ctf::value::Value;
 use prost::Message;
 
-use super::{classes, process, Args, Kind};
+use super::{classes, process, Args, Kind, Lane};
 use crate::read::Show;
 
 #[derive(Clone, PartialEq, Message)]
@@ -44,8 +45,20 @@ struct TrackDescriptor {
     name: Option<String>,
     #[prost(message, optional, tag = "3")]
     process: Option<ProcessDescriptor>,
+    #[prost(message, optional, tag = "4")]
+    thread: Option<ThreadDescriptor>,
     #[prost(uint64, optional, tag = "5")]
     parent_uuid: Option<u64>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ThreadDescriptor {
+    #[prost(int32, optional, tag = "1")]
+    pid: Option<i32>,
+    #[prost(int32, optional, tag = "2")]
+    tid: Option<i32>,
+    #[prost(string, optional, tag = "5")]
+    thread_name: Option<String>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -98,6 +111,10 @@ const SEQUENCE: u32 = 1;
 const PROCESS_TRACK: u64 = 1;
 const CPU_TRACK_BASE: u64 = 0x100;
 const LANE_TRACK_BASE: u64 = 0x1_0000_0000;
+/// Processes other than the trace's own: this plus the pid.
+const PROCESS_TRACK_BASE: u64 = 0x2_0000_0000;
+/// Threads: this plus the order they first appear in.
+const THREAD_TRACK_BASE: u64 = 0x3_0000_0000;
 
 fn annotation(name: &str, v: &Value) -> DebugAnnotation {
     let mut a = DebugAnnotation {
@@ -175,7 +192,10 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         }),
         ..Default::default()
     })?;
-    let mut cpus = BTreeSet::new();
+    let who = crate::who::Contexts::of(&desc);
+    // Each lane's track and its name as last described; the processes.
+    let mut lane_tracks: HashMap<Lane, (u64, String)> = HashMap::new();
+    let mut pids = BTreeSet::from([pid]);
     // Per slice name: the id each lane holds (None: free).
     let mut lanes: HashMap<String, Vec<Option<String>>> = HashMap::new();
     let mut lane_uuid: HashMap<(String, usize), u64> = HashMap::new();
@@ -186,20 +206,63 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         Show::OnTerminal,
         |item| -> Result<bool, Box<dyn std::error::Error>> {
             let ts = crate::pretty::epoch_ns(&desc.clock, item.ts()).max(0) as u64;
-            let cpu = match item {
-                ItemRef::Event(e) => e.cpu,
-                ItemRef::Discarded { cpu, .. } => cpu,
+            let (lane, thread_name) = match item {
+                ItemRef::Event(e) => {
+                    let w = who.who(e.class, e.context);
+                    (Lane::of(&w, e.cpu, pid), w.name)
+                }
+                ItemRef::Discarded { cpu, .. } => (Lane::Cpu(cpu), None),
             };
-            let cpu_track = CPU_TRACK_BASE + cpu as u64;
-            if cpus.insert(cpu) {
-                out.track(cpu_track, format!("cpu {cpu}"), Some(PROCESS_TRACK))?;
+            let (p, tid) = lane.ids(pid);
+            let process_track = if p == pid {
+                PROCESS_TRACK
+            } else {
+                PROCESS_TRACK_BASE + p as u32 as u64
+            };
+            if pids.insert(p) {
+                out.packet(TracePacket {
+                    track_descriptor: Some(TrackDescriptor {
+                        uuid: Some(process_track),
+                        process: Some(ProcessDescriptor {
+                            pid: Some(p as i32),
+                            process_name: None,
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })?;
+            }
+            let name = lane.name(thread_name);
+            let n = lane_tracks.len() as u64;
+            let (lane_track, known) = match (lane, lane_tracks.get(&lane)) {
+                (_, Some((t, old))) => (*t, *old == name),
+                (Lane::Cpu(c), None) => (CPU_TRACK_BASE + c as u64, false),
+                (Lane::Thread { .. }, None) => (THREAD_TRACK_BASE + n, false),
+            };
+            // Described again when the thread's name changes.
+            if !known {
+                out.packet(TracePacket {
+                    track_descriptor: Some(TrackDescriptor {
+                        uuid: Some(lane_track),
+                        name: Some(name.clone()),
+                        parent_uuid: Some(process_track),
+                        thread: matches!(lane, Lane::Thread { .. }).then(|| ThreadDescriptor {
+                            pid: Some(p as i32),
+                            tid: Some(tid as i32),
+                            thread_name: Some(name.clone()),
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })?;
+                lane_tracks.insert(lane, (lane_track, name));
             }
             let ev = match item {
                 ItemRef::Discarded {
                     events, packets, ..
                 } => TrackEvent {
                     r#type: Some(INSTANT),
-                    track_uuid: Some(cpu_track),
+                    track_uuid: Some(lane_track),
                     categories: vec!["ringtrace".into()],
                     name: Some("events lost".into()),
                     debug_annotations: vec![
@@ -220,7 +283,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                     let (ty, track, shown) = match (k, key) {
                         (Kind::Instant, _) => (
                             INSTANT,
-                            cpu_track,
+                            lane_track,
                             super::instant_name(&class.name).to_string(),
                         ),
                         (Kind::Begin, Some(key)) => {
@@ -256,13 +319,13 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                                 // Its begin is before the trace: an instant.
                                 None => (
                                     INSTANT,
-                                    cpu_track,
+                                    lane_track,
                                     super::instant_name(&class.name).to_string(),
                                 ),
                             }
                         }
-                        (Kind::Begin, None) => (SLICE_BEGIN, cpu_track, name.clone()),
-                        (Kind::End, None) => (SLICE_END, cpu_track, name.clone()),
+                        (Kind::Begin, None) => (SLICE_BEGIN, lane_track, name.clone()),
+                        (Kind::End, None) => (SLICE_END, lane_track, name.clone()),
                     };
                     TrackEvent {
                         r#type: Some(ty),

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::record::context::Contexts;
 use crate::record::level::Level;
 use crate::Error;
 
@@ -69,6 +70,9 @@ pub struct ChannelConfig {
     /// (the writers having moved past it) before the consumer reports a
     /// stalled writer.
     pub stall_timeout: Duration,
+    /// What every event of the channel carries besides its fields (the
+    /// CTF stream event context): by default the process and thread ids.
+    pub contexts: Contexts,
 }
 
 impl ChannelConfig {
@@ -83,6 +87,7 @@ impl ChannelConfig {
             switch_timer: None,
             read_timer: Duration::from_millis(5),
             stall_timeout: Duration::from_secs(5),
+            contexts: Contexts::DEFAULT,
         }
     }
 
@@ -114,6 +119,12 @@ impl ChannelConfig {
     /// Sets the read timer.
     pub fn read_timer(mut self, period: Duration) -> Self {
         self.read_timer = period;
+        self
+    }
+
+    /// Sets the contexts every event carries (`Contexts::NONE` for none).
+    pub fn contexts(mut self, c: Contexts) -> Self {
+        self.contexts = c;
         self
     }
 }
@@ -236,6 +247,11 @@ impl SessionBuilder {
     pub fn channel(mut self, cfg: ChannelConfig) -> Self {
         self.channels.push(cfg);
         self
+    }
+
+    /// The channels added so far.
+    pub fn channels(&self) -> &[ChannelConfig] {
+        &self.channels
     }
 
     /// Enables the events matching `pattern` at every level, in every channel.

@@ -12,13 +12,20 @@ use traceclock::TraceClock;
 
 use crate::output;
 use crate::record::client::HEADER;
+use crate::record::context::Contexts;
 use crate::record::desc::EventDesc;
 
 /// The name of the clock in the metadata (a TSDL identifier).
 pub const CLOCK_NAME: &str = "ringtrace_clock";
 
-/// Builds the description of a new trace with `channels` stream classes.
-pub fn trace_desc(uuid: [u8; 16], clock: &TraceClock, session: &str, channels: usize) -> TraceDesc {
+/// Builds the description of a new trace: one stream class per channel,
+/// each with its channel's contexts as the stream event context.
+pub fn trace_desc(
+    uuid: [u8; 16],
+    clock: &TraceClock,
+    session: &str,
+    channels: &[Contexts],
+) -> TraceDesc {
     let source = match clock.source {
         traceclock::ClockSource::Tsc => "TSC, invariant, calibrated against CLOCK_MONOTONIC",
         traceclock::ClockSource::Monotonic => "CLOCK_MONOTONIC",
@@ -53,8 +60,13 @@ pub fn trace_desc(uuid: [u8; 16], clock: &TraceClock, session: &str, channels: u
                 EnvValue::Int(unsafe { libc::getpid() } as i64),
             ),
         ],
-        streams: (0..channels as u32)
-            .map(|id| StreamClass { id, header: HEADER })
+        streams: (0u32..)
+            .zip(channels)
+            .map(|(id, c)| StreamClass {
+                id,
+                header: HEADER,
+                context: c.fields(),
+            })
             .collect(),
         events: Vec::new(),
     }

@@ -89,7 +89,12 @@ impl SessionState {
         } = c;
         let clock = crate::record::clock::clock();
         let uuid = random_uuid();
-        let desc = metadata::trace_desc(uuid, &clock, &name, cfgs.len());
+        let desc = metadata::trace_desc(
+            uuid,
+            &clock,
+            &name,
+            &cfgs.iter().map(|c| c.contexts).collect::<Vec<_>>(),
+        );
         // Removes what this creation made if it fails from here on.
         let mut undo = output::Undo::default();
         let file = match (&output, mode) {
@@ -130,6 +135,7 @@ impl SessionState {
                 mode == Mode::FlightRecorder,
                 cfg.buffers == Buffers::PerThread,
                 (i as u32, uuid, instance, clock),
+                cfg.contexts,
                 &attr,
                 &match buffer_dir {
                     // Files `<channel>_<n>`, the stream names of a recovered trace.

@@ -14,6 +14,8 @@ use ringbuf::{
 };
 use traceclock::TraceClock;
 
+use crate::record::context::Contexts;
+
 /// Event header of every channel: 5-bit id and 27-bit timestamp, extended
 /// when needed (`ctf::layout`).
 pub const HEADER: HeaderKind = HeaderKind::Compact;
@@ -34,6 +36,16 @@ pub struct Client<const OVERWRITE: bool, const PER_THREAD: bool> {
     pub(crate) clock: TraceClock,
     /// Sub-buffer size in bytes.
     pub(crate) subbuf: u64,
+    /// What every record carries between its header and its payload.
+    pub(crate) contexts: Contexts,
+}
+
+impl<const O: bool, const P: bool> Client<O, P> {
+    /// The channel's contexts.
+    #[inline(always)]
+    pub(crate) fn contexts(&self) -> Contexts {
+        self.contexts
+    }
 }
 
 impl<const O: bool, const P: bool> Config for Client<O, P> {
@@ -119,28 +131,35 @@ impl<T: crate::record::field::Fields> Payload for Encoded<'_, T> {
     }
 }
 
-/// Records one event in the calling thread's buffer of `ch`: header, then
-/// the payload written by `write` into exactly `len` bytes. Returns whether
-/// it was committed; losses are counted by the buffer.
+/// Records one event in the calling thread's buffer of `ch`: header, the
+/// channel's contexts (`context.rs`), then the payload written by `write`
+/// into exactly `len` bytes. Returns whether it was committed; losses are
+/// counted by the buffer.
 #[inline(always)]
-fn record_in<C: Config, P: Payload>(
-    ch: &Channel<C>,
+fn record_in<const O: bool, const T: bool, P: Payload>(
+    ch: &Channel<Client<O, T>>,
     now: u64,
     id: u32,
     len: usize,
     write: &P,
 ) -> bool {
+    let contexts = ch.config().contexts();
+    let body = contexts.len() + len;
     // `move`: id and len are captured by value, not through stack spills.
     let r = ch.reserve_at(now, move |ctx| {
-        event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len
+        event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + body
     });
     match r {
         Ok(mut slot) => {
             let ts = slot.ts();
             let b = slot.bytes();
-            let h = b.len() - len;
+            let h = b.len() - body;
             write_event_header(b, HEADER, h, id, ts);
-            write.write(&mut b[h..]);
+            let p = b.len() - len;
+            if !contexts.is_empty() {
+                contexts.write(&mut b[h..p]);
+            }
+            write.write(&mut b[p..]);
             slot.commit();
             true
         }
@@ -167,6 +186,7 @@ impl AnyChannel {
         overwrite: bool,
         per_thread: bool,
         client: (u32, [u8; 16], u64, TraceClock),
+        contexts: Contexts,
         attr: &ChannelAttr,
         name: &str,
     ) -> Result<AnyChannel, ringbuf::Error> {
@@ -180,6 +200,7 @@ impl AnyChannel {
                         instance_base,
                         clock,
                         subbuf: attr.subbuf_size as u64,
+                        contexts,
                     },
                     attr,
                     name,
@@ -205,6 +226,7 @@ impl AnyChannel {
             overwrite,
             per_thread,
             (0, [0; 16], 0, crate::record::clock::clock()),
+            Contexts::NONE,
             attr,
             "standalone",
         )

@@ -1,7 +1,7 @@
 //! The recording path: everything an `event!` may execute, and nothing
 //! else. Event descriptions and their fields and levels, the probe, the
 //! ring-buffer client that lays out CTF packets, the per-thread record
-//! counts, the RCU read side and the clock.
+//! counts, the per-event contexts, the RCU read side and the clock.
 //!
 //! Rules kept here (checked: `scripts/module_graph.py` fails the test
 //! command if this layer imports any other module of the crate; the
@@ -13,6 +13,7 @@
 //!
 //! ```text
 //!   desc ──► probe ──► client ──► ringbuf (reserve, serialize, commit)
+//!    │         │         └──► context (who: pid, tid, thread name)
 //!    │         │  └──► tally (per-CPU channels' record counts)
 //!    │         └─────► rcu (read section), clock
 //!    └─► field, level
@@ -20,6 +21,7 @@
 
 pub mod client;
 pub mod clock;
+pub mod context;
 pub mod desc;
 pub mod field;
 pub mod level;

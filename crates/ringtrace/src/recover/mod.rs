@@ -138,12 +138,12 @@ pub(super) fn walk(
     sb: &[u8],
     limit: usize,
 ) -> Walk {
-    let kind = desc
+    let stream = desc
         .streams
         .iter()
         .find(|s| s.id == stream_id)
-        .map(|s| s.header)
         .expect("stream class checked by the caller");
+    let kind = stream.header;
     let limit = limit.min(sb.len());
     let mut w = Walk {
         end: PACKET_HEADER_SIZE,
@@ -162,7 +162,7 @@ pub(super) fn walk(
             return None;
         }
         let mut off = at + h.len;
-        for f in &class.fields {
+        for f in stream.context.iter().chain(&class.fields) {
             ctf::value::decode(&f.ty, &sb[..to], &mut off).ok()?;
         }
         (off <= to).then_some((off, ts))

@@ -8,7 +8,9 @@
 //! Options, in any order: `discard` (default) or `flight-recorder`;
 //! `per-cpu` (default) or `per-thread`; `subbuf=<bytes>[k|m]`; `count=<n>`;
 //! `switch=<ms>`; `read=<ms>`; `level=<level>`; `bufdir=<dir>` (buffers in
-//! files there, recoverable after a crash); anything else is an event
+//! files there, recoverable after a crash); `context=<names>` (what every
+//! event carries, joined by `+`: `vpid`, `vtid`, `pthread_id`, `procname`,
+//! `all`, `none`; default `vpid+vtid`); anything else is an event
 //! pattern (`myapp:*`; none means `*`). A comma inside an item is written
 //! `\,` (and a backslash `\\`): `/data/a\,b,discard`. The session starts
 //! before `main` and is stopped at exit, when its trace is complete; a
@@ -78,6 +80,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
             Some(("switch", v)) => ch.switch_timer = Some(Duration::from_millis(num(v)?)),
             Some(("read", v)) => ch.read_timer = Duration::from_millis(num(v)?.max(1)),
             Some(("bufdir", v)) if !v.is_empty() => buffer_dir = Some(v.to_string()),
+            Some(("context", v)) => ch.contexts = crate::Contexts::parse(v).map_err(|e| bad(&e))?,
             Some(("level", v)) => {
                 level = v
                     .parse()
@@ -85,7 +88,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
             }
             Some(_) => {
                 return Err(bad(
-                    "unknown option (subbuf, count, switch, read, level, bufdir)",
+                    "unknown option (subbuf, count, switch, read, level, bufdir, context)",
                 ))
             }
         }
@@ -199,8 +202,16 @@ mod tests {
 
     #[test]
     fn parses_every_option() {
-        let b = parse("/tmp/x,flight-recorder,per-thread,subbuf=64k,count=8,switch=100,read=5,level=warning,myapp:*,db:query")
+        let b = parse("/tmp/x,flight-recorder,per-thread,subbuf=64k,count=8,switch=100,read=5,level=warning,context=vtid+procname,myapp:*,db:query")
             .unwrap();
+        assert_eq!(
+            b.channels()[0].contexts,
+            crate::Contexts::VTID | crate::Contexts::PROCNAME
+        );
+        assert!(parse("/tmp/x,context=cpu")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown context `cpu`"));
         let dbg = format!("{b:?}");
         assert!(dbg.contains("FlightRecorder"), "{dbg}");
         assert!(dbg.contains("PerThread"), "{dbg}");

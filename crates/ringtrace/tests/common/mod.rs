@@ -84,6 +84,8 @@ pub struct Ev {
     pub ts: u64,
     pub name: String,
     pub values: Vec<Value>,
+    /// The stream event context's values (`vpid`, `vtid`, … as chosen).
+    pub context: Vec<Value>,
     pub cpu: u32,
 }
 
@@ -100,6 +102,7 @@ pub fn read_all(dir: &Path) -> (Vec<Ev>, u64) {
                 ts: e.ts,
                 name: desc.events[e.class].name.clone(),
                 values: e.values,
+                context: e.context,
                 cpu: e.cpu,
             }),
             Item::Discarded { events, .. } => discarded += events,

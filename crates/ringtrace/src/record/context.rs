@@ -1,0 +1,331 @@
+//! Per-event contexts: who recorded an event. A channel chooses a set of
+//! them when it is created; every event of the channel then carries their
+//! values between its header and its payload, declared in the metadata as
+//! the CTF *stream event context* (`event.context`), so babeltrace2 and
+//! Trace Compass show them as LTTng's `add-context` ones.
+//!
+//! ```text
+//! record = event header | vpid (i32) | vtid (i32) | pthread_id (u64) | procname (16 B) | payload
+//!                         └──────────── only those the channel chose, in this order ────────┘
+//! ```
+//!
+//! The values come from a per-thread cache, filled at the thread's first
+//! event that needs one (`gettid`, `getpid`, `pthread_self` and
+//! `prctl(PR_GET_NAME)`: the same cold step in which the thread takes its
+//! RCU reader slot, see `rcu/global.rs`) and filled again after `fork` (the
+//! child's generation differs, [`after_fork_in_child`]) or when the thread
+//! says it renamed itself ([`crate::thread_renamed`]). The cache is
+//! made of atomics in a `const` thread-local without destructor, so reading
+//! it is async-signal-safe: a signal handler that interrupts the filling
+//! finds the generation not yet stored and fills it again itself (same
+//! values).
+
+use std::cell::Cell;
+use std::sync::atomic::{compiler_fence, AtomicU32, Ordering::*};
+
+use ctf::types::{Field, FieldType, IntType};
+
+/// A set of contexts (a bit set; `Contexts::VTID | Contexts::VPID`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Contexts(u8);
+
+impl Contexts {
+    /// None: events carry no context.
+    pub const NONE: Contexts = Contexts(0);
+    /// The process id (in the process's pid namespace), `i32`.
+    pub const VPID: Contexts = Contexts(1);
+    /// The thread id (kernel thread id, in the pid namespace), `i32`.
+    pub const VTID: Contexts = Contexts(2);
+    /// `pthread_self()`, `u64`.
+    pub const PTHREAD_ID: Contexts = Contexts(4);
+    /// The thread's name (`comm`, up to 15 bytes), 16 bytes of text.
+    pub const PROCNAME: Contexts = Contexts(8);
+    /// What a session gets unless told otherwise: process and thread ids.
+    pub const DEFAULT: Contexts = Contexts(1 | 2);
+
+    /// Every context, with its name, in record order.
+    pub const ALL: [(Contexts, &'static str); 4] = [
+        (Contexts::VPID, "vpid"),
+        (Contexts::VTID, "vtid"),
+        (Contexts::PTHREAD_ID, "pthread_id"),
+        (Contexts::PROCNAME, "procname"),
+    ];
+
+    /// Whether every context of `other` is in this set.
+    pub const fn contains(self, other: Contexts) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The names in this set, in record order.
+    pub fn names(self) -> Vec<&'static str> {
+        Contexts::ALL
+            .iter()
+            .filter(|(c, _)| self.contains(*c))
+            .map(|(_, n)| *n)
+            .collect()
+    }
+
+    /// Parses a list of names joined by `+` (or `,` when the list is not
+    /// inside a `RINGTRACE_SESSION`): `vtid+vpid+procname`; `none`,
+    /// `default` (vpid and vtid) and `all` as well.
+    pub fn parse(s: &str) -> Result<Contexts, String> {
+        let mut set = Contexts::NONE;
+        for name in s.split(['+', ',']).map(str::trim) {
+            set = set
+                | match name {
+                    "none" | "" => Contexts::NONE,
+                    "default" => Contexts::DEFAULT,
+                    "all" => Contexts(0b1111),
+                    // LTTng's names for the same values are accepted too.
+                    "pid" => Contexts::VPID,
+                    "tid" => Contexts::VTID,
+                    _ => match Contexts::ALL.iter().find(|(_, n)| *n == name) {
+                        Some((c, _)) => *c,
+                        None => {
+                            return Err(format!(
+                                "unknown context `{name}` (known: vpid, vtid, pthread_id, \
+                                 procname, default, all, none)"
+                            ))
+                        }
+                    },
+                };
+        }
+        Ok(set)
+    }
+
+    /// Bytes the contexts take in each record.
+    #[inline(always)]
+    pub const fn len(self) -> usize {
+        let b = self.0 as usize;
+        (b & 1) * 4 + (b >> 1 & 1) * 4 + (b >> 2 & 1) * 8 + (b >> 3 & 1) * PROCNAME_LEN
+    }
+
+    /// The fields the metadata declares for them (`event.context`).
+    pub fn fields(self) -> Vec<Field> {
+        Contexts::ALL
+            .iter()
+            .filter(|(c, _)| self.contains(*c))
+            .map(|(c, n)| {
+                let ty = match *c {
+                    Contexts::VPID | Contexts::VTID => FieldType::Int(IntType::signed(32)),
+                    Contexts::PTHREAD_ID => FieldType::Int(IntType {
+                        bits: 64,
+                        signed: false,
+                        base: 16,
+                    }),
+                    _ => FieldType::Text(PROCNAME_LEN as u32),
+                };
+                Field::new(*n, ty)
+            })
+            .collect()
+    }
+
+    /// Writes the calling thread's values into `out`, exactly
+    /// [`Contexts::len`] bytes. No allocation, lock or system call once the
+    /// thread's cache is filled (once per thread and per process).
+    #[inline(always)]
+    pub fn write(self, out: &mut [u8]) {
+        let t = thread();
+        let mut at = 0;
+        if self.contains(Contexts::VPID) {
+            out[at..at + 4].copy_from_slice(&t.pid.to_le_bytes());
+            at += 4;
+        }
+        if self.contains(Contexts::VTID) {
+            out[at..at + 4].copy_from_slice(&t.tid.to_le_bytes());
+            at += 4;
+        }
+        if self.contains(Contexts::PTHREAD_ID) {
+            out[at..at + 8].copy_from_slice(&t.pthread.to_le_bytes());
+            at += 8;
+        }
+        if self.contains(Contexts::PROCNAME) {
+            out[at..at + PROCNAME_LEN].copy_from_slice(&t.name);
+        }
+    }
+}
+
+impl std::ops::BitOr for Contexts {
+    type Output = Contexts;
+    fn bitor(self, o: Contexts) -> Contexts {
+        Contexts(self.0 | o.0)
+    }
+}
+
+impl std::fmt::Display for Contexts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_empty() {
+            return f.write_str("none");
+        }
+        f.write_str(&self.names().join("+"))
+    }
+}
+
+/// Bytes of `procname`: the kernel's `TASK_COMM_LEN`, NUL-padded.
+pub const PROCNAME_LEN: usize = 16;
+
+/// What a thread's events say of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadIds {
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// `pthread_self()`.
+    pub pthread: u64,
+    /// The thread's name, NUL-padded.
+    pub name: [u8; PROCNAME_LEN],
+}
+
+/// The process's generation: bumped in a `fork` child, so that every
+/// cache filled in the parent is stale there.
+static GENERATION: AtomicU32 = AtomicU32::new(1);
+
+/// One thread's cache: `gen` is stored last and is 0 while unfilled.
+struct Cache {
+    gen: Cell<u32>,
+    ids: Cell<ThreadIds>,
+}
+
+thread_local! {
+    // `const`, and no destructor (`Cell` of plain data): reading it never
+    // allocates nor registers anything, in a signal handler too.
+    static CACHE: Cache = const {
+        Cache {
+            gen: Cell::new(0),
+            ids: Cell::new(ThreadIds { pid: 0, tid: 0, pthread: 0, name: [0; PROCNAME_LEN] }),
+        }
+    };
+}
+
+/// The calling thread's ids (filled on first use, see the module's text).
+#[inline(always)]
+pub fn thread() -> ThreadIds {
+    CACHE.with(|c| {
+        if c.gen.get() != GENERATION.load(Relaxed) {
+            fill(c);
+        }
+        c.ids.get()
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn fill(c: &Cache) {
+    let gen = GENERATION.load(Relaxed);
+    c.gen.set(0);
+    // A signal handler running between here and the store of `gen` sees 0
+    // and fills the cache itself; the values it stores are the same ones.
+    compiler_fence(SeqCst);
+    c.ids.set(current_ids());
+    compiler_fence(SeqCst);
+    c.gen.set(gen);
+}
+
+/// Asks the kernel (and the thread library) who the calling thread is.
+fn current_ids() -> ThreadIds {
+    let mut name = [0u8; PROCNAME_LEN];
+    // SAFETY: `pthread_self` cannot fail.
+    let pthread = unsafe { libc::pthread_self() } as u64;
+    #[cfg(not(miri))]
+    // SAFETY: PR_GET_NAME writes at most 16 bytes (NUL included) into the
+    // buffer, which has 16.
+    unsafe {
+        libc::prctl(
+            libc::PR_GET_NAME,
+            name.as_mut_ptr() as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+    }
+    #[cfg(miri)]
+    // SAFETY: the buffer has the 16 bytes the call may write.
+    unsafe {
+        libc::pthread_getname_np(libc::pthread_self(), name.as_mut_ptr().cast(), name.len());
+    }
+    name[PROCNAME_LEN - 1] = 0;
+    ThreadIds {
+        // SAFETY: getpid cannot fail.
+        pid: unsafe { libc::getpid() },
+        tid: crate::record::rcu::gettid(),
+        pthread,
+        name,
+    }
+}
+
+/// In a `fork` child: every thread's cache (the only thread's, that is)
+/// is stale.
+pub fn after_fork_in_child() {
+    GENERATION.fetch_add(1, Relaxed);
+}
+
+/// The calling thread changed its name: its next event reads it again.
+pub fn forget_thread() {
+    CACHE.with(|c| c.gen.set(0));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_match_the_fields() {
+        for bits in 0..16u8 {
+            let c = Contexts(bits);
+            let sum: usize = c
+                .fields()
+                .iter()
+                .map(|f| match f.ty {
+                    FieldType::Int(t) => t.bytes(),
+                    FieldType::Text(n) => n as usize,
+                    _ => unreachable!(),
+                })
+                .sum();
+            assert_eq!(c.len(), sum, "{c}");
+            assert_eq!(Contexts::parse(&c.to_string()), Ok(c));
+        }
+    }
+
+    #[test]
+    fn parses_names_and_refuses_unknown_ones() {
+        assert_eq!(
+            Contexts::parse("vtid+procname"),
+            Ok(Contexts::VTID | Contexts::PROCNAME)
+        );
+        assert_eq!(Contexts::parse("default"), Ok(Contexts::DEFAULT));
+        assert_eq!(Contexts::parse("pid,tid"), Ok(Contexts::DEFAULT));
+        assert!(Contexts::parse("vtid+cpu")
+            .unwrap_err()
+            .contains("unknown context `cpu`"));
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "gettid")]
+    fn writes_the_calling_threads_ids() {
+        let all = Contexts::parse("all").unwrap();
+        let name = std::thread::Builder::new()
+            .name("ctx-test".into())
+            .spawn(move || {
+                let mut out = vec![0u8; all.len()];
+                all.write(&mut out);
+                // SAFETY: no arguments.
+                let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+                assert_eq!(&out[0..4], &std::process::id().to_le_bytes());
+                assert_eq!(&out[4..8], &tid.to_le_bytes());
+                // SAFETY: no arguments.
+                let me = unsafe { libc::pthread_self() } as u64;
+                assert_eq!(&out[8..16], &me.to_le_bytes());
+                out[16..].to_vec()
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(&name, b"ctx-test\0\0\0\0\0\0\0\0");
+    }
+}
