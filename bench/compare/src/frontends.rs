@@ -71,7 +71,12 @@ fn session(dir: &Path) -> Result<Session, String> {
     let _ = std::fs::remove_dir_all(dir);
     let s = Session::builder("frontends")
         .output(dir)
-        .channel(ChannelConfig::new("ch").subbufs(1 << 20, 4))
+        .channel(
+            ChannelConfig::new("ch")
+                .subbufs(1 << 20, 4)
+                // As the LTTng session it is compared with: no context.
+                .contexts(ringtrace::Contexts::NONE),
+        )
         .enable("fe*")
         .create()
         .map_err(|e| e.to_string())?;

@@ -96,7 +96,10 @@ pub fn run(
     }
     let dir = scratch.join("ringtrace");
     let _ = std::fs::remove_dir_all(&dir);
-    let mut ch = ChannelConfig::new("ch").subbufs(1 << 20, 4);
+    let mut ch = ChannelConfig::new("ch")
+        .subbufs(1 << 20, 4)
+        // As the LTTng session it is compared with: no context.
+        .contexts(ringtrace::Contexts::NONE);
     if per_thread_buffers {
         ch = ch.per_thread();
     }
@@ -176,7 +179,12 @@ pub fn overhead(
         Tracing::Absent | Tracing::Dormant => None,
         Tracing::Flight | Tracing::Discard => {
             let mut b = Session::builder("overhead")
-                .channel(ChannelConfig::new("ch").subbufs(1 << 20, 4))
+                .channel(
+                    ChannelConfig::new("ch")
+                        .subbufs(1 << 20, 4)
+                        // As the LTTng session it is compared with: no context.
+                        .contexts(ringtrace::Contexts::NONE),
+                )
                 .enable("cmpwork:*");
             b = if tracing == Tracing::Discard {
                 b.output(&dir)

@@ -11,7 +11,9 @@
 //!
 //! Arguments: `per-cpu|per-thread`, the number of events, `flight`
 //! (flight recorder, the default) or `discard` (to `$TMPDIR/event-loop-trace`,
-//! replaced), and `u64` (the default) or `str16` for the payload.
+//! replaced), `u64` (the default) or `str16` for the payload, and the
+//! contexts every event carries (`none`, the default, as in the earlier
+//! measurements; `default` for vpid+vtid, `all`, or names joined by `+`).
 
 use ringtrace::{event, ChannelConfig, Mode, Session};
 
@@ -36,7 +38,11 @@ fn main() {
         "u64" => false,
         other => usage(&format!("payload: {other}")),
     };
-    let mut ch = ChannelConfig::new("loop").subbufs(1 << 20, 4);
+    let contexts =
+        ringtrace::Contexts::parse(&arg(4, "none")).unwrap_or_else(|e| usage(&e.to_string()));
+    let mut ch = ChannelConfig::new("loop")
+        .subbufs(1 << 20, 4)
+        .contexts(contexts);
     if per_thread {
         ch = ch.per_thread();
     }
@@ -74,6 +80,6 @@ fn main() {
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("event_loop: {why}\nusage: event_loop [per-cpu|per-thread] [N] [flight|discard] [u64|str16]");
+    eprintln!("event_loop: {why}\nusage: event_loop [per-cpu|per-thread] [N] [flight|discard] [u64|str16] [none|default|all|<names>]");
     std::process::exit(2)
 }

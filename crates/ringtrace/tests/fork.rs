@@ -93,6 +93,25 @@ fn fork_children_trace_into_their_own_sessions_only() {
     let (child_evs, _) = read_all(&child_dir);
     assert_eq!(child_evs.len(), 5000);
     assert!(child_evs.iter().all(|e| e.name == "forktest:in_child"));
+    // Who: the parent's events say the parent and the forking thread, the
+    // child's the child (its only thread has the child's pid as its id),
+    // though that thread recorded in the parent just before the fork.
+    use ctf::value::Value;
+    let me = Value::Int(std::process::id() as i64);
+    let forking_thread = evs
+        .iter()
+        .find(|e| e.name == "forktest:before")
+        .unwrap()
+        .context
+        .clone();
+    assert_eq!(forking_thread[0], me);
+    for e in evs.iter().filter(|e| e.name != "forktest:busy") {
+        assert_eq!(e.context, forking_thread, "{}", e.name);
+    }
+    let child = Value::Int(pid as i64);
+    for e in &child_evs {
+        assert_eq!(e.context, [child.clone(), child.clone()]);
+    }
 }
 
 /// exec() of a child of a traced process: the new program inherits none of

@@ -14,7 +14,7 @@ use ringbuf::{
 };
 use traceclock::TraceClock;
 
-use crate::record::context::Contexts;
+use crate::record::context::{Contexts, Layout};
 
 /// Event header of every channel: 5-bit id and 27-bit timestamp, extended
 /// when needed (`ctf::layout`).
@@ -37,13 +37,13 @@ pub struct Client<const OVERWRITE: bool, const PER_THREAD: bool> {
     /// Sub-buffer size in bytes.
     pub(crate) subbuf: u64,
     /// What every record carries between its header and its payload.
-    pub(crate) contexts: Contexts,
+    pub(crate) contexts: Layout,
 }
 
 impl<const O: bool, const P: bool> Client<O, P> {
     /// The channel's contexts.
     #[inline(always)]
-    pub(crate) fn contexts(&self) -> Contexts {
+    pub(crate) fn contexts(&self) -> Layout {
         self.contexts
     }
 }
@@ -131,10 +131,26 @@ impl<T: crate::record::field::Fields> Payload for Encoded<'_, T> {
     }
 }
 
+/// The channel's contexts (`context.rs`), then the event's payload.
+struct WithContext<'a, P> {
+    contexts: Layout,
+    payload: &'a P,
+}
+
+impl<P: Payload> Payload for WithContext<'_, P> {
+    #[inline(always)]
+    fn write(&self, out: &mut [u8]) {
+        let (ctx, rest) = out.split_at_mut(self.contexts.len());
+        self.contexts.write(ctx);
+        self.payload.write(rest);
+    }
+}
+
 /// Records one event in the calling thread's buffer of `ch`: header, the
 /// channel's contexts (`context.rs`), then the payload written by `write`
 /// into exactly `len` bytes. Returns whether it was committed; losses are
-/// counted by the buffer.
+/// counted by the buffer. A channel without contexts runs the record
+/// without a trace of them (a predicted branch).
 #[inline(always)]
 fn record_in<const O: bool, const T: bool, P: Payload>(
     ch: &Channel<Client<O, T>>,
@@ -144,22 +160,37 @@ fn record_in<const O: bool, const T: bool, P: Payload>(
     write: &P,
 ) -> bool {
     let contexts = ch.config().contexts();
-    let body = contexts.len() + len;
+    if contexts.is_empty() {
+        record_body(ch, now, id, len, write)
+    } else {
+        let body = WithContext {
+            contexts,
+            payload: write,
+        };
+        record_body(ch, now, id, contexts.len() + len, &body)
+    }
+}
+
+/// The header, then `len` bytes that `write` fills.
+#[inline(always)]
+fn record_body<C: Config, P: Payload>(
+    ch: &Channel<C>,
+    now: u64,
+    id: u32,
+    len: usize,
+    write: &P,
+) -> bool {
     // `move`: id and len are captured by value, not through stack spills.
     let r = ch.reserve_at(now, move |ctx| {
-        event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + body
+        event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len
     });
     match r {
         Ok(mut slot) => {
             let ts = slot.ts();
             let b = slot.bytes();
-            let h = b.len() - body;
+            let h = b.len() - len;
             write_event_header(b, HEADER, h, id, ts);
-            let p = b.len() - len;
-            if !contexts.is_empty() {
-                contexts.write(&mut b[h..p]);
-            }
-            write.write(&mut b[p..]);
+            write.write(&mut b[h..]);
             slot.commit();
             true
         }
@@ -200,7 +231,7 @@ impl AnyChannel {
                         instance_base,
                         clock,
                         subbuf: attr.subbuf_size as u64,
-                        contexts,
+                        contexts: contexts.layout(),
                     },
                     attr,
                     name,

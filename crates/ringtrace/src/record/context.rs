@@ -130,22 +130,72 @@ impl Contexts {
     /// thread's cache is filled (once per thread and per process).
     #[inline(always)]
     pub fn write(self, out: &mut [u8]) {
-        let t = thread();
+        let img = image();
         let mut at = 0;
-        if self.contains(Contexts::VPID) {
-            out[at..at + 4].copy_from_slice(&t.pid.to_le_bytes());
-            at += 4;
+        for (c, from, len) in [
+            (Contexts::VPID, 0, 4),
+            (Contexts::VTID, 4, 4),
+            (Contexts::PTHREAD_ID, 8, 8),
+            (Contexts::PROCNAME, 16, PROCNAME_LEN),
+        ] {
+            if self.contains(c) {
+                out[at..at + len].copy_from_slice(&img[from..from + len]);
+                at += len;
+            }
         }
-        if self.contains(Contexts::VTID) {
-            out[at..at + 4].copy_from_slice(&t.tid.to_le_bytes());
-            at += 4;
+    }
+
+    /// How a channel writes these contexts (see [`Layout`]).
+    pub const fn layout(self) -> Layout {
+        Layout {
+            set: self,
+            len: self.len(),
+            // The sets that are a prefix of the record order are one copy
+            // of the start of the thread's image.
+            prefix: matches!(self.0, 0b0011 | 0b0111 | 0b1111),
         }
-        if self.contains(Contexts::PTHREAD_ID) {
-            out[at..at + 8].copy_from_slice(&t.pthread.to_le_bytes());
-            at += 8;
+    }
+}
+
+/// A channel's contexts, ready for the write path: their length, and
+/// whether they are the first 8, 16 or 32 bytes of the thread's image
+/// (the default vpid+vtid is), written with fixed-size copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    set: Contexts,
+    len: usize,
+    prefix: bool,
+}
+
+impl Layout {
+    /// Bytes per record.
+    #[inline(always)]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there is nothing to write.
+    #[inline(always)]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Writes the calling thread's contexts into `out` (exactly
+    /// [`Layout::len`] bytes).
+    #[inline(always)]
+    pub fn write(&self, out: &mut [u8]) {
+        if !self.prefix {
+            return self.set.write(out);
         }
-        if self.contains(Contexts::PROCNAME) {
-            out[at..at + PROCNAME_LEN].copy_from_slice(&t.name);
+        let c = cache();
+        let w = &c.words;
+        out[..8].copy_from_slice(&w[0].get().to_le_bytes());
+        if self.len > 8 {
+            out[8..16].copy_from_slice(&w[1].get().to_le_bytes());
+            if self.len > 16 {
+                out[16..24].copy_from_slice(&w[2].get().to_le_bytes());
+                out[24..32].copy_from_slice(&w[3].get().to_le_bytes());
+            }
         }
     }
 }
@@ -186,10 +236,17 @@ pub struct ThreadIds {
 /// cache filled in the parent is stale there.
 static GENERATION: AtomicU32 = AtomicU32::new(1);
 
-/// One thread's cache: `gen` is stored last and is 0 while unfilled.
+/// Bytes of the pre-serialized image of every context.
+const IMAGE: usize = 4 + 4 + 8 + PROCNAME_LEN;
+
+/// One thread's cache: its ids, and the same serialized in record order
+/// (vpid, vtid, pthread_id, procname, little-endian) for the write path,
+/// as four words (a word is one load and one store to copy).
+/// `gen` is stored last and is 0 while unfilled.
 struct Cache {
     gen: Cell<u32>,
     ids: Cell<ThreadIds>,
+    words: [Cell<u64>; IMAGE / 8],
 }
 
 thread_local! {
@@ -199,19 +256,43 @@ thread_local! {
         Cache {
             gen: Cell::new(0),
             ids: Cell::new(ThreadIds { pid: 0, tid: 0, pthread: 0, name: [0; PROCNAME_LEN] }),
+            words: [const { Cell::new(0) }; IMAGE / 8],
         }
     };
+}
+
+/// The calling thread's cache, filled (on first use, see the module's
+/// text). The closure given to `with` only takes the address, so that it
+/// inlines into the write path.
+#[inline(always)]
+fn cache() -> &'static Cache {
+    let p: *const Cache = CACHE.with(|c| c as *const Cache);
+    // SAFETY: the thread-local has no destructor, so it lives as long as
+    // the calling thread; the reference does not leave this thread (the
+    // `Cache` holds `Cell`s: it is neither `Send` nor `Sync`, and the
+    // callers only read it before returning).
+    let c = unsafe { &*p };
+    if c.gen.get() != GENERATION.load(Relaxed) {
+        fill(c);
+    }
+    c
 }
 
 /// The calling thread's ids (filled on first use, see the module's text).
 #[inline(always)]
 pub fn thread() -> ThreadIds {
-    CACHE.with(|c| {
-        if c.gen.get() != GENERATION.load(Relaxed) {
-            fill(c);
-        }
-        c.ids.get()
-    })
+    cache().ids.get()
+}
+
+/// The calling thread's contexts, serialized (see [`Cache`]).
+#[inline(always)]
+fn image() -> [u8; IMAGE] {
+    let c = cache();
+    let mut img = [0u8; IMAGE];
+    for (k, w) in c.words.iter().enumerate() {
+        img[k * 8..k * 8 + 8].copy_from_slice(&w.get().to_le_bytes());
+    }
+    img
 }
 
 #[cold]
@@ -222,7 +303,18 @@ fn fill(c: &Cache) {
     // A signal handler running between here and the store of `gen` sees 0
     // and fills the cache itself; the values it stores are the same ones.
     compiler_fence(SeqCst);
-    c.ids.set(current_ids());
+    let ids = current_ids();
+    let mut img = [0u8; IMAGE];
+    img[0..4].copy_from_slice(&ids.pid.to_le_bytes());
+    img[4..8].copy_from_slice(&ids.tid.to_le_bytes());
+    img[8..16].copy_from_slice(&ids.pthread.to_le_bytes());
+    img[16..].copy_from_slice(&ids.name);
+    c.ids.set(ids);
+    for (k, w) in c.words.iter().enumerate() {
+        w.set(u64::from_le_bytes(
+            img[k * 8..k * 8 + 8].try_into().expect("8 bytes"),
+        ));
+    }
     compiler_fence(SeqCst);
     c.gen.set(gen);
 }
@@ -289,6 +381,19 @@ mod tests {
                 .sum();
             assert_eq!(c.len(), sum, "{c}");
             assert_eq!(Contexts::parse(&c.to_string()), Ok(c));
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "gettid")]
+    fn layouts_write_what_the_general_path_writes() {
+        for bits in 0..16u8 {
+            let c = Contexts(bits);
+            let (mut a, mut b) = (vec![0u8; c.len()], vec![1u8; c.len()]);
+            c.write(&mut a);
+            c.layout().write(&mut b);
+            assert_eq!(a, b, "{c}");
+            assert_eq!(c.layout().len(), c.len());
         }
     }
 
