@@ -358,3 +358,94 @@ fn babeltrace2_reads_every_field_and_counts_discarded_events() {
     assert_eq!(our_discarded, reported);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A directory of traces (the processes of one program) opens as one
+/// trace merged by time, even when their clocks differ (here 1 GHz and
+/// 2 GHz with other offsets): the same order as babeltrace2's, event
+/// classes and stream classes of both kept apart.
+#[test]
+fn a_directory_of_traces_merges_by_time_as_babeltrace2_does() {
+    let root = tmpdir("trace-set");
+    let ev = |name: &str| EventClass {
+        id: 0,
+        name: name.into(),
+        loglevel: 13,
+        stream_id: 0,
+        fields: vec![Field::new("k", FieldType::Int(IntType::unsigned(32)))],
+    };
+    // (directory, uuid byte, event, clock freq, clock offset_s, ticks per ns)
+    let traces = [
+        (
+            "app-100-x",
+            7u8,
+            "a:tick",
+            1_000_000_000u64,
+            1_700_000_000i64,
+            1u64,
+        ),
+        ("app-101-y", 8u8, "b:tock", 2_000_000_000, 1_699_999_999, 2),
+    ];
+    let mut want = Vec::new();
+    for (t, (dir, u, name, freq, off, per_ns)) in traces.iter().enumerate() {
+        let d = root.join(dir);
+        std::fs::create_dir(&d).unwrap();
+        let mut desc = one_stream([*u; 16], HeaderKind::Large, vec![ev(name)]);
+        desc.clock.freq = *freq;
+        desc.clock.offset_s = *off;
+        std::fs::write(d.join("metadata"), ctf::tsdl::metadata(&desc)).unwrap();
+        let mut w =
+            StreamWriter::<false>::new(&d, "chan_0", [*u; 16], 0, 0, HeaderKind::Large, 4096, 4);
+        // Epoch ns of event k: 1_700_000_000 s + 10 µs·k (+3 µs for the
+        // second trace): the two interleave.
+        let zero_ns = *off as i128 * 1_000_000_000;
+        for k in 0..200u64 {
+            let ns = 1_700_000_000i128 * 1_000_000_000 + 10_000 * k as i128 + 3_000 * t as i128;
+            let ts = ((ns - zero_ns) as u64) * per_ns;
+            let f = &ev(name).fields;
+            w.emit(0, ts, &encode_all(f, &[Value::Uint(k)])).unwrap();
+            w.drain();
+            want.push((ns, t, k));
+        }
+        w.finish((((1_700_000_001i128 * 1_000_000_000 - zero_ns) as u64) * per_ns) as u64);
+    }
+    want.sort();
+    let trace = ctf::Trace::open(&root).unwrap();
+    assert_eq!(trace.parts.len(), 2);
+    assert_eq!(trace.desc.events.len(), 2);
+    assert_eq!(
+        trace.desc.streams.iter().map(|s| s.id).collect::<Vec<_>>(),
+        [0, 1],
+        "stream classes kept apart"
+    );
+    let got: Vec<(usize, u64)> = ctf::Merger::new(&trace)
+        .map(|i| match i.unwrap().1 {
+            ctf::Item::Event(e) => {
+                let Value::Uint(k) = e.values[0] else {
+                    panic!()
+                };
+                (e.class, k)
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let expected: Vec<(usize, u64)> = want.iter().map(|w| (w.1, w.2)).collect();
+    assert_eq!(got, expected, "merged by time across clocks");
+    if let Some(bt) = babeltrace2() {
+        let out = Command::new(bt).arg(&root).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let seen: Vec<(usize, u64)> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let class = usize::from(l.contains("b:tock"));
+                let k = l.rsplit("k = ").next().unwrap().trim_end_matches(" }");
+                (class, k.parse().unwrap())
+            })
+            .collect();
+        assert_eq!(seen, expected, "babeltrace2's order");
+    }
+}

@@ -11,14 +11,24 @@ use std::path::Path;
 use ctf::read::{ItemRef, Trace};
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// Opens the trace in `dir`, or says what is wrong with it.
+/// Opens the trace in `dir` (or every trace below it, merged), or says
+/// what is wrong with it.
 pub fn open(dir: &Path) -> Result<Trace, String> {
     if !dir.exists() {
         return Err(format!("{}: no such directory", dir.display()));
     }
-    if !dir.join("metadata").exists() {
+    // A trace, or a directory of them (a program's processes, each its own).
+    let found = if dir.join("metadata").exists() {
+        true
+    } else {
+        !ctf::read::find_traces(dir)
+            .map_err(|e| e.to_string())?
+            .is_empty()
+    };
+    if !found {
         return Err(format!(
-            "{}: not a CTF trace (no metadata file); give the directory a session wrote",
+            "{}: not a CTF trace (no metadata file there nor in the folders below); \
+             give the directory a session wrote",
             dir.display()
         ));
     }

@@ -1,6 +1,9 @@
 //! `ringtrace stats`: per stream (events, discarded, packets, time span,
-//! rate), per event class counts, total size and bytes per event.
+//! rate), per event class counts, per process and per thread counts (when
+//! the events carry their ids), total size and bytes per event. A
+//! directory of traces (a program's processes) is counted as one.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ctf::read::ItemRef;
@@ -23,6 +26,56 @@ struct StreamStats {
     bytes: u64,
 }
 
+/// The per-process and per-thread tables, most events first.
+fn who_tables(per_thread: &BTreeMap<(i64, i64), (u64, String)>, events: u64) {
+    let pct = |n: u64| 100.0 * n as f64 / events.max(1) as f64;
+    let mut per_process: BTreeMap<i64, (u64, usize, &str)> = BTreeMap::new();
+    for ((p, t), (n, name)) in per_thread {
+        let row = per_process.entry(*p).or_default();
+        row.0 += n;
+        row.1 += 1;
+        // The process is named as its main thread (tid = pid) is.
+        if t == p {
+            row.2 = name;
+        }
+    }
+    let mut procs: Vec<_> = per_process.into_iter().collect();
+    procs.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
+    outln!();
+    outln!(
+        "{:>8} {:<16} {:>8} {:>12} {:>8}",
+        "pid",
+        "process",
+        "threads",
+        "events",
+        "%"
+    );
+    for (p, (n, threads, name)) in procs {
+        outln!(
+            "{:>8} {:<16} {:>8} {:>12} {:>7.2}%",
+            p,
+            name,
+            threads,
+            n,
+            pct(n)
+        );
+    }
+    let mut threads: Vec<_> = per_thread.iter().collect();
+    threads.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
+    outln!();
+    outln!(
+        "{:>8} {:>8} {:<16} {:>12} {:>8}",
+        "pid",
+        "tid",
+        "thread",
+        "events",
+        "%"
+    );
+    for ((p, t), (n, name)) in threads {
+        outln!("{:>8} {:>8} {:<16} {:>12} {:>7.2}%", p, t, name, n, pct(*n));
+    }
+}
+
 /// Runs `stats`.
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let dir = a.dir.as_path();
@@ -30,6 +83,9 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let desc = trace.desc.clone();
     let freq = desc.clock.freq.max(1) as f64;
     let mut per_class = vec![0u64; desc.events.len()];
+    let who = crate::who::Contexts::of(&desc);
+    // (pid, tid) → (events, the thread's last name).
+    let mut per_thread: BTreeMap<(i64, i64), (u64, String)> = BTreeMap::new();
     let mut rows = Vec::new();
     let mut errors = Vec::new();
     let pb = crate::read::progress(&trace, "reading", crate::read::Show::OnTerminal);
@@ -67,6 +123,16 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 ItemRef::Event(e) => {
                     st.events += 1;
                     per_class[e.class] += 1;
+                    let w = who.who(e.class, e.context);
+                    if let (Some(p), Some(t)) = (w.pid, w.tid) {
+                        let row = per_thread.entry((p, t)).or_default();
+                        row.0 += 1;
+                        if let Some(n) = w.name {
+                            if row.1 != n {
+                                row.1 = n.to_string();
+                            }
+                        }
+                    }
                     st.first.get_or_insert(e.ts);
                     st.last = e.ts;
                     if st.events.is_multiple_of(65536) {
@@ -78,9 +144,11 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         done_before += s.bytes_read();
         pb.set_position(done_before);
+        // Named from the directory given: `chan_0`, or `app-4242-…/chan_0`
+        // in a directory of traces.
         rows.push((
-            path.file_name()
-                .unwrap_or_default()
+            path.strip_prefix(dir)
+                .unwrap_or(path)
                 .to_string_lossy()
                 .to_string(),
             st,
@@ -121,9 +189,12 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         discarded += s.discarded;
         bytes += s.bytes;
     }
-    let meta = std::fs::metadata(dir.join("metadata"))
+    let meta: u64 = trace
+        .parts
+        .iter()
+        .filter_map(|p| std::fs::metadata(p.dir.join("metadata")).ok())
         .map(|m| m.len())
-        .unwrap_or(0);
+        .sum();
     let first = rows.iter().filter_map(|r| r.1.first).min();
     let last = rows.iter().map(|r| r.1.last).max().unwrap_or(0);
     let span = first.map_or(0.0, |f| (last.saturating_sub(f)) as f64 / freq);
@@ -143,20 +214,23 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     );
     outln!();
     outln!("{:<40} {:>12} {:>8}", "event", "count", "%");
-    let mut classes: Vec<(usize, u64)> = per_class
-        .iter()
-        .copied()
-        .enumerate()
-        .filter(|c| c.1 > 0)
-        .collect();
-    classes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    for (c, n) in classes {
+    // By name: the same event of several processes is one row.
+    let mut by_name: BTreeMap<&str, u64> = BTreeMap::new();
+    for (c, n) in per_class.iter().enumerate().filter(|c| *c.1 > 0) {
+        *by_name.entry(desc.events[c].name.as_str()).or_default() += n;
+    }
+    let mut classes: Vec<(&str, u64)> = by_name.into_iter().collect();
+    classes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    for (name, n) in classes {
         outln!(
             "{:<40} {:>12} {:>7.2}%",
-            desc.events[c].name,
+            name,
             n,
             100.0 * n as f64 / events.max(1) as f64
         );
+    }
+    if !per_thread.is_empty() {
+        who_tables(&per_thread, events);
     }
     outln!();
     outln!("{:<24} {:>12}", "stream bytes", bytes);

@@ -16,12 +16,14 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::parse::{parse_metadata, MetadataError};
+use crate::parse::MetadataError;
 use crate::types::TraceDesc;
 use crate::value::Value;
 
+mod set;
 mod stream;
 
+pub use set::{find_traces, ClockMap, Part, MAX_DEPTH};
 pub use stream::StreamReader;
 
 /// Largest packet accepted, whatever the file holds.
@@ -157,18 +159,24 @@ impl Item {
     }
 }
 
-/// An open trace: its description and its stream files.
+/// An open trace: its description and its stream files. A directory of
+/// traces (one per process of a program, or any tree of them) opens as
+/// one trace: its parts are merged by time (see `set.rs`).
 #[derive(Debug)]
 pub struct Trace {
-    /// The trace's description, from its metadata.
+    /// The trace's description, from its metadata (the union of its
+    /// parts' for a directory of traces).
     pub desc: Arc<TraceDesc>,
-    /// The stream files, sorted by name.
+    /// The stream files, sorted by name (part after part).
     pub streams: Vec<PathBuf>,
+    /// The traces it is made of (one for a plain trace).
+    pub parts: Vec<Part>,
 }
 
 impl Trace {
     /// Opens `dir`: parses `dir/metadata` and lists the stream files (every
-    /// regular file except `metadata` and dot-files).
+    /// regular file except `metadata` and dot-files). A directory without
+    /// `metadata` opens every trace below it (up to [`MAX_DEPTH`] levels).
     ///
     /// ```no_run
     /// use ctf::read::{Item, Trace};
@@ -184,41 +192,35 @@ impl Trace {
     /// # Ok::<(), ctf::read::ReadError>(())
     /// ```
     pub fn open(dir: &Path) -> Result<Trace, ReadError> {
-        let mpath = dir.join("metadata");
-        let text = read_metadata(&mpath)?;
-        let desc = parse_metadata(&text).map_err(|source| ReadError::Metadata {
-            path: mpath.clone(),
-            source,
-        })?;
-        let mut streams = Vec::new();
-        let rd = std::fs::read_dir(dir).map_err(|source| ReadError::Io {
-            path: dir.to_owned(),
-            source,
-        })?;
-        for ent in rd {
-            let ent = ent.map_err(|source| ReadError::Io {
-                path: dir.to_owned(),
-                source,
-            })?;
-            let name = ent.file_name();
-            let name = name.to_string_lossy();
-            if name == "metadata" || name.starts_with('.') {
-                continue;
-            }
-            if ent.file_type().map(|t| t.is_file()).unwrap_or(false) {
-                streams.push(ent.path());
-            }
+        let dirs = if dir.join("metadata").exists() {
+            vec![dir.to_path_buf()]
+        } else {
+            find_traces(dir)?
+        };
+        if dirs.is_empty() {
+            // Read the missing metadata for the usual error.
+            read_metadata(&dir.join("metadata"))?;
         }
-        streams.sort();
+        let (desc, streams, parts) = set::join(&dirs)?;
         Ok(Trace {
             desc: Arc::new(desc),
             streams,
+            parts,
         })
     }
 
-    /// A reader for stream file `k`.
+    /// The part stream `k` belongs to.
+    pub fn part_of(&self, k: usize) -> &Part {
+        let i = self.parts.partition_point(|p| p.streams.end <= k);
+        &self.parts[i.min(self.parts.len() - 1)]
+    }
+
+    /// A reader for stream file `k`: its items in the set's terms (class
+    /// indices into [`Trace::desc`], the set's clock).
     pub fn stream(&self, k: usize) -> Result<StreamReader, ReadError> {
-        StreamReader::open(self.desc.clone(), &self.streams[k])
+        let p = self.part_of(k);
+        let s = StreamReader::open(p.desc.clone(), &self.streams[k])?;
+        Ok(s.mapped(p.class_offset, p.clock))
     }
 }
 

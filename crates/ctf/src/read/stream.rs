@@ -5,7 +5,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Event, EventRef, Item, ItemRef, ReadError, MAX_PACKET};
+use super::{ClockMap, Event, EventRef, Item, ItemRef, ReadError, MAX_PACKET};
 use crate::layout::{
     extend_timestamp, read_event_header, read_packet_context, PacketContext, MAGIC,
     PACKET_HEADER_SIZE,
@@ -89,6 +89,10 @@ pub struct StreamReader {
     /// What [`StreamReader::advance`] decoded last (an event's values are in
     /// `class_values[class]`).
     head: Head,
+    /// Added to class indices given out (a trace in a set, `set.rs`).
+    class_offset: usize,
+    /// Timestamps given out are in this clock.
+    clock: ClockMap,
 }
 
 /// The current item of a stream, without its values.
@@ -158,7 +162,17 @@ impl StreamReader {
                 ts: 0,
                 cpu: 0,
             },
+            class_offset: 0,
+            clock: ClockMap::Same,
         }
+    }
+
+    /// The reader of a stream of one trace of a set: class indices shifted
+    /// by `class_offset`, timestamps mapped by `clock`.
+    pub fn mapped(mut self, class_offset: usize, clock: ClockMap) -> Self {
+        self.class_offset = class_offset;
+        self.clock = clock;
+        self
     }
 
     /// The file read.
@@ -303,8 +317,8 @@ impl StreamReader {
     pub fn head(&self) -> ItemRef<'_> {
         match self.head {
             Head::Event { ts, class, cpu } => ItemRef::Event(EventRef {
-                ts,
-                class,
+                ts: self.clock.apply(ts),
+                class: class + self.class_offset,
                 values: &self.class_values[class],
                 context: &self.context_values[self.class_idx],
                 cpu,
@@ -317,7 +331,7 @@ impl StreamReader {
             } => ItemRef::Discarded {
                 events,
                 packets,
-                ts,
+                ts: self.clock.apply(ts),
                 cpu,
             },
         }
@@ -327,7 +341,7 @@ impl StreamReader {
     #[inline]
     pub fn head_ts(&self) -> u64 {
         match self.head {
-            Head::Event { ts, .. } | Head::Discarded { ts, .. } => ts,
+            Head::Event { ts, .. } | Head::Discarded { ts, .. } => self.clock.apply(ts),
         }
     }
 
@@ -335,8 +349,8 @@ impl StreamReader {
     pub fn take_head(&mut self) -> Item {
         match self.head {
             Head::Event { ts, class, cpu } => Item::Event(Event {
-                ts,
-                class,
+                ts: self.clock.apply(ts),
+                class: class + self.class_offset,
                 values: std::mem::take(&mut self.class_values[class]),
                 context: self.context_values[self.class_idx].clone(),
                 cpu,
