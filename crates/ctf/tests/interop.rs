@@ -406,7 +406,7 @@ fn a_directory_of_traces_merges_by_time_as_babeltrace2_does() {
             w.drain();
             want.push((ns, t, k));
         }
-        w.finish((((1_700_000_001i128 * 1_000_000_000 - zero_ns) as u64) * per_ns) as u64);
+        w.finish(((1_700_000_001i128 * 1_000_000_000 - zero_ns) as u64) * per_ns);
     }
     want.sort();
     let trace = ctf::Trace::open(&root).unwrap();

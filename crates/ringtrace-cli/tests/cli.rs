@@ -147,7 +147,9 @@ fn view_refuses_bad_input_clearly() {
     std::fs::create_dir_all(&empty).unwrap();
     let o = run(&["view", empty.to_str().unwrap()]);
     assert!(
-        !o.ok && o.stderr.contains("not a CTF trace (no metadata file there nor in the folders below)"),
+        !o.ok
+            && o.stderr
+                .contains("not a CTF trace (no metadata file there nor in the folders below)"),
         "{}",
         o.stderr
     );
