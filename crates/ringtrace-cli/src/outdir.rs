@@ -7,7 +7,8 @@
 //!   second run never clobbers the first;
 //! - with `-o DIR`: a DIR that does not exist is created (0700); an empty
 //!   one is used; one that holds an earlier ringtrace trace and nothing else
-//!   has that trace's files removed (only them) and is used; anything else
+//!   (or folders that each hold one: the per-process sub-traces `record`
+//!   writes) has that trace's files removed (only them) and is used; anything else
 //!   is refused, naming what is in the way; so is a folder another user
 //!   owns or can write to (`ringtrace::output::trusted_dir`).
 
@@ -29,12 +30,13 @@ pub enum Chosen {
 
 /// Prepares `dir`, given with `-o`, for a new trace (see the module doc).
 pub fn chosen(dir: &Path, flag: &str) -> Result<Chosen, String> {
-    let refuse = |why: String| {
-        Err(format!(
+    let refusal = |why: String| {
+        format!(
             "{flag} {}: {why}; give a new or empty folder, or one with an earlier ringtrace trace (it is replaced)",
             dir.display()
-        ))
+        )
     };
+    let refuse = |why: String| Err(refusal(why));
     match std::fs::symlink_metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // Created 0700, and only under directories no other user controls.
@@ -61,25 +63,35 @@ pub fn chosen(dir: &Path, flag: &str) -> Result<Chosen, String> {
     if entries.is_empty() {
         return Ok(Chosen::Empty);
     }
-    let mut files = Vec::new();
-    let mut has_metadata = false;
-    for e in &entries {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        let is_file = e.file_type().is_ok_and(|t| t.is_file());
-        if !is_file || !(name == "metadata" || is_stream_name(&name)) {
+    // One trace, or a folder of per-process sub-traces (`record`).
+    let subs: Vec<PathBuf> = entries
+        .iter()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    let (files, dirs) = if subs.is_empty() {
+        (trace_files(dir).map_err(refusal)?, vec![])
+    } else {
+        if let Some(e) = entries
+            .iter()
+            .find(|e| !e.file_type().is_ok_and(|t| t.is_dir()))
+        {
             return refuse(format!(
-                "it holds '{name}', which is not part of a ringtrace trace"
+                "it holds '{}' beside folders, which is not part of a ringtrace trace",
+                e.file_name().to_string_lossy()
             ));
         }
-        has_metadata |= name == "metadata";
-        files.push(e.path());
-    }
-    if !has_metadata || !written_by_ringtrace(&dir.join("metadata")) {
-        return refuse("it holds files that are not a ringtrace trace".into());
-    }
-    for f in files {
-        std::fs::remove_file(&f).map_err(|e| {
+        let mut files = Vec::new();
+        for s in &subs {
+            let name = s.file_name().unwrap_or_default().to_string_lossy();
+            let f =
+                trace_files(s).map_err(|why| refusal(format!("in its folder '{name}': {why}")))?;
+            files.extend(f);
+        }
+        (files, subs)
+    };
+    for f in &files {
+        std::fs::remove_file(f).map_err(|e| {
             format!(
                 "{flag} {}: cannot remove the earlier trace's {}: {e}",
                 dir.display(),
@@ -87,7 +99,42 @@ pub fn chosen(dir: &Path, flag: &str) -> Result<Chosen, String> {
             )
         })?;
     }
+    for d in &dirs {
+        std::fs::remove_dir(d).map_err(|e| {
+            format!(
+                "{flag} {}: cannot remove the earlier trace's folder {}: {e}",
+                dir.display(),
+                d.display()
+            )
+        })?;
+    }
     Ok(Chosen::Replaced)
+}
+
+/// The files of the ringtrace trace in `dir` (its metadata and stream
+/// files, nothing else), or why it is not one.
+fn trace_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries: Vec<_> = std::fs::read_dir(dir)
+        .and_then(|rd| rd.collect::<Result<_, _>>())
+        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    let mut has_metadata = false;
+    for e in &entries {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let is_file = e.file_type().is_ok_and(|t| t.is_file());
+        if !is_file || !(name == "metadata" || is_stream_name(&name)) {
+            return Err(format!(
+                "it holds '{name}', which is not part of a ringtrace trace"
+            ));
+        }
+        has_metadata |= name == "metadata";
+        files.push(e.path());
+    }
+    if !has_metadata || !written_by_ringtrace(&dir.join("metadata")) {
+        return Err("it holds files that are not a ringtrace trace".into());
+    }
+    Ok(files)
 }
 
 /// The trace folder of `cmd` (`demo`, `record`): `output` (`-o`) as

@@ -1,5 +1,7 @@
 //! `ringtrace record`: runs a program built with ringtrace under a session
-//! (passed to it through the environment), then summarizes the trace and
+//! (passed to it through the environment), every process it starts too —
+//! each writes its own sub-trace of the output folder (`per-process`), all
+//! on one clock calibrated here —, then summarizes the trace and
 //! exits with the program's status (128+N when signal N killed it, as
 //! shells do). Every value is checked here, against the flag that gave it,
 //! before the program starts: the program itself never has to reject a
@@ -184,9 +186,13 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
         }
     };
     let (spec, bufdir) = session_spec(&a, &dir).inspect_err(|_| remove_if_unused())?;
+    // One clock for every process: calibrated once here, handed to each
+    // (their sub-traces get identical clock blocks and merge exactly).
+    let clock = ringtrace::clock().description();
     let mut child = Command::new(program)
         .args(&a.command[1..])
         .env(ringtrace::env::VAR, &spec)
+        .env("RINGTRACE_CLOCK", &clock)
         .spawn()
         .map_err(|e| {
             remove_if_unused();
@@ -197,29 +203,36 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
     ignore_interrupts();
     let status = child.wait()?;
     *status_out = Some(status);
-    // Killed before it could complete its trace: rebuild it from the buffers.
-    if let Some(b) = bufdir.filter(|b| b.join("metadata").exists()) {
-        if !dir.join("metadata").exists() {
-            eprintln!(
-                "ringtrace record: {program} {}; recovering its trace from {}",
-                describe(status),
-                b.display()
-            );
-            let report = crate::read::recover(&b, &dir)?;
-            eprint!("{}", report.table());
-        } else {
-            eprintln!(
-                "ringtrace record: {program} {}; its buffers are in {} (ringtrace recover {} -o DIR)",
-                describe(status),
-                b.display(),
-                b.display()
-            );
+    // A process killed before it could complete its trace: rebuild it from
+    // its buffers (one buffer folder per process, named as its sub-trace).
+    if let Some(b) = bufdir {
+        for sub in ctf::read::find_traces(&b).unwrap_or_default() {
+            let out = dir.join(sub.strip_prefix(&b).unwrap_or(&sub));
+            if !out.join("metadata").exists() {
+                eprintln!(
+                    "ringtrace record: {program} {}; recovering {} from {}",
+                    describe(status),
+                    out.display(),
+                    sub.display()
+                );
+                let report = crate::read::recover(&sub, &out)?;
+                eprint!("{}", report.table());
+            } else if !status.success() {
+                eprintln!(
+                    "ringtrace record: {program} {}; the buffers of {} are in {} (ringtrace recover {} -o DIR)",
+                    describe(status),
+                    out.display(),
+                    sub.display(),
+                    sub.display()
+                );
+            }
         }
     }
-    if !dir.join("metadata").exists() {
+    let parts = ctf::read::find_traces(&dir).unwrap_or_default();
+    if parts.is_empty() {
         remove_if_unused();
         return Err(format!(
-            "no trace in {}: is '{program}' built with ringtrace? (it {})",
+            "no trace in {}: is '{program}' (or a program it runs) built with ringtrace? (it {})",
             dir.display(),
             describe(status)
         )
@@ -234,9 +247,12 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
         }
         Ok::<_, std::convert::Infallible>(true)
     })?;
-    let bytes: u64 = std::fs::read_dir(&dir)?
-        .flatten()
+    let bytes: u64 = parts
+        .iter()
+        .filter_map(|p| std::fs::read_dir(p).ok())
+        .flat_map(|rd| rd.flatten())
         .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
         .map(|m| m.len())
         .sum();
     outln!();
@@ -245,6 +261,7 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
         describe(status),
         dir.display()
     );
+    outln!("{:<24} {:>14}", "trace processes", parts.len());
     outln!("{:<24} {:>14}", "trace events", events);
     outln!("{:<24} {:>14}", "trace discarded events", discarded);
     outln!("{:<24} {:>14}", "trace bytes", bytes);
@@ -278,6 +295,8 @@ fn session_spec(
             "per-cpu"
         }
         .into(),
+        // Every process the program starts writes its own sub-trace.
+        "per-process".into(),
         format!("subbuf={}", a.subbuf),
         format!("count={}", a.count),
         format!(

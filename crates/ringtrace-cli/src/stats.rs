@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ctf::read::ItemRef;
+use ctf::types::EnvValue;
 
 /// Arguments of `stats`.
 #[derive(clap::Args, Debug)]
@@ -27,15 +28,21 @@ struct StreamStats {
 }
 
 /// The per-process and per-thread tables, most events first.
-fn who_tables(per_thread: &BTreeMap<(i64, i64), (u64, String)>, events: u64) {
+fn who_tables(
+    per_thread: &BTreeMap<(i64, i64), (u64, String)>,
+    names: &BTreeMap<i64, String>,
+    events: u64,
+) {
     let pct = |n: u64| 100.0 * n as f64 / events.max(1) as f64;
     let mut per_process: BTreeMap<i64, (u64, usize, &str)> = BTreeMap::new();
     for ((p, t), (n, name)) in per_thread {
         let row = per_process.entry(*p).or_default();
         row.0 += n;
         row.1 += 1;
-        // The process is named as its main thread (tid = pid) is.
-        if t == p {
+        // Named as its trace says, else as its main thread (tid = pid).
+        if let Some(n) = names.get(p) {
+            row.2 = n;
+        } else if t == p {
             row.2 = name;
         }
     }
@@ -230,7 +237,20 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     if !per_thread.is_empty() {
-        who_tables(&per_thread, events);
+        // Each process's name as its trace's environment gives it (its
+        // main thread's name at the start).
+        let names: BTreeMap<i64, String> = trace
+            .parts
+            .iter()
+            .filter_map(|p| {
+                let env = |k: &str| p.desc.env.iter().find(|e| e.0 == k).map(|e| &e.1);
+                match (env("vpid"), env("procname")) {
+                    (Some(EnvValue::Int(pid)), Some(EnvValue::Str(n))) => Some((*pid, n.clone())),
+                    _ => None,
+                }
+            })
+            .collect();
+        who_tables(&per_thread, &names, events);
     }
     outln!();
     outln!("{:<24} {:>12}", "stream bytes", bytes);

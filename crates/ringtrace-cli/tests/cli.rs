@@ -12,11 +12,9 @@ use common::*;
 
 /// `pid/tid name` of a `view` line.
 fn who_of(line: &str) -> (i64, i64, String) {
-    let mut w = line.split_whitespace().skip_while(|w| *w != "cpu").skip(2);
-    let ids = w.next().unwrap_or_else(|| panic!("{line}"));
-    let (p, t) = ids.split_once('/').unwrap_or_else(|| panic!("{line}"));
-    let name = w.next().unwrap().to_string();
-    (p.parse().unwrap(), t.parse().unwrap(), name)
+    let (p, t) = who_of_ids(line);
+    let mut w = line.split_whitespace().skip_while(|w| *w != "cpu").skip(3);
+    (p, t, w.next().unwrap().to_string())
 }
 
 #[test]
@@ -320,6 +318,87 @@ print(sum(1 for e in ev if e["ph"] != "M"), phases["b"], phases["e"], len(open_)
     );
 }
 
+/// `record -- sh -c 'A; B'`: the shell is not traced, both programs it
+/// runs are, each into its own sub-trace; `view`, `stats` and babeltrace2
+/// read the folder as one trace; a second `record -o` replaces it.
+#[test]
+fn record_traces_every_program_a_shell_runs() {
+    let d = tmp("record-sh");
+    let me = assert_cmd::cargo::cargo_bin("ringtrace");
+    let demo = |n: u32| {
+        format!(
+            "{} demo -o {} --seconds 0.1 --show 0 >/dev/null",
+            me.display(),
+            tmp(&format!("record-sh-inner{n}")).display()
+        )
+    };
+    let script = format!("{}; {}", demo(1), demo(2));
+    let rec = |extra: &[&str]| {
+        let mut args = vec!["record", "-o", d.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.extend(["-e", "demo:request_begin", "--", "sh", "-c", &script]);
+        run(&args)
+    };
+    let o = rec(&[]);
+    assert!(o.ok, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("trace processes                       2"),
+        "{}",
+        o.stdout
+    );
+    let subs = ctf::read::find_traces(&d).unwrap();
+    assert_eq!(subs.len(), 2, "{subs:?}");
+    let total = count_events(&d);
+    let per_sub: u64 = subs.iter().map(|s| count_events(s)).sum();
+    assert!(total > 0 && total == per_sub, "{total} vs {per_sub}");
+    // Two processes in the view, each event naming its own.
+    let v = run(&["view", d.to_str().unwrap()]);
+    assert!(v.ok, "{}", v.stderr);
+    let pids: BTreeSet<i64> = v.stdout.lines().map(|l| who_of_ids(l).0).collect();
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    let st = run(&["stats", d.to_str().unwrap()]);
+    assert!(st.ok && st.stdout.contains("threads"), "{}", st.stdout);
+    if babeltrace2_present() {
+        let bt = Command::new("babeltrace2").arg(&d).output().unwrap();
+        assert!(bt.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&bt.stdout).lines().count() as u64,
+            total
+        );
+    }
+    // Again into the same folder: the earlier sub-traces are replaced.
+    let o = rec(&["--context", "vpid,vtid,procname"]);
+    assert!(o.ok, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("replacing the earlier trace"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(ctf::read::find_traces(&d).unwrap().len(), 2);
+    // A folder of something else is not.
+    let other = tmp("record-sh-other");
+    std::fs::create_dir_all(other.join("photos")).unwrap();
+    std::fs::write(other.join("photos/cat.jpg"), b"meow").unwrap();
+    let o = run(&["record", "-o", other.to_str().unwrap(), "--", "true"]);
+    assert!(
+        !o.ok && o.stderr.contains("in its folder 'photos'"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(
+        std::fs::read(other.join("photos/cat.jpg")).unwrap(),
+        b"meow"
+    );
+}
+
+/// (pid, tid) of a `view` line.
+fn who_of_ids(line: &str) -> (i64, i64) {
+    let mut w = line.split_whitespace().skip_while(|w| *w != "cpu").skip(2);
+    let ids = w.next().unwrap_or_else(|| panic!("{line}"));
+    let (p, t) = ids.split_once('/').unwrap_or_else(|| panic!("{line}"));
+    (p.parse().unwrap(), t.parse().unwrap())
+}
+
 #[test]
 fn record_runs_a_traced_program_and_summarizes() {
     let d = tmp("record");
@@ -369,7 +448,9 @@ fn record_runs_a_traced_program_and_summarizes() {
         "/bin/true",
     ]);
     assert!(
-        !o.ok && o.stderr.contains("is '/bin/true' built with ringtrace?"),
+        !o.ok
+            && o.stderr
+                .contains("is '/bin/true' (or a program it runs) built with ringtrace?"),
         "{}",
         o.stderr
     );

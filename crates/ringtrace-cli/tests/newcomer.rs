@@ -134,7 +134,13 @@ fn record_errors_name_its_own_flags() {
         "0",
     ]);
     assert!(o.ok, "{}", o.stderr);
-    assert!(comma.join("metadata").is_file(), "{}", o.stderr);
+    // The program's sub-trace, under the folder whose name has a comma.
+    let subs = ctf::read::find_traces(&comma).unwrap();
+    assert!(
+        subs.len() == 1 && subs[0].parent() == Some(comma.as_path()),
+        "{subs:?} {}",
+        o.stderr
+    );
     // A folder the user made stays, even when nothing could be recorded.
     let mine = tmp("empty-mine");
     std::fs::create_dir_all(&mine).unwrap();

@@ -94,6 +94,11 @@ impl TraceClock {
         let forced = std::env::var("RINGTRACE_CLOCK")
             .ok()
             .filter(|_| !privileged);
+        // A whole clock, as `ringtrace record` hands it to every process it
+        // traces: the same clock block in every sub-trace.
+        if let Some(c) = forced.as_deref().and_then(TraceClock::from_description) {
+            return c;
+        }
         let tsc = match forced.as_deref() {
             Some("monotonic") => false,
             Some("tsc") => cfg!(target_arch = "x86_64"),
@@ -105,6 +110,54 @@ impl TraceClock {
         } else {
             Self::with(ClockSource::Monotonic, 1_000_000_000, None)
         }
+    }
+
+    /// The clock as one line that [`TraceClock::from_description`] reads
+    /// back to the same clock (`RINGTRACE_CLOCK`): source, frequency, epoch
+    /// offset and calibration error (`tsc:2445431912:1795457435:575294832:0.25`).
+    pub fn description(&self) -> String {
+        let source = match self.source {
+            ClockSource::Tsc => "tsc",
+            ClockSource::Monotonic => "monotonic",
+        };
+        let ppm = self.calibration.map_or(0.0, |c| c.error_ppm);
+        format!(
+            "{source}:{}:{}:{}:{ppm}",
+            self.freq, self.offset_s, self.offset
+        )
+    }
+
+    /// Reads a [`TraceClock::description`]. `None` if it is not one, or
+    /// names the TSC where this machine has no invariant one.
+    pub fn from_description(s: &str) -> Option<TraceClock> {
+        let mut it = s.split(':');
+        let source = match it.next()? {
+            "tsc" if cfg!(target_arch = "x86_64") && invariant_tsc() => ClockSource::Tsc,
+            "monotonic" => ClockSource::Monotonic,
+            _ => return None,
+        };
+        let freq: u64 = it.next()?.parse().ok().filter(|f| *f > 0)?;
+        let offset_s: i64 = it.next()?.parse().ok()?;
+        let offset: i64 = it
+            .next()?
+            .parse()
+            .ok()
+            .filter(|o| (0..freq as i64).contains(o))?;
+        let error_ppm: f64 = it.next()?.parse().ok().filter(|p: &f64| p.is_finite())?;
+        if it.next().is_some() || (source == ClockSource::Monotonic && freq != 1_000_000_000) {
+            return None;
+        }
+        Some(TraceClock {
+            source,
+            freq,
+            calibration: (source == ClockSource::Tsc).then_some(Calibration {
+                freq,
+                error_ppm,
+                rounds: 0,
+            }),
+            offset_s,
+            offset,
+        })
     }
 
     /// CLOCK_MONOTONIC, no calibration needed.

@@ -5,7 +5,9 @@
 //! CLOCK_MONOTONIC at start-up, otherwise CLOCK_MONOTONIC itself (through the
 //! vDSO). The frequency and the offset from the epoch (CLOCK_REALTIME at
 //! start) are what trace metadata needs so readers show wall time.
-//! `RINGTRACE_CLOCK=monotonic` (or `tsc`) overrides the choice.
+//! `RINGTRACE_CLOCK=monotonic` (or `tsc`) overrides the choice; a whole
+//! clock description (`TraceClock::description`, which `ringtrace record`
+//! hands to every process it traces) is used as it is, uncalibrated.
 //!
 //! [`synthetic`] is the wait-free synthetic clock of M. Desnoyers and
 //! M. Dagenais, *Synchronization for fast and reentrant operating system

@@ -90,3 +90,35 @@ fn environment_forces_the_monotonic_clock() {
         .unwrap();
     assert!(st.success());
 }
+
+#[test]
+fn a_clock_description_reads_back_to_the_same_clock() {
+    let c = TraceClock::detect();
+    let back = TraceClock::from_description(&c.description()).unwrap();
+    assert_eq!(
+        (back.source, back.freq, back.offset_s, back.offset),
+        (c.source, c.freq, c.offset_s, c.offset)
+    );
+    assert_eq!(
+        back.calibration.map(|x| x.error_ppm),
+        c.calibration.map(|x| x.error_ppm)
+    );
+    assert_eq!(back.description(), c.description());
+    let m = TraceClock::monotonic();
+    assert_eq!(
+        TraceClock::from_description(&m.description()).map(|b| (b.offset_s, b.offset)),
+        Some((m.offset_s, m.offset))
+    );
+    for bad in [
+        "",
+        "tsc",
+        "monotonic:1000000000:1:2",
+        "monotonic:5:1:2:0",
+        "monotonic:1000000000:1:1000000000:0",
+        "monotonic:1000000000:1:2:0:extra",
+        "monotonic:1000000000:1:2:NaN",
+        "hpet:1000:1:2:0",
+    ] {
+        assert!(TraceClock::from_description(bad).is_none(), "{bad}");
+    }
+}

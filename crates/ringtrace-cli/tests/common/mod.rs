@@ -129,3 +129,24 @@ pub fn wait_for_socket(pid: u32, list_env: &[(&str, &str)]) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Whether babeltrace2 can be run; under the test command (`CI` or
+/// `RINGTRACE_REQUIRE_TOOLS` set) its absence fails the test instead.
+#[allow(dead_code)]
+pub fn babeltrace2_present() -> bool {
+    let ok = Command::new("babeltrace2")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok
+        && ["CI", "RINGTRACE_REQUIRE_TOOLS"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some())
+    {
+        panic!("babeltrace2 is required: CI or RINGTRACE_REQUIRE_TOOLS is set (scripts/setup.sh installs it)");
+    }
+    if !ok {
+        eprintln!("SKIPPED: babeltrace2 not found (apt-get install babeltrace2)");
+    }
+    ok
+}

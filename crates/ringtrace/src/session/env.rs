@@ -6,7 +6,9 @@
 //! ```
 //!
 //! Options, in any order: `discard` (default) or `flight-recorder`;
-//! `per-cpu` (default) or `per-thread`; `subbuf=<bytes>[k|m]`; `count=<n>`;
+//! `per-cpu` (default) or `per-thread`; `per-process` (`<dir>` holds one
+//! sub-trace per process: programs it `exec`s and children it `fork`s
+//! trace too, see `process.rs`); `subbuf=<bytes>[k|m]`; `count=<n>`;
 //! `switch=<ms>`; `read=<ms>`; `level=<level>`; `bufdir=<dir>` (buffers in
 //! files there, recoverable after a crash); `context=<names>` (what every
 //! event carries, joined by `+`: `vpid`, `vtid`, `pthread_id`, `procname`,
@@ -19,8 +21,9 @@
 //! A setuid or setgid program ignores these variables
 //! ([`crate::sys::env::privileged`]).
 
-use std::sync::Mutex;
 use std::time::Duration;
+
+use std::sync::{Mutex, MutexGuard, Once};
 
 use super::Session;
 use crate::control::config::{ChannelConfig, Mode, SessionBuilder};
@@ -46,6 +49,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     let mut level = Level::Debug;
     let mut patterns = Vec::new();
     let mut buffer_dir = None;
+    let mut per_process = false;
     for (i, item) in parts.enumerate() {
         let item = item.trim();
         let bad = |what: &str| Error::Config(format!("{VAR}: item {} '{item}': {what}", i + 2));
@@ -68,6 +72,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
                 "flight-recorder" | "overwrite" => mode = Mode::FlightRecorder,
                 "per-cpu" => ch.buffers = crate::Buffers::PerCpu,
                 "per-thread" => ch.buffers = crate::Buffers::PerThread,
+                "per-process" => per_process = true,
                 p if p.contains(':') || p.contains('*') => patterns.push(p.to_string()),
                 _ => {
                     return Err(bad(
@@ -96,8 +101,20 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     if patterns.is_empty() {
         patterns.push("*".into());
     }
+    // Per process: `<dir>/<procname>-<pid>-<date>-<time>` (and the same
+    // below the buffer directory), see `process.rs`.
+    let (out, buffer_dir) = if per_process {
+        let sub = super::process::folder(std::path::Path::new(dir));
+        let name = sub.file_name().expect("a folder name").to_owned();
+        (
+            sub,
+            buffer_dir.map(|b| std::path::Path::new(&b).join(&name)),
+        )
+    } else {
+        (dir.into(), buffer_dir.map(Into::into))
+    };
     let mut b = SessionBuilder::new("env")
-        .output(dir)
+        .output(out)
         .mode(mode)
         .channel(ch);
     if let Some(d) = buffer_dir {
@@ -107,6 +124,14 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
         b = b.enable_level(&p, level);
     }
     Ok(b)
+}
+
+/// Whether a [`VAR`] value asks for one sub-trace per process.
+fn is_per_process(value: &str) -> bool {
+    split_items(value)
+        .iter()
+        .skip(1)
+        .any(|i| i.trim() == "per-process")
 }
 
 /// The items of a [`VAR`] value: separated by commas; `\,` is a comma
@@ -132,8 +157,6 @@ fn split_items(value: &str) -> Vec<String> {
     items
 }
 
-static ENV_SESSION: Mutex<Option<Session>> = Mutex::new(None);
-
 /// Creates and starts the session [`VAR`] describes, if set. Called before
 /// `main` (and by the C API's registration, which may run first); only the
 /// first call does anything. Errors are printed, and the program runs
@@ -155,7 +178,15 @@ fn start_now() {
     match session {
         Ok(s) => {
             s.start();
-            *ENV_SESSION.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+            let whole_program = is_per_process(v);
+            {
+                let mut g = env();
+                g.session = Some(s);
+                g.per_process_spec = whole_program.then(|| v.to_string());
+            }
+            if whole_program {
+                install_fork_handlers();
+            }
             // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
             unsafe { libc::atexit(at_exit) };
         }
@@ -166,7 +197,7 @@ fn start_now() {
 /// Completes the environment session's trace (`stop`, or a snapshot for a
 /// flight recorder). Also usable before exit.
 pub fn finish_env_session() -> Result<(), Error> {
-    let s = ENV_SESSION.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let s = env().session.take();
     let Some(s) = s else {
         return Ok(());
     };
@@ -194,6 +225,82 @@ extern "C" fn at_exit() {
 #[cfg_attr(miri, allow(dead_code))]
 fn init() {
     start_from_env();
+}
+
+/// The environment session, and the specification it came from when it
+/// is a per-process one (a fork child creates its own from it).
+struct EnvSession {
+    session: Option<Session>,
+    per_process_spec: Option<String>,
+}
+
+/// The environment session of this process.
+static ENV: Mutex<EnvSession> = Mutex::new(EnvSession {
+    session: None,
+    per_process_spec: None,
+});
+
+/// `ENV`, poisoned or not.
+fn env() -> MutexGuard<'static, EnvSession> {
+    ENV.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+thread_local! {
+    /// `ENV` held across `fork` by the thread that forks.
+    static HELD: std::cell::RefCell<Option<MutexGuard<'static, EnvSession>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+extern "C" fn prepare() {
+    let g = env();
+    HELD.with(|h| *h.borrow_mut() = Some(g));
+}
+
+extern "C" fn parent() {
+    HELD.with(|h| drop(h.borrow_mut().take()));
+}
+
+/// In the child: its own sub-trace, started before `fork` returns (the
+/// tracer's own fork handlers, registered before these, have already
+/// released its locks and made the inherited sessions inert).
+extern "C" fn child() {
+    let Some(mut g) = HELD.with(|h| h.borrow_mut().take()) else {
+        return;
+    };
+    let Some(spec) = g.per_process_spec.clone() else {
+        return;
+    };
+    // The inherited handle is inert here (`fork.rs`).
+    drop(g.session.take());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parse(&spec).and_then(|b| b.create())
+    }));
+    match r {
+        Ok(Ok(s)) => {
+            s.start();
+            g.session = Some(s);
+        }
+        Ok(Err(e)) => eprintln!(
+            "ringtrace: process {} (forked) not traced: {e}",
+            std::process::id()
+        ),
+        Err(_) => eprintln!(
+            "ringtrace: process {} (forked) not traced: internal error",
+            std::process::id()
+        ),
+    }
+}
+
+/// Registers the fork handlers of the environment session, once: after the
+/// tracer's own (`fork::install`, done by the first session), so that in a
+/// child this runs once the tracer is usable again.
+fn install_fork_handlers() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the handlers are `extern "C"` functions that catch every
+        // panic of what they call and never unwind.
+        unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    });
 }
 
 #[cfg(test)]

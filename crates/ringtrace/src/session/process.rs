@@ -1,0 +1,60 @@
+//! Whole programs: with `per-process` in `RINGTRACE_SESSION` (what
+//! `ringtrace record` passes), the directory it names is the root of one
+//! sub-trace per process, named as LTTng names its per-process buffers:
+//! `<procname>-<pid>-<YYYYMMDD>-<HHMMSS>` (local time; `-2`, `-3`, … after
+//! it if a process `exec`s itself within the same second). A program the
+//! traced one starts with `exec` inherits the variable and writes its own
+//! sub-trace; a child made with `fork` starts its own at once, in the fork
+//! handler of the environment session (`env.rs`), before `fork` returns in
+//! it, so that no event of the child is lost between the two. Readers
+//! merge the sub-traces by time (`ctf::read::Trace::open` on the root).
+//! This file names the sub-traces.
+
+use std::path::{Path, PathBuf};
+
+/// The folder name of the calling process's sub-trace under `root`: one
+/// that does not exist yet.
+pub(crate) fn folder(root: &Path) -> PathBuf {
+    let name = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
+    let name: String = name
+        .trim_end_matches('\n')
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let name = if name.is_empty() { "process" } else { &name };
+    let base = format!("{name}-{}-{}", std::process::id(), local_time_stamp());
+    let mut dir = root.join(&base);
+    let mut n = 2;
+    while std::fs::symlink_metadata(&dir).is_ok() {
+        dir = root.join(format!("{base}-{n}"));
+        n += 1;
+    }
+    dir
+}
+
+/// `YYYYMMDD-HHMMSS` in local time.
+fn local_time_stamp() -> String {
+    // SAFETY: time(NULL) only returns the time; localtime_r fills the
+    // zeroed `tm` we own (no shared static result, unlike localtime).
+    let tm = unsafe {
+        let t = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&t, &mut tm);
+        tm
+    };
+    format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
