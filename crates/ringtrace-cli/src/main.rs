@@ -17,6 +17,7 @@ mod ctl;
 mod demo;
 mod docs;
 mod export;
+mod filter;
 mod outdir;
 mod pretty;
 mod read;

@@ -17,7 +17,8 @@ use ctf::read::ItemRef;
     after_help = "Times: +SECONDS (from the first event, e.g. +1.5) or HH:MM:SS[.fraction] (UTC).\n\
                         Examples:\n  ringtrace view /tmp/t --events 'myapp:request_*' --cpu 1\n  \
                         ringtrace view /tmp/t --begin +0.5 --end +0.6 --limit 100\n  \
-                        ringtrace view /tmp/t --pid 4242 --proc 'worker-*'"
+                        ringtrace view /tmp/t --pid 4242 --proc 'worker-*'\n  \
+                        ringtrace view /tmp/t --filter 'status >= 500 && path == \"/api/*\"'"
 )]
 pub struct Args {
     /// Trace directory.
@@ -39,6 +40,11 @@ pub struct Args {
     limit: Option<u64>,
     #[command(flatten)]
     who: crate::who::Filter,
+    /// Only events for which this expression holds, as LTTng's filters:
+    /// `status >= 500 && path == "/api/*"`, `$ctx.procname == "worker-*"`
+    /// (`==`, `!=`, `<`, `<=`, `>`, `>=`, `&&`, `||`, `!`, parentheses).
+    #[arg(long, value_parser = crate::filter::parse)]
+    filter: Option<crate::filter::Expr>,
 }
 
 /// A time bound, resolved against the first event once it is known.
@@ -127,6 +133,9 @@ fn nothing_matched(a: &Args, any: bool) -> String {
         filters.push(format!("--cpu {c}"));
     }
     filters.extend(a.who.describe());
+    if a.filter.is_some() {
+        filters.push("--filter".into());
+    }
     if let Some(b) = &a.begin {
         filters.push(format!("--begin {b}"));
     }
@@ -181,6 +190,23 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         )
         .into());
     }
+    if let Some(f) = &a.filter {
+        // A field no event has is a typing mistake more often than not.
+        let mut names = Vec::new();
+        crate::filter::fields(f, &mut names);
+        for n in names {
+            if !desc
+                .events
+                .iter()
+                .any(|c| c.fields.iter().any(|f| f.name == n))
+            {
+                eprintln!(
+                    "ringtrace view: warning: no event of {} has a field '{n}' (comparisons with it are false)",
+                    a.dir.display()
+                );
+            }
+        }
+    }
     let begin = a.begin.as_deref().map(parse_time).transpose()?;
     let end = a.end.as_deref().map(parse_time).transpose()?;
     let out = std::io::stdout();
@@ -230,6 +256,19 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                         return Ok(true);
                     }
                     let class = &desc.events[e.class];
+                    if let Some(f) = &a.filter {
+                        let ctx = desc
+                            .stream(class.stream_id)
+                            .map_or(&[][..], |s| &s.context[..]);
+                        let ev = crate::filter::Event {
+                            class,
+                            values: e.values,
+                            context: (ctx, e.context),
+                        };
+                        if !f.matches(&ev) {
+                            return Ok(true);
+                        }
+                    }
                     let s = lines.line(clock, class, e.ts, prev, e.cpu, &w, e.values);
                     prev = Some(e.ts);
                     shown += 1;

@@ -4,7 +4,11 @@
 /// Whether `name` matches `pattern` (`*` matches any sequence, including an
 /// empty one; every other character matches itself).
 pub fn matches(pattern: &str, name: &str) -> bool {
-    let (p, n) = (pattern.as_bytes(), name.as_bytes());
+    matches_bytes(pattern.as_bytes(), name.as_bytes())
+}
+
+/// [`matches`] on bytes (text that may not be UTF-8).
+pub fn matches_bytes(p: &[u8], n: &[u8]) -> bool {
     // Greedy match with backtracking to the last star: O(|p| * |n|) worst case.
     let (mut i, mut j) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
