@@ -12,7 +12,10 @@
 //!                                                 72     8  events_discarded (running total)
 //!                                                 80     4  cpu_id
 //! ```
-//! All little-endian; events follow at byte 84.
+//! All little-endian; events follow at byte 84, each an event header, the
+//! stream event context when the stream class has one (ringtrace's
+//! `vpid`, `vtid`, `pthread_id`, `procname`: `types::StreamClass::context`),
+//! then the event's fields.
 
 use crate::types::HeaderKind;
 

@@ -3,7 +3,7 @@
 //! on past a damaged stream, the damage report, and a progress bar for
 //! long reads.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read as _};
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
@@ -33,6 +33,31 @@ pub fn open(dir: &Path) -> Result<Trace, String> {
         ));
     }
     Trace::open(dir).map_err(|e| e.to_string())
+}
+
+/// The notes processes of a whole-program trace left in `dir` when they
+/// could not trace (`<procname>-<pid>-<date>-<time>.untraced`, one line
+/// each, written by the tracer): (file name, its line). Regular files
+/// only, at most 1,000, 4 KiB read of each.
+pub fn untraced(dir: &Path) -> Vec<(String, String)> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut notes: Vec<(String, String)> = rd
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".untraced"))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .take(1000)
+        .map(|e| {
+            let mut text = String::new();
+            let _ = std::fs::File::open(e.path())
+                .and_then(|f| std::io::Read::take(f, 4096).read_to_string(&mut text));
+            let line = text.lines().next().unwrap_or("").to_string();
+            (e.file_name().to_string_lossy().into_owned(), line)
+        })
+        .collect();
+    notes.sort();
+    notes
 }
 
 /// When a long read shows its progress bar (on stderr, never when stderr

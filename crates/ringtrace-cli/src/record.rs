@@ -228,6 +228,11 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
             }
         }
     }
+    // Processes that could not trace said why in a note beside the others.
+    let untraced = crate::read::untraced(&dir);
+    for (_, line) in &untraced {
+        eprintln!("ringtrace record: {line}");
+    }
     let parts = ctf::read::find_traces(&dir).unwrap_or_default();
     if parts.is_empty() {
         remove_if_unused();
@@ -262,6 +267,9 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
         dir.display()
     );
     outln!("{:<24} {:>14}", "trace processes", parts.len());
+    if !untraced.is_empty() {
+        outln!("{:<24} {:>14}", "processes not traced", untraced.len());
+    }
     outln!("{:<24} {:>14}", "trace events", events);
     outln!("{:<24} {:>14}", "trace discarded events", discarded);
     outln!("{:<24} {:>14}", "trace bytes", bytes);

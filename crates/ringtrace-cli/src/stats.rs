@@ -252,6 +252,14 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         who_tables(&per_thread, &names, events);
     }
+    let untraced = crate::read::untraced(dir);
+    if !untraced.is_empty() {
+        outln!();
+        outln!("processes not traced: {}", untraced.len());
+        for (_, line) in &untraced {
+            outln!("  {line}");
+        }
+    }
     outln!();
     outln!("{:<24} {:>12}", "stream bytes", bytes);
     outln!("{:<24} {:>12}", "metadata bytes", meta);

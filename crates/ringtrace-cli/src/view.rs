@@ -180,6 +180,9 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             .into());
         }
     }
+    for (_, line) in crate::read::untraced(&a.dir) {
+        eprintln!("ringtrace view: warning: {line}");
+    }
     let who = crate::who::Contexts::of(&desc);
     if !a.who.is_empty() && !who.any() {
         return Err(format!(

@@ -36,6 +36,7 @@ fn run_role(role: &str, session: &str, clock: &str) -> std::process::Output {
 fn traced_program() {
     match std::env::var(ROLE).as_deref() {
         Ok("parent") => parent(),
+        Ok("limited_parent") => limited_parent(),
         Ok("started") => {
             for i in 0..300u64 {
                 event!(wholeprog, started, i: u64 = i);
@@ -72,6 +73,87 @@ fn parent() {
         .unwrap();
     assert!(out.status.success());
     event!(wholeprog, last, n: u64 = 1);
+}
+
+/// Forks a child that cannot trace: files limited to 64 KiB (standing for
+/// a full disk) cannot hold its buffer files.
+fn limited_parent() {
+    for i in 0..100u64 {
+        event!(wholeprog, before_fork, i: u64 = i);
+    }
+    let limit = |bytes: u64| {
+        let lim = libc::rlimit {
+            rlim_cur: bytes,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: setrlimit reads the struct we own.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &lim) }, 0);
+    };
+    // SAFETY: ignoring SIGXFSZ makes writes past the limit fail instead.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    limit(64 << 10);
+    // SAFETY: the child records and leaves with `exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        for i in 0..500u64 {
+            event!(wholeprog, in_child, i: u64 = i);
+        }
+        std::process::exit(0);
+    }
+    limit(libc::RLIM_INFINITY);
+    println!("child={pid}");
+    let status = wait_child(pid, Duration::from_secs(20), "the fork child");
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    for i in 0..100u64 {
+        event!(wholeprog, after_fork, i: u64 = i);
+    }
+}
+
+/// A child that cannot trace says so, beside the sub-traces, with why.
+#[test]
+fn a_process_that_cannot_trace_leaves_a_note_saying_why() {
+    let root = tmpdir("whole-program-untraced");
+    let bufs = tmpdir("whole-program-untraced-bufs");
+    let session = format!(
+        "{},per-process,bufdir={},wholeprog:*",
+        root.display(),
+        bufs.display()
+    );
+    let out = run_role(
+        "limited_parent",
+        &session,
+        &ringtrace::clock().description(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let child: u32 = stdout
+        .lines()
+        .find_map(|l| l.split("child=").nth(1))
+        .unwrap_or_else(|| panic!("{stdout}\n{stderr}"))
+        .parse()
+        .unwrap();
+    assert_eq!(ctf::read::find_traces(&root).unwrap().len(), 1);
+    let notes: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".untraced"))
+        .collect();
+    assert_eq!(notes.len(), 1);
+    let name = notes[0].file_name().to_string_lossy().to_string();
+    assert!(name.contains(&format!("-{child}-")), "{name}");
+    let text = std::fs::read_to_string(notes[0].path()).unwrap();
+    assert!(
+        text.starts_with(&format!("process {child} ("))
+            && text.contains("not traced: channel 'channel0': no room for buffer file"),
+        "{text}"
+    );
+    assert!(stderr.contains(text.trim_end()), "{stderr}");
+    // The parent's trace is whole.
+    let (evs, _) = read_all(&root);
+    assert_eq!(evs.len(), 200);
+    let _ = std::fs::remove_dir_all(&bufs);
 }
 
 #[test]

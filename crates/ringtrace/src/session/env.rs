@@ -190,6 +190,7 @@ fn start_now() {
             // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
             unsafe { libc::atexit(at_exit) };
         }
+        Err(e) if is_per_process(v) => super::process::untraced(&spec_root(v), &e.to_string()),
         Err(e) => eprintln!("ringtrace: not tracing: {e}"),
     }
 }
@@ -280,15 +281,17 @@ extern "C" fn child() {
             s.start();
             g.session = Some(s);
         }
-        Ok(Err(e)) => eprintln!(
-            "ringtrace: process {} (forked) not traced: {e}",
-            std::process::id()
-        ),
-        Err(_) => eprintln!(
-            "ringtrace: process {} (forked) not traced: internal error",
-            std::process::id()
-        ),
+        Ok(Err(e)) => super::process::untraced(&spec_root(&spec), &e.to_string()),
+        Err(_) => super::process::untraced(&spec_root(&spec), "internal error"),
     }
+}
+
+/// The directory a [`VAR`] value names (its first item).
+fn spec_root(value: &str) -> std::path::PathBuf {
+    split_items(value)
+        .first()
+        .map(|d| d.trim().into())
+        .unwrap_or_default()
 }
 
 /// Registers the fork handlers of the environment session, once: after the

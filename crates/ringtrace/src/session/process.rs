@@ -8,8 +8,12 @@
 //! handler of the environment session (`env.rs`), before `fork` returns in
 //! it, so that no event of the child is lost between the two. Readers
 //! merge the sub-traces by time (`ctf::read::Trace::open` on the root).
-//! This file names the sub-traces.
+//! This file names the sub-traces, and leaves a note beside them for a
+//! process that could not trace (`<procname>-<pid>-<date>-<time>.untraced`,
+//! one line: why), which `record` and `stats` report: a process of the
+//! program is never missing silently.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The folder name of the calling process's sub-trace under `root`: one
@@ -57,4 +61,26 @@ fn local_time_stamp() -> String {
         tm.tm_min,
         tm.tm_sec
     )
+}
+
+/// Says that the calling process cannot trace into `root`: on stderr, and
+/// in a note beside the sub-traces (if `root` is a directory it may write
+/// into: `output::trusted_dir`; created new, 0600, never through a link).
+pub(crate) fn untraced(root: &Path, why: &str) {
+    let line = format!(
+        "process {} ({}) not traced: {why}",
+        std::process::id(),
+        std::fs::read_to_string("/proc/self/comm")
+            .unwrap_or_default()
+            .trim_end()
+    );
+    eprintln!("ringtrace: {line}");
+    if crate::output::trusted_dir(root).is_err() {
+        return;
+    }
+    let mut note = folder(root).into_os_string();
+    note.push(".untraced");
+    if let Ok(mut f) = crate::output::create_file(Path::new(&note)) {
+        let _ = writeln!(f, "{line}");
+    }
 }
