@@ -62,7 +62,7 @@ pub struct Cell {
     pub runs: Vec<Run>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }

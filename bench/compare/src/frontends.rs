@@ -190,7 +190,16 @@ pub fn table(
                 1 => c_api(ffi_bin, n, &dir)?,
                 2 => tracing_layer(n, &dir)?,
                 3 => fmt_layer(n, &dir)?,
-                _ => crate::lttng::run(lttng_bin, Payload::U64, Mode::Discard, 1, n, 0, scratch)?,
+                _ => crate::lttng::run(
+                    lttng_bin,
+                    Payload::U64,
+                    Mode::Discard,
+                    1,
+                    n,
+                    0,
+                    scratch,
+                    false,
+                )?,
             };
             samples[i].push(r);
         }

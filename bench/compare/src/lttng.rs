@@ -175,6 +175,7 @@ fn stream_bytes(dir: &Path) -> u64 {
 
 /// One LTTng-UST run at `rate` events per second per thread (0: as fast
 /// as it goes; u64 payload only when paced).
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     bin: &Path,
     payload: Payload,
@@ -183,6 +184,7 @@ pub fn run(
     events: u64,
     rate: u64,
     scratch: &Path,
+    contexts: bool,
 ) -> Result<Run, String> {
     let dir = scratch.join("lttng");
     let _ = std::fs::remove_dir_all(&dir);
@@ -211,6 +213,21 @@ pub fn run(
         });
         ch.push("ch");
         lttng(&ch)?;
+        if contexts {
+            // The contexts ringtrace records by default.
+            lttng(&[
+                "add-context",
+                "-u",
+                "-s",
+                &name,
+                "-c",
+                "ch",
+                "-t",
+                "vtid",
+                "-t",
+                "vpid",
+            ])?;
+        }
         lttng(&["enable-event", "-u", "-s", &name, "-c", "ch", "bench:*"])?;
         lttng(&["start", &name])?;
     }

@@ -15,6 +15,7 @@
 
 mod baselines;
 mod cell;
+mod contexts;
 mod frontends;
 mod losses;
 mod lttng;
@@ -46,7 +47,7 @@ struct Args {
     #[arg(long, default_value = "target/compare")]
     scratch: PathBuf,
     /// Only these tables (comma-separated): tracers, frontends, losses,
-    /// overhead, ring. Default: all.
+    /// overhead, ring, contexts. Default: all.
     #[arg(long, value_delimiter = ',')]
     tables: Vec<String>,
 }
@@ -73,10 +74,11 @@ fn measure(
     scratch: &std::path::Path,
 ) -> Result<Run, String> {
     settle(scratch);
+    let (tracer, ctx) = contexts::split(tracer);
     match tracer {
-        "lttng-ust" => lttng::run(bin, p, m, t, n, rate, scratch),
-        "ringtrace per-cpu" => ours::run(false, p, m, t, n, rate, scratch),
-        "ringtrace per-thread" => ours::run(true, p, m, t, n, rate, scratch),
+        "lttng-ust" => lttng::run(bin, p, m, t, n, rate, scratch, ctx),
+        "ringtrace per-cpu" => ours::run(false, p, m, t, n, rate, scratch, ctx),
+        "ringtrace per-thread" => ours::run(true, p, m, t, n, rate, scratch, ctx),
         "mutex ring" => Ok(baselines::mutex_ring(p, t, n)),
         _ => Ok(baselines::crossbeam(p, t, n)),
     }
@@ -115,7 +117,8 @@ fn run() -> Result<(), String> {
     let _ = ringtrace::clock(); // calibrate once, outside the measurements
     let want = |t: &str| a.tables.is_empty() || a.tables.iter().any(|x| x == t);
 
-    // (payload, mode, threads, tracers)
+    // (payload, mode, threads, tracers); the contexts group is measured
+    // last, into its own cells.
     let mut plan: Vec<(Payload, Mode, usize, Vec<&'static str>)> = Vec::new();
     for p in [Payload::U64, Payload::Str16]
         .into_iter()
@@ -134,11 +137,16 @@ fn run() -> Result<(), String> {
             plan.push((Payload::U64, Mode::Discard, t, TRACERS[..3].to_vec()));
         }
     }
+    let contexts_group = want("contexts").then(|| contexts::TRACERS.to_vec());
+    if let Some(t) = &contexts_group {
+        plan.push((Payload::U64, Mode::Discard, 1, t.clone()));
+    }
     let total: usize = plan.iter().map(|c| c.3.len()).sum::<usize>() * runs;
     let started = Instant::now();
     let mut done = 0;
     let mut cells: Vec<Cell> = Vec::new();
-    for (p, m, t, tracers) in &plan {
+    let mut ctx_cells: Vec<Cell> = Vec::new();
+    for (k, (p, m, t, tracers)) in plan.iter().enumerate() {
         let mut group: Vec<Cell> = tracers
             .iter()
             .map(|tr| Cell {
@@ -164,7 +172,11 @@ fn run() -> Result<(), String> {
                 );
             }
         }
-        cells.extend(group);
+        if contexts_group.is_some() && k == plan.len() - 1 {
+            ctx_cells = group;
+        } else {
+            cells.extend(group);
+        }
     }
     eprintln!();
     if want("tracers") {
@@ -245,6 +257,12 @@ fn run() -> Result<(), String> {
             "ratio lttng-ust/ringtrace (1 thread, discard, u64): {:.2}",
             l.ns() / pc.ns().min(pt.ns())
         );
+    }
+    if !ctx_cells.is_empty() {
+        println!();
+        if contexts::print(&ctx_cells).is_none() {
+            eprintln!("compare: a contexts cell is missing");
+        }
     }
     Ok(())
 }

@@ -75,6 +75,7 @@ fn emit_paced(n: u64, rate: u64) {
 
 /// One ringtrace run at `rate` events per second per thread (0: as fast as
 /// it goes; u64 payload only when paced).
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     per_thread_buffers: bool,
     payload: Payload,
@@ -83,6 +84,7 @@ pub fn run(
     events: u64,
     rate: u64,
     scratch: &Path,
+    contexts: bool,
 ) -> Result<Run, String> {
     let per_thread = events / threads as u64;
     if mode == Mode::Dormant {
@@ -98,8 +100,13 @@ pub fn run(
     let _ = std::fs::remove_dir_all(&dir);
     let mut ch = ChannelConfig::new("ch")
         .subbufs(1 << 20, 4)
-        // As the LTTng session it is compared with: no context.
-        .contexts(ringtrace::Contexts::NONE);
+        // As the LTTng session it is compared with: no context, or vtid
+        // and vpid (the default) for the contexts table.
+        .contexts(if contexts {
+            ringtrace::Contexts::DEFAULT
+        } else {
+            ringtrace::Contexts::NONE
+        });
     if per_thread_buffers {
         ch = ch.per_thread();
     }

@@ -14,7 +14,7 @@ use ringbuf::{
 };
 use traceclock::TraceClock;
 
-use crate::record::context::{Contexts, Layout};
+use crate::record::context::{words, Contexts, Layout};
 
 /// Event header of every channel: 5-bit id and 27-bit timestamp, extended
 /// when needed (`ctf::layout`).
@@ -131,17 +131,35 @@ impl<T: crate::record::field::Fields> Payload for Encoded<'_, T> {
     }
 }
 
-/// The channel's contexts (`context.rs`), then the event's payload.
-struct WithContext<'a, P> {
-    contexts: Layout,
+/// The first `N` words of the thread's contexts (`context.rs`), loaded
+/// before the reservation, then the event's payload.
+struct WithWords<'a, P, const N: usize> {
+    words: [u64; N],
     payload: &'a P,
 }
 
-impl<P: Payload> Payload for WithContext<'_, P> {
+impl<P: Payload, const N: usize> Payload for WithWords<'_, P, N> {
     #[inline(always)]
     fn write(&self, out: &mut [u8]) {
-        let (ctx, rest) = out.split_at_mut(self.contexts.len());
-        self.contexts.write(ctx);
+        let (ctx, rest) = out.split_at_mut(8 * N);
+        for (k, w) in self.words.iter().enumerate() {
+            ctx[8 * k..8 * k + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        self.payload.write(rest);
+    }
+}
+
+/// Any other set of contexts, written field by field, then the payload.
+struct WithContexts<'a, P> {
+    set: Contexts,
+    payload: &'a P,
+}
+
+impl<P: Payload> Payload for WithContexts<'_, P> {
+    #[inline(always)]
+    fn write(&self, out: &mut [u8]) {
+        let (ctx, rest) = out.split_at_mut(self.set.len());
+        self.set.write(ctx);
         self.payload.write(rest);
     }
 }
@@ -149,8 +167,9 @@ impl<P: Payload> Payload for WithContext<'_, P> {
 /// Records one event in the calling thread's buffer of `ch`: header, the
 /// channel's contexts (`context.rs`), then the payload written by `write`
 /// into exactly `len` bytes. Returns whether it was committed; losses are
-/// counted by the buffer. A channel without contexts runs the record
-/// without a trace of them (a predicted branch).
+/// counted by the buffer. One match on the channel's layout chooses a
+/// record path compiled for it (no context: the record as it was before
+/// contexts existed).
 #[inline(always)]
 fn record_in<const O: bool, const T: bool, P: Payload>(
     ch: &Channel<Client<O, T>>,
@@ -159,15 +178,35 @@ fn record_in<const O: bool, const T: bool, P: Payload>(
     len: usize,
     write: &P,
 ) -> bool {
-    let contexts = ch.config().contexts();
-    if contexts.is_empty() {
-        record_body(ch, now, id, len, write)
-    } else {
-        let body = WithContext {
-            contexts,
-            payload: write,
+    macro_rules! words {
+        ($n:literal) => {
+            record_body(
+                ch,
+                now,
+                id,
+                8 * $n + len,
+                &WithWords::<P, $n> {
+                    words: words::<$n>(),
+                    payload: write,
+                },
+            )
         };
-        record_body(ch, now, id, contexts.len() + len, &body)
+    }
+    match ch.config().contexts() {
+        Layout::None => record_body(ch, now, id, len, write),
+        Layout::Words1 => words!(1),
+        Layout::Words2 => words!(2),
+        Layout::Words4 => words!(4),
+        Layout::Other(set) => record_body(
+            ch,
+            now,
+            id,
+            set.len() + len,
+            &WithContexts {
+                set,
+                payload: write,
+            },
+        ),
     }
 }
 

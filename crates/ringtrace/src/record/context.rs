@@ -13,15 +13,15 @@
 //! event that needs one (`gettid`, `getpid`, `pthread_self` and
 //! `prctl(PR_GET_NAME)`: the same cold step in which the thread takes its
 //! RCU reader slot, see `rcu/global.rs`) and filled again after `fork` (the
-//! child's generation differs, [`after_fork_in_child`]) or when the thread
-//! says it renamed itself ([`crate::thread_renamed`]). The cache is
-//! made of atomics in a `const` thread-local without destructor, so reading
-//! it is async-signal-safe: a signal handler that interrupts the filling
-//! finds the generation not yet stored and fills it again itself (same
-//! values).
+//! child's fork handler empties the forking thread's cache,
+//! [`after_fork_in_child`]) or when the thread says it renamed itself
+//! ([`crate::thread_renamed`]). The cache is plain data in a `const`
+//! thread-local without destructor, so reading it is async-signal-safe: a
+//! signal handler that interrupts the filling finds the first word not yet
+//! stored and fills the cache again itself (same values).
 
 use std::cell::Cell;
-use std::sync::atomic::{compiler_fence, AtomicU32, Ordering::*};
+use std::sync::atomic::{compiler_fence, Ordering::*};
 
 use ctf::types::{Field, FieldType, IntType};
 
@@ -147,57 +147,59 @@ impl Contexts {
 
     /// How a channel writes these contexts (see [`Layout`]).
     pub const fn layout(self) -> Layout {
-        Layout {
-            set: self,
-            len: self.len(),
-            // The sets that are a prefix of the record order are one copy
-            // of the start of the thread's image.
-            prefix: matches!(self.0, 0b0011 | 0b0111 | 0b1111),
+        // The sets that are a prefix of the record order are the first
+        // 1, 2 or 4 words of the thread's image.
+        match self.0 {
+            0 => Layout::None,
+            0b0011 => Layout::Words1,
+            0b0111 => Layout::Words2,
+            0b1111 => Layout::Words4,
+            _ => Layout::Other(self),
         }
     }
 }
 
-/// A channel's contexts, ready for the write path: their length, and
-/// whether they are the first 8, 16 or 32 bytes of the thread's image
-/// (the default vpid+vtid is), written with fixed-size copies.
+/// A channel's contexts, ready for the write path: none; the first 1, 2
+/// or 4 words of the thread's image (vpid+vtid, the default, is one word),
+/// copied with fixed-size stores chosen once per record by one match; or
+/// any other set, written field by field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Layout {
-    set: Contexts,
-    len: usize,
-    prefix: bool,
+pub enum Layout {
+    /// No context.
+    None,
+    /// vpid, vtid.
+    Words1,
+    /// vpid, vtid, pthread_id.
+    Words2,
+    /// Every context.
+    Words4,
+    /// Another set.
+    Other(Contexts),
 }
 
 impl Layout {
     /// Bytes per record.
-    #[inline(always)]
     pub const fn len(&self) -> usize {
-        self.len
+        match self {
+            Layout::None => 0,
+            Layout::Words1 => 8,
+            Layout::Words2 => 16,
+            Layout::Words4 => 32,
+            Layout::Other(c) => c.len(),
+        }
     }
 
     /// Whether there is nothing to write.
-    #[inline(always)]
     pub const fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
+}
 
-    /// Writes the calling thread's contexts into `out` (exactly
-    /// [`Layout::len`] bytes).
-    #[inline(always)]
-    pub fn write(&self, out: &mut [u8]) {
-        if !self.prefix {
-            return self.set.write(out);
-        }
-        let c = cache();
-        let w = &c.words;
-        out[..8].copy_from_slice(&w[0].get().to_le_bytes());
-        if self.len > 8 {
-            out[8..16].copy_from_slice(&w[1].get().to_le_bytes());
-            if self.len > 16 {
-                out[16..24].copy_from_slice(&w[2].get().to_le_bytes());
-                out[24..32].copy_from_slice(&w[3].get().to_le_bytes());
-            }
-        }
-    }
+/// The first `N` words of the calling thread's image (see [`Cache`]).
+#[inline(always)]
+pub fn words<const N: usize>() -> [u64; N] {
+    let c = cache();
+    std::array::from_fn(|k| c.words[k].get())
 }
 
 impl std::ops::BitOr for Contexts {
@@ -232,19 +234,15 @@ pub struct ThreadIds {
     pub name: [u8; PROCNAME_LEN],
 }
 
-/// The process's generation: bumped in a `fork` child, so that every
-/// cache filled in the parent is stale there.
-static GENERATION: AtomicU32 = AtomicU32::new(1);
-
 /// Bytes of the pre-serialized image of every context.
 const IMAGE: usize = 4 + 4 + 8 + PROCNAME_LEN;
 
 /// One thread's cache: its ids, and the same serialized in record order
 /// (vpid, vtid, pthread_id, procname, little-endian) for the write path,
-/// as four words (a word is one load and one store to copy).
-/// `gen` is stored last and is 0 while unfilled.
+/// as four words (a word is one load and one store to copy). The first
+/// word (vpid and vtid, never 0) is stored last and is 0 while unfilled:
+/// checking it is the whole validity test.
 struct Cache {
-    gen: Cell<u32>,
     ids: Cell<ThreadIds>,
     words: [Cell<u64>; IMAGE / 8],
 }
@@ -254,7 +252,6 @@ thread_local! {
     // allocates nor registers anything, in a signal handler too.
     static CACHE: Cache = const {
         Cache {
-            gen: Cell::new(0),
             ids: Cell::new(ThreadIds { pid: 0, tid: 0, pthread: 0, name: [0; PROCNAME_LEN] }),
             words: [const { Cell::new(0) }; IMAGE / 8],
         }
@@ -272,7 +269,7 @@ fn cache() -> &'static Cache {
     // `Cache` holds `Cell`s: it is neither `Send` nor `Sync`, and the
     // callers only read it before returning).
     let c = unsafe { &*p };
-    if c.gen.get() != GENERATION.load(Relaxed) {
+    if c.words[0].get() == 0 {
         fill(c);
     }
     c
@@ -298,10 +295,9 @@ fn image() -> [u8; IMAGE] {
 #[cold]
 #[inline(never)]
 fn fill(c: &Cache) {
-    let gen = GENERATION.load(Relaxed);
-    c.gen.set(0);
-    // A signal handler running between here and the store of `gen` sees 0
-    // and fills the cache itself; the values it stores are the same ones.
+    c.words[0].set(0);
+    // A signal handler running between here and the store of the first
+    // word sees 0 and fills the cache itself; it stores the same values.
     compiler_fence(SeqCst);
     let ids = current_ids();
     let mut img = [0u8; IMAGE];
@@ -310,13 +306,12 @@ fn fill(c: &Cache) {
     img[8..16].copy_from_slice(&ids.pthread.to_le_bytes());
     img[16..].copy_from_slice(&ids.name);
     c.ids.set(ids);
-    for (k, w) in c.words.iter().enumerate() {
-        w.set(u64::from_le_bytes(
-            img[k * 8..k * 8 + 8].try_into().expect("8 bytes"),
-        ));
+    let word = |k: usize| u64::from_le_bytes(img[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
+    for k in 1..IMAGE / 8 {
+        c.words[k].set(word(k));
     }
     compiler_fence(SeqCst);
-    c.gen.set(gen);
+    c.words[0].set(word(0));
 }
 
 /// Asks the kernel (and the thread library) who the calling thread is.
@@ -351,15 +346,15 @@ fn current_ids() -> ThreadIds {
     }
 }
 
-/// In a `fork` child: every thread's cache (the only thread's, that is)
-/// is stale.
+/// In a `fork` child (its handler, run by the child's only thread, the
+/// one that forked): that thread's cache names the parent.
 pub fn after_fork_in_child() {
-    GENERATION.fetch_add(1, Relaxed);
+    forget_thread();
 }
 
 /// The calling thread changed its name: its next event reads it again.
 pub fn forget_thread() {
-    CACHE.with(|c| c.gen.set(0));
+    CACHE.with(|c| c.words[0].set(0));
 }
 
 #[cfg(test)]
@@ -391,7 +386,12 @@ mod tests {
             let c = Contexts(bits);
             let (mut a, mut b) = (vec![0u8; c.len()], vec![1u8; c.len()]);
             c.write(&mut a);
-            c.layout().write(&mut b);
+            let words: [u64; 4] = words();
+            let w: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            match c.layout() {
+                Layout::Other(_) | Layout::None => b.copy_from_slice(&a),
+                l => b.copy_from_slice(&w[..l.len()]),
+            }
             assert_eq!(a, b, "{c}");
             assert_eq!(c.layout().len(), c.len());
         }
