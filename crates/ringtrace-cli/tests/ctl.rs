@@ -26,7 +26,9 @@ fn ctl_controls_a_running_process_and_survives_bad_requests() {
     assert!(
         o.ok && o.stdout.contains("demo")
             && o.stdout.contains("flight-recorder")
-            && o.stdout.contains("active"),
+            && o.stdout.contains("active")
+            // The demo's contexts, over the socket.
+            && o.stdout.contains("vpid+vtid+procname"),
         "{}{}",
         o.stdout,
         o.stderr

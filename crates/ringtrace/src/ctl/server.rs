@@ -242,13 +242,19 @@ pub fn execute(req: &Request) -> Reply {
     match req {
         Request::Sessions => {
             let mut out = format!(
-                "{:<16} {:<15} {:<8} {:>12} {:>10}  {}\n",
-                "session", "mode", "state", "records", "lost", "output"
+                "{:<16} {:<15} {:<8} {:>12} {:>10}  {:<28} {}\n",
+                "session", "mode", "state", "records", "lost", "contexts", "output"
             );
             for s in consumer::all() {
                 let stats = s.stats();
+                // Per channel, `,` between channels.
+                let contexts: Vec<String> = s
+                    .channels
+                    .iter()
+                    .map(|c| c.cfg.contexts.to_string())
+                    .collect();
                 out += &format!(
-                    "{:<16} {:<15} {:<8} {:>12} {:>10}  {}\n",
+                    "{:<16} {:<15} {:<8} {:>12} {:>10}  {:<28} {}\n",
                     s.name,
                     match s.mode {
                         Mode::Discard => "discard",
@@ -257,6 +263,7 @@ pub fn execute(req: &Request) -> Reply {
                     if stats.active { "active" } else { "stopped" },
                     stats.records(),
                     stats.lost(),
+                    contexts.join(","),
                     s.output
                         .as_deref()
                         .map_or("-".into(), |p| p.display().to_string())
