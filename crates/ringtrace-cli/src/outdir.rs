@@ -197,7 +197,7 @@ pub fn fresh(what: &str) -> Result<PathBuf, String> {
             }
         })
         .collect();
-    let base = format!("ringtrace-{what}-{}", local_time_stamp());
+    let base = format!("ringtrace-{what}-{}", ringtrace::output::local_time_stamp());
     for n in 1..1000 {
         let name = if n == 1 {
             base.clone()
@@ -220,28 +220,6 @@ pub fn fresh(what: &str) -> Result<PathBuf, String> {
     ))
 }
 
-/// `YYYYMMDD-HHMMSS` in local time.
-fn local_time_stamp() -> String {
-    // SAFETY: time(NULL) only returns the time; localtime_r fills the
-    // zeroed `tm` we own and reads the time zone (no shared static result,
-    // unlike localtime).
-    let tm = unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&t, &mut tm);
-        tm
-    };
-    format!(
-        "{:04}{:02}{:02}-{:02}{:02}{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,7 +237,7 @@ mod tests {
 
     #[test]
     fn time_stamp_shape() {
-        let s = local_time_stamp();
+        let s = ringtrace::output::local_time_stamp();
         assert_eq!(s.len(), 15, "{s}");
         assert_eq!(&s[8..9], "-");
         assert!(s.bytes().filter(|c| c.is_ascii_digit()).count() == 14);

@@ -416,48 +416,28 @@ impl StreamReader {
             ));
         };
         let mut pos = self.pos + h.len;
-        // The stream event context, between the header and the payload.
+        // The stream event context, between the header and the payload,
+        // then the payload; each decoded in place into its value vector.
         let context = &self.desc.streams[self.class_idx].context;
-        let cvalues = &mut self.context_values[self.class_idx];
-        let mut failure = None;
-        for (i, f) in context.iter().enumerate() {
-            if let Err(e) = decode_at(&f.ty, content, &mut pos, cvalues, i) {
-                failure = Some((e, i));
-                break;
-            }
-        }
-        cvalues.truncate(context.len());
-        if let Some((e, i)) = failure {
-            cvalues.clear();
-            return Err(match e {
-                DecodeError::Truncated => self.cut(at, "event context"),
-                e => {
-                    let name = context[i].name.clone();
-                    self.err(at, format!("context field `{name}`: {e}"))
-                }
-            });
+        if let Err((e, i)) = decode_fields(
+            context,
+            content,
+            &mut pos,
+            &mut self.context_values[self.class_idx],
+        ) {
+            let name = context[i].name.clone();
+            return Err(self.decode_error(
+                at,
+                e,
+                "event context",
+                &format!("context field `{name}`"),
+            ));
         }
         let fields = &self.desc.events[class].fields;
-        // Disjoint borrows: the packet and the class's value vector.
-        let values = &mut self.class_values[class];
-        for (i, f) in fields.iter().enumerate() {
-            if let Err(e) = decode_at(&f.ty, content, &mut pos, values, i) {
-                failure = Some((e, i));
-                break;
-            }
-        }
-        if values.len() > fields.len() {
-            values.truncate(fields.len());
-        }
-        if let Some((e, i)) = failure {
-            values.clear();
-            return Err(match e {
-                DecodeError::Truncated => self.cut(at, "event payload"),
-                e => {
-                    let name = self.desc.events[class].fields[i].name.clone();
-                    self.err(at, format!("field `{name}`: {e}"))
-                }
-            });
+        if let Err((e, i)) = decode_fields(fields, content, &mut pos, &mut self.class_values[class])
+        {
+            let name = fields[i].name.clone();
+            return Err(self.decode_error(at, e, "event payload", &format!("field `{name}`")));
         }
         self.prev_ts = ts;
         self.pos = pos;
@@ -469,6 +449,15 @@ impl StreamReader {
         Ok(())
     }
 
+    /// The error of a part of an event (`part`, named `what` in messages)
+    /// that did not decode.
+    fn decode_error(&mut self, at: u64, e: DecodeError, part: &str, what: &str) -> ReadError {
+        match e {
+            DecodeError::Truncated => self.cut(at, part),
+            e => self.err(at, format!("{what}: {e}")),
+        }
+    }
+
     /// An event runs past the available content: the packet was truncated,
     /// or its content size is wrong.
     fn cut(&mut self, at: u64, what: &str) -> ReadError {
@@ -478,6 +467,25 @@ impl StreamReader {
             .unwrap_or_else(|| format!("{what} runs past the packet's content size"));
         self.err(at, msg)
     }
+}
+
+/// Decodes `fields` at `*pos` into `values` (reusing its memory, and
+/// leaving exactly one value per field); on failure, the error and the
+/// field's index, with `values` emptied.
+fn decode_fields(
+    fields: &[crate::types::Field],
+    content: &[u8],
+    pos: &mut usize,
+    values: &mut Vec<Value>,
+) -> Result<(), (DecodeError, usize)> {
+    for (i, f) in fields.iter().enumerate() {
+        if let Err(e) = decode_at(&f.ty, content, pos, values, i) {
+            values.clear();
+            return Err((e, i));
+        }
+    }
+    values.truncate(fields.len());
+    Ok(())
 }
 
 impl Iterator for StreamReader {

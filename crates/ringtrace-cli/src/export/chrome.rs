@@ -68,13 +68,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             let ns = crate::pretty::epoch_ns(&desc.clock, item.ts());
             let f = *first.get_or_insert(ns);
             let ts = (ns - f) as f64 / 1000.0;
-            let (lane, thread_name) = match item {
-                ItemRef::Event(e) => {
-                    let w = who.who(e.class, e.context);
-                    (Lane::of(&w, e.cpu, pid), w.name)
-                }
-                ItemRef::Discarded { cpu, .. } => (Lane::Cpu(cpu), None),
-            };
+            let (lane, thread_name) = Lane::of_item(&item, &who, pid);
             let (p, tid) = lane.ids(pid);
             if pids.insert(p) {
                 emit(

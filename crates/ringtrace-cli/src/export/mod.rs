@@ -185,6 +185,22 @@ impl Lane {
         }
     }
 
+    /// The lane of an exported item, and the thread's name if its event
+    /// gives one.
+    pub(crate) fn of_item<'a>(
+        item: &ctf::read::ItemRef<'a>,
+        who: &crate::who::Contexts,
+        pid: i64,
+    ) -> (Lane, Option<&'a str>) {
+        match *item {
+            ctf::read::ItemRef::Event(e) => {
+                let w = who.who(e.class, e.context);
+                (Lane::of(&w, e.cpu, pid), w.name)
+            }
+            ctf::read::ItemRef::Discarded { cpu, .. } => (Lane::Cpu(cpu), None),
+        }
+    }
+
     /// (pid, tid) in the export, `pid` being the trace's process.
     pub(crate) fn ids(&self, pid: i64) -> (i64, i64) {
         match *self {

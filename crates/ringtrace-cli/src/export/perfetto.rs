@@ -206,13 +206,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         Show::OnTerminal,
         |item| -> Result<bool, Box<dyn std::error::Error>> {
             let ts = crate::pretty::epoch_ns(&desc.clock, item.ts()).max(0) as u64;
-            let (lane, thread_name) = match item {
-                ItemRef::Event(e) => {
-                    let w = who.who(e.class, e.context);
-                    (Lane::of(&w, e.cpu, pid), w.name)
-                }
-                ItemRef::Discarded { cpu, .. } => (Lane::Cpu(cpu), None),
-            };
+            let (lane, thread_name) = Lane::of_item(&item, &who, pid);
             let (p, tid) = lane.ids(pid);
             let process_track = if p == pid {
                 PROCESS_TRACK

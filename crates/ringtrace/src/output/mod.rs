@@ -100,3 +100,26 @@ impl Drop for Undo {
         }
     }
 }
+
+/// `YYYYMMDD-HHMMSS` in local time: how trace folders are named, as
+/// LTTng names its sessions and per-process buffers.
+pub fn local_time_stamp() -> String {
+    // SAFETY: time(NULL) only returns the time; localtime_r fills the
+    // zeroed `tm` we own and reads the time zone (no shared static result,
+    // unlike localtime).
+    let tm = unsafe {
+        let t = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&t, &mut tm);
+        tm
+    };
+    format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}

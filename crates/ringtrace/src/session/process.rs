@@ -32,7 +32,11 @@ pub(crate) fn folder(root: &Path) -> PathBuf {
         })
         .collect();
     let name = if name.is_empty() { "process" } else { &name };
-    let base = format!("{name}-{}-{}", std::process::id(), local_time_stamp());
+    let base = format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        crate::output::local_time_stamp()
+    );
     let mut dir = root.join(&base);
     let mut n = 2;
     while std::fs::symlink_metadata(&dir).is_ok() {
@@ -40,27 +44,6 @@ pub(crate) fn folder(root: &Path) -> PathBuf {
         n += 1;
     }
     dir
-}
-
-/// `YYYYMMDD-HHMMSS` in local time.
-fn local_time_stamp() -> String {
-    // SAFETY: time(NULL) only returns the time; localtime_r fills the
-    // zeroed `tm` we own (no shared static result, unlike localtime).
-    let tm = unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&t, &mut tm);
-        tm
-    };
-    format!(
-        "{:04}{:02}{:02}-{:02}{:02}{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
 }
 
 /// Says that the calling process cannot trace into `root`: on stderr, and
