@@ -36,6 +36,18 @@ const ROWS: &[FieldDesc] = &[FieldDesc {
     kind: FieldKind::Unsigned(64),
 }];
 
+/// `.new`: the span's id and its fields.
+const NEW: &[FieldDesc] = &[
+    FieldDesc {
+        name: "span_id",
+        kind: FieldKind::Unsigned(64),
+    },
+    FieldDesc {
+        name: "rows",
+        kind: FieldKind::Unsigned(64),
+    },
+];
+
 #[test]
 fn tracing_spans_export_as_slices_with_whole_targets() {
     let dir = tmp("spans");
@@ -50,13 +62,23 @@ fn tracing_spans_export_as_slices_with_whole_targets() {
     let enter = desc("app::db", "query.enter", SPAN);
     let exit = desc("app::db", "query.exit", SPAN);
     let event = desc("app::db", "event src/db.rs:42", ROWS);
+    let new = desc("app::db", "query.new", NEW);
+    let close = desc("app::db", "query.close", SPAN);
     let u64_payload = |v: u64| move |b: &mut [u8]| b.copy_from_slice(&v.to_le_bytes());
-    // Two spans, the second nested in the first.
+    let new_payload = |id: u64, rows: u64| {
+        move |b: &mut [u8]| {
+            b[..8].copy_from_slice(&id.to_le_bytes());
+            b[8..].copy_from_slice(&rows.to_le_bytes());
+        }
+    };
+    // Two spans, the second nested in the first; the first has a field.
+    new.emit(16, new_payload(1, 42));
     enter.emit(8, u64_payload(1));
     enter.emit(8, u64_payload(2));
     event.emit(8, u64_payload(7));
     exit.emit(8, u64_payload(2));
     exit.emit(8, u64_payload(1));
+    close.emit(8, u64_payload(1));
     s.stop().unwrap();
     drop(s);
 
@@ -76,7 +98,11 @@ fn tracing_spans_export_as_slices_with_whole_targets() {
         .unwrap()
         .iter()
         .filter(|e| e["ph"] != "M")
+        .filter(|e| !["query.new", "query.close"].contains(&e["name"].as_str().unwrap()))
         .collect();
+    // The slice of span 1 carries the span's field, given at `.new`.
+    assert_eq!(evs[0]["args"]["rows"], 42, "{}", evs[0]);
+    assert_eq!(evs[1]["args"].get("rows"), None, "{}", evs[1]);
     let row = |e: &serde_json::Value| {
         (
             e["ph"].as_str().unwrap().to_string(),

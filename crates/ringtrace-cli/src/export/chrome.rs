@@ -55,6 +55,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": procname}}),
     )?;
     let who = crate::who::Contexts::of(&desc);
+    let mut spans = super::spans::SpanFields::default();
     // Each lane's name as last announced, and the processes announced.
     let mut lanes: BTreeMap<Lane, String> = BTreeMap::new();
     let mut pids = BTreeSet::from([pid]);
@@ -98,6 +99,10 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                     let mut args = Map::new();
                     for (fd, v) in class.fields.iter().zip(e.values) {
                         args.insert(fd.name.clone(), json_value(v));
+                    }
+                    spans.observe(class, e.values);
+                    for (n, v) in spans.entered(class, e.values) {
+                        args.insert(n.clone(), json_value(v));
                     }
                     let mut ev = json!({"name": name, "cat": cat, "pid": p, "tid": tid, "ts": ts, "args": args});
                     let o = ev.as_object_mut().expect("an object");

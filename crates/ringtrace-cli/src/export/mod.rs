@@ -2,12 +2,14 @@
 //! chrome://tracing. One track per CPU buffer, instant events with their
 //! fields as arguments, and begin/end pairs (`*_begin`/`*_end`,
 //! `*_entry`/`*_exit`, and the `tracing` layer's `<span>.enter`/`.exit`,
-//! paired by `id` or `span_id`) as slices. The category is the provider
+//! paired by `id` or `span_id`; a span's slice gets the span's fields,
+//! `spans.rs`) as slices. The category is the provider
 //! (a `tracing` target such as `app::db` kept whole). Two formats: Chrome trace-event JSON
 //! (`chrome.rs`) and Perfetto's protobuf trace (`perfetto.rs`).
 
 mod chrome;
 mod perfetto;
+mod spans;
 
 use std::path::PathBuf;
 

@@ -193,6 +193,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         ..Default::default()
     })?;
     let who = crate::who::Contexts::of(&desc);
+    let mut spans = super::spans::SpanFields::default();
     // Each lane's track and its name as last described; the processes.
     let mut lane_tracks: HashMap<Lane, (u64, String)> = HashMap::new();
     let mut pids = BTreeSet::from([pid]);
@@ -267,11 +268,14 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 ItemRef::Event(e) => {
                     let (k, cat, name, id) = &classes[e.class];
                     let class = &desc.events[e.class];
+                    spans.observe(class, e.values);
                     let args = class
                         .fields
                         .iter()
+                        .map(|f| &f.name)
                         .zip(e.values)
-                        .map(|(f, v)| annotation(&f.name, v))
+                        .chain(spans.entered(class, e.values).iter().map(|(n, v)| (n, v)))
+                        .map(|(n, v)| annotation(n, v))
                         .collect();
                     let key = id.map(|i| format!("{:?}", e.values[i]));
                     let (ty, track, shown) = match (k, key) {
