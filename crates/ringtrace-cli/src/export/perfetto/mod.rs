@@ -3,7 +3,8 @@
 //! name — per CPU buffer for events without one and for lost events —, and "lanes" for
 //! begin/end pairs keyed by an `id` field, so that overlapping requests
 //! never mis-nest) and track events (instants with their fields as debug
-//! annotations, slice begin/end).
+//! annotations, slice begin/end), with event names, categories and
+//! annotation names interned (written once, then referred to by number).
 //!
 //! Why `prost` with the few messages declared here, rather than a Perfetto
 //! crate: `perfetto-sdk` links Perfetto's C library (a large vendored build)
@@ -13,7 +14,7 @@
 //! numbers below are those of `protos/perfetto/trace/` (trace_packet.proto,
 //! track_event/*.proto), which Perfetto keeps stable.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 
 use ctf::read::ItemRef;
@@ -23,122 +24,48 @@ use prost::Message;
 use super::{classes, process, Args, Kind, Lane};
 use crate::read::Show;
 
-#[derive(Clone, PartialEq, Message)]
-struct TracePacket {
-    #[prost(uint64, optional, tag = "8")]
-    timestamp: Option<u64>,
-    #[prost(uint32, optional, tag = "10")]
-    trusted_packet_sequence_id: Option<u32>,
-    #[prost(message, optional, tag = "11")]
-    track_event: Option<TrackEvent>,
-    #[prost(uint32, optional, tag = "13")]
-    sequence_flags: Option<u32>,
-    #[prost(message, optional, tag = "60")]
-    track_descriptor: Option<TrackDescriptor>,
-}
+mod proto;
 
-#[derive(Clone, PartialEq, Message)]
-struct TrackDescriptor {
-    #[prost(uint64, optional, tag = "1")]
-    uuid: Option<u64>,
-    #[prost(string, optional, tag = "2")]
-    name: Option<String>,
-    #[prost(message, optional, tag = "3")]
-    process: Option<ProcessDescriptor>,
-    #[prost(message, optional, tag = "4")]
-    thread: Option<ThreadDescriptor>,
-    #[prost(uint64, optional, tag = "5")]
-    parent_uuid: Option<u64>,
-}
+use proto::*;
 
-#[derive(Clone, PartialEq, Message)]
-struct ThreadDescriptor {
-    #[prost(int32, optional, tag = "1")]
-    pid: Option<i32>,
-    #[prost(int32, optional, tag = "2")]
-    tid: Option<i32>,
-    #[prost(string, optional, tag = "5")]
-    thread_name: Option<String>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct ProcessDescriptor {
-    #[prost(int32, optional, tag = "1")]
-    pid: Option<i32>,
-    #[prost(string, optional, tag = "6")]
-    process_name: Option<String>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct TrackEvent {
-    #[prost(message, repeated, tag = "4")]
-    debug_annotations: Vec<DebugAnnotation>,
-    #[prost(int32, optional, tag = "9")]
-    r#type: Option<i32>,
-    #[prost(uint64, optional, tag = "11")]
-    track_uuid: Option<u64>,
-    #[prost(string, repeated, tag = "22")]
-    categories: Vec<String>,
-    #[prost(string, optional, tag = "23")]
-    name: Option<String>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct DebugAnnotation {
-    #[prost(bool, optional, tag = "2")]
-    bool_value: Option<bool>,
-    #[prost(uint64, optional, tag = "3")]
-    uint_value: Option<u64>,
-    #[prost(int64, optional, tag = "4")]
-    int_value: Option<i64>,
-    #[prost(double, optional, tag = "5")]
-    double_value: Option<f64>,
-    #[prost(string, optional, tag = "6")]
-    string_value: Option<String>,
-    #[prost(string, optional, tag = "10")]
-    name: Option<String>,
-}
-
-/// `TrackEvent.Type`.
-const SLICE_BEGIN: i32 = 1;
-const SLICE_END: i32 = 2;
-const INSTANT: i32 = 3;
-/// `TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED`.
-const STATE_CLEARED: u32 = 1;
 /// Our only packet sequence.
 const SEQUENCE: u32 = 1;
 
+/// The trace's process. Every other track (processes, threads, CPU
+/// buffers, lanes) is numbered in the order it first appears, from 2:
+/// every event names its track, and a uuid below 2^14 is two bytes.
 const PROCESS_TRACK: u64 = 1;
-const CPU_TRACK_BASE: u64 = 0x100;
-const LANE_TRACK_BASE: u64 = 0x1_0000_0000;
-/// Processes other than the trace's own: this plus the pid.
-const PROCESS_TRACK_BASE: u64 = 0x2_0000_0000;
-/// Threads: this plus the order they first appear in.
-const THREAD_TRACK_BASE: u64 = 0x3_0000_0000;
 
-fn annotation(name: &str, v: &Value) -> DebugAnnotation {
-    let mut a = DebugAnnotation {
-        name: Some(name.to_string()),
-        ..Default::default()
-    };
-    match v {
-        Value::Uint(x) => a.uint_value = Some(*x),
-        Value::Int(x) | Value::Enum(x) => a.int_value = Some(*x),
-        Value::F32(x) => a.double_value = Some(*x as f64),
-        Value::F64(x) => a.double_value = Some(*x),
-        Value::Bool(b) => a.bool_value = Some(*b),
-        Value::Str(s) => a.string_value = Some(s.clone()),
-        Value::RawStr(b) => a.string_value = Some(super::escaped(b)),
-        Value::UintArray(xs) => a.string_value = Some(format!("{xs:?}")),
-        Value::IntArray(xs) => a.string_value = Some(format!("{xs:?}")),
+/// Names already given on the sequence, by kind, and those to give with
+/// the next packet.
+#[derive(Default)]
+struct Interner {
+    categories: HashMap<String, u64>,
+    names: HashMap<String, u64>,
+    annotations: HashMap<String, u64>,
+    pending: InternedData,
+}
+
+/// The iid of `s` in `table`, given a new one (added to `pending`) the
+/// first time.
+fn intern(table: &mut HashMap<String, u64>, pending: &mut Vec<Interned>, s: String) -> u64 {
+    if let Some(iid) = table.get(&s) {
+        return *iid;
     }
-    a
+    let iid = table.len() as u64 + 1;
+    pending.push(Interned {
+        iid: Some(iid),
+        name: Some(s.clone()),
+    });
+    table.insert(s, iid);
+    iid
 }
 
 struct Out {
     w: BufWriter<std::fs::File>,
     buf: Vec<u8>,
     first: bool,
+    interner: Interner,
 }
 
 impl Out {
@@ -146,7 +73,7 @@ impl Out {
     fn packet(&mut self, mut p: TracePacket) -> std::io::Result<()> {
         p.trusted_packet_sequence_id = Some(SEQUENCE);
         if self.first {
-            p.sequence_flags = Some(STATE_CLEARED);
+            p.sequence_flags = Some(p.sequence_flags.unwrap_or(0) | STATE_CLEARED);
             self.first = false;
         }
         self.buf.clear();
@@ -154,6 +81,45 @@ impl Out {
         p.encode_length_delimited(&mut self.buf)
             .map_err(std::io::Error::other)?;
         self.w.write_all(&self.buf)
+    }
+
+    /// Appends a track event at `ts`, its category, name and annotation
+    /// names interned: each string is written once, with the first packet
+    /// that uses it, and referred to by its iid after. A slice's end names
+    /// nothing (Perfetto takes it from the begin).
+    fn event(&mut self, ts: u64, mut ev: TrackEvent) -> std::io::Result<()> {
+        let t = &mut self.interner;
+        let pending = &mut t.pending;
+        if ev.r#type == Some(SLICE_END) {
+            ev.categories.clear();
+            ev.name = None;
+        }
+        ev.category_iids = std::mem::take(&mut ev.categories)
+            .into_iter()
+            .map(|c| intern(&mut t.categories, &mut pending.event_categories, c))
+            .collect();
+        ev.name_iid = ev
+            .name
+            .take()
+            .map(|n| intern(&mut t.names, &mut pending.event_names, n));
+        for a in &mut ev.debug_annotations {
+            if let Some(n) = a.name.take() {
+                a.name_iid = Some(intern(
+                    &mut t.annotations,
+                    &mut pending.debug_annotation_names,
+                    n,
+                ));
+            }
+        }
+        let fresh = std::mem::take(pending);
+        let given = fresh != InternedData::default();
+        self.packet(TracePacket {
+            timestamp: Some(ts),
+            track_event: Some(ev),
+            interned_data: given.then_some(fresh),
+            sequence_flags: Some(NEEDS_STATE),
+            ..Default::default()
+        })
     }
 
     fn track(&mut self, uuid: u64, name: String, parent: Option<u64>) -> std::io::Result<()> {
@@ -180,6 +146,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         w: BufWriter::with_capacity(1 << 16, file),
         buf: Vec::with_capacity(256),
         first: true,
+        interner: Interner::default(),
     };
     out.packet(TracePacket {
         track_descriptor: Some(TrackDescriptor {
@@ -196,7 +163,8 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut spans = super::spans::SpanFields::default();
     // Each lane's track and its name as last described; the processes.
     let mut lane_tracks: HashMap<Lane, (u64, String)> = HashMap::new();
-    let mut pids = BTreeSet::from([pid]);
+    let mut pids = HashMap::from([(pid, PROCESS_TRACK)]);
+    let mut next_uuid = PROCESS_TRACK + 1;
     // Per slice name: the id each lane holds (None: free).
     let mut lanes: HashMap<String, Vec<Option<String>>> = HashMap::new();
     let mut lane_uuid: HashMap<(String, usize), u64> = HashMap::new();
@@ -209,12 +177,12 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             let ts = crate::pretty::epoch_ns(&desc.clock, item.ts()).max(0) as u64;
             let (lane, thread_name) = Lane::of_item(&item, &who, pid);
             let (p, tid) = lane.ids(pid);
-            let process_track = if p == pid {
-                PROCESS_TRACK
-            } else {
-                PROCESS_TRACK_BASE + p as u32 as u64
-            };
-            if pids.insert(p) {
+            let known_process = pids.contains_key(&p);
+            let process_track = *pids.entry(p).or_insert_with(|| {
+                next_uuid += 1;
+                next_uuid - 1
+            });
+            if !known_process {
                 out.packet(TracePacket {
                     track_descriptor: Some(TrackDescriptor {
                         uuid: Some(process_track),
@@ -228,11 +196,12 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 })?;
             }
             let name = lane.name(thread_name);
-            let n = lane_tracks.len() as u64;
-            let (lane_track, known) = match (lane, lane_tracks.get(&lane)) {
-                (_, Some((t, old))) => (*t, *old == name),
-                (Lane::Cpu(c), None) => (CPU_TRACK_BASE + c as u64, false),
-                (Lane::Thread { .. }, None) => (THREAD_TRACK_BASE + n, false),
+            let (lane_track, known) = match lane_tracks.get(&lane) {
+                Some((t, old)) => (*t, *old == name),
+                None => {
+                    next_uuid += 1;
+                    (next_uuid - 1, false)
+                }
             };
             // Described again when the thread's name changes.
             if !known {
@@ -264,6 +233,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                         annotation("discarded_events", &Value::Uint(events)),
                         annotation("missing_packets", &Value::Uint(packets)),
                     ],
+                    ..Default::default()
                 },
                 ItemRef::Event(e) => {
                     let (k, cat, name, id) = &classes[e.class];
@@ -294,11 +264,10 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                                 }
                             };
                             l[lane] = Some(key);
-                            let n = lane_uuid.len() as u64;
-                            let uuid = *lane_uuid
-                                .entry((name.clone(), lane))
-                                .or_insert(LANE_TRACK_BASE + n);
-                            if uuid == LANE_TRACK_BASE + n {
+                            let fresh = next_uuid;
+                            let uuid = *lane_uuid.entry((name.clone(), lane)).or_insert(fresh);
+                            if uuid == fresh {
+                                next_uuid += 1;
                                 out.track(
                                     uuid,
                                     format!("{cat}:{name} #{lane}"),
@@ -331,14 +300,11 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                         categories: vec![cat.clone()],
                         name: Some(shown),
                         debug_annotations: args,
+                        ..Default::default()
                     }
                 }
             };
-            out.packet(TracePacket {
-                timestamp: Some(ts),
-                track_event: Some(ev),
-                ..Default::default()
-            })?;
+            out.event(ts, ev)?;
             count += 1;
             Ok(true)
         },
