@@ -46,9 +46,14 @@ pub enum ClockMap {
     },
 }
 
-/// Epoch nanoseconds of tick 0 of `c`, times its frequency (exact).
+/// Epoch nanoseconds of tick 0 of `c`, times its frequency (exact for any
+/// real clock; a metadata claiming absurd offsets saturates, it does not
+/// overflow).
 fn zero_scaled(c: &ClockDesc) -> i128 {
-    c.offset_s as i128 * 1_000_000_000 * c.freq as i128 + c.offset as i128 * 1_000_000_000
+    (c.offset_s as i128)
+        .saturating_mul(1_000_000_000)
+        .saturating_mul(c.freq as i128)
+        .saturating_add((c.offset as i128).saturating_mul(1_000_000_000))
 }
 
 impl ClockMap {
@@ -59,8 +64,12 @@ impl ClockMap {
         }
         if from.freq == to.freq && from.freq != 0 {
             let f = from.freq as i128;
-            let ticks = |c: &ClockDesc| c.offset_s as i128 * f + c.offset as i128;
-            return ClockMap::Shift(ticks(from) - ticks(to));
+            let ticks = |c: &ClockDesc| {
+                (c.offset_s as i128)
+                    .saturating_mul(f)
+                    .saturating_add(c.offset as i128)
+            };
+            return ClockMap::Shift(ticks(from).saturating_sub(ticks(to)));
         }
         ClockMap::Convert {
             from_freq: from.freq.max(1),
@@ -75,7 +84,7 @@ impl ClockMap {
     pub fn apply(&self, ts: u64) -> u64 {
         let t = match *self {
             ClockMap::Same => return ts,
-            ClockMap::Shift(d) => ts as i128 + d,
+            ClockMap::Shift(d) => (ts as i128).saturating_add(d),
             ClockMap::Convert {
                 from_freq,
                 from_zero,
@@ -83,8 +92,8 @@ impl ClockMap {
                 to_zero,
             } => {
                 // Epoch nanoseconds, then the set's ticks.
-                let ns = (from_zero + ts as i128 * 1_000_000_000) / from_freq as i128;
-                (ns * to_freq as i128 - to_zero) / 1_000_000_000
+                let ns = from_zero.saturating_add(ts as i128 * 1_000_000_000) / from_freq as i128;
+                ns.saturating_mul(to_freq as i128).saturating_sub(to_zero) / 1_000_000_000
             }
         };
         t.clamp(0, u64::MAX as i128) as u64
@@ -257,5 +266,11 @@ mod tests {
         assert_eq!(ClockMap::between(&c, &a0).apply(1000), 2_000_002_000);
         // Before the set's zero: clamped.
         assert_eq!(ClockMap::between(&a0, &b).apply(0), 0);
+        // A metadata claiming absurd offsets saturates, never overflows.
+        let wild = clock(u64::MAX, i64::MAX, i64::MAX);
+        for (x, y) in [(&wild, &a), (&a, &wild), (&c, &wild), (&wild, &c)] {
+            let m = ClockMap::between(x, y);
+            let _ = (m.apply(0), m.apply(u64::MAX));
+        }
     }
 }

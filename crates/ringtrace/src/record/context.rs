@@ -11,8 +11,9 @@
 //!
 //! The values come from a per-thread cache, filled at the thread's first
 //! event that needs one (`gettid`, `getpid`, `pthread_self` and
-//! `prctl(PR_GET_NAME)`: the same cold step in which the thread takes its
-//! RCU reader slot, see `rcu/global.rs`) and filled again after `fork` (the
+//! `prctl(PR_GET_NAME)`: system calls in a cold step, as the thread's first
+//! event already makes one to take its RCU reader slot, see
+//! `rcu/global.rs`) and filled again after `fork` (the
 //! child's fork handler empties the forking thread's cache,
 //! [`after_fork_in_child`]) or when the thread says it renamed itself
 //! ([`crate::thread_renamed`]). The cache is plain data in a `const`

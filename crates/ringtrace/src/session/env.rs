@@ -21,9 +21,8 @@
 //! A setuid or setgid program ignores these variables
 //! ([`crate::sys::env::privileged`]).
 
-use std::time::Duration;
-
 use std::sync::{Mutex, MutexGuard, Once};
+use std::time::Duration;
 
 use super::Session;
 use crate::control::config::{ChannelConfig, Mode, SessionBuilder};
@@ -300,8 +299,10 @@ fn spec_root(value: &str) -> std::path::PathBuf {
 fn install_fork_handlers() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // SAFETY: the handlers are `extern "C"` functions that catch every
-        // panic of what they call and never unwind.
+        // SAFETY: the handlers are `extern "C"` functions (a panic in one
+        // aborts, it never unwinds into the C library); they only take and
+        // release `ENV`, and create a session in the child (catching its
+        // panics).
         unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
     });
 }
