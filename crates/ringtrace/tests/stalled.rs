@@ -35,7 +35,21 @@ fn a_stalled_writer_blocks_nothing_else() {
     }
     // Other threads keep recording into the same session; this one on the
     // stalled CPU, so that its buffer moves past the stalled sub-buffer.
-    let cpu = STALLED_CPU.load(Ordering::SeqCst);
+    // The stalled buffer is the only one holding a record yet: the CPU the
+    // writer ran on at its reservation. (`STALLED_CPU`, read later inside
+    // the serialization, names another CPU if the writer migrated between
+    // the two: seen once in CI, under load.)
+    let holding: Vec<usize> = s1.stats().channels[0]
+        .buffers
+        .iter()
+        .filter(|b| b.bytes > 0)
+        .map(|b| b.index)
+        .collect();
+    assert_eq!(holding.len(), 1, "{:?}", s1.stats().channels[0].buffers);
+    let cpu = holding[0];
+    if cpu != STALLED_CPU.load(Ordering::SeqCst) {
+        eprintln!("the stalled writer migrated after its reservation");
+    }
     std::thread::spawn(move || {
         // SAFETY: a zeroed cpu_set_t is a valid empty set; the call only
         // reads it.
