@@ -4,6 +4,8 @@
 #   - Debian packages (through apt-get, as root or with sudo that asks no
 #     password); elsewhere it names the missing tools and stops;
 #   - rustup, if there is no Rust at all;
+#   - a Python environment in target/python with PyPI packages the checkers
+#     read traces with (Perfetto's own generated protos);
 #   - the Rust toolchains the checks run on: stable (the newest a user has)
 #     with clippy and rustfmt, the oldest supported (`rust-version` in
 #     Cargo.toml), and one dated nightly with Miri.
@@ -37,7 +39,7 @@ PACKAGES=(
   "curl"            # rustup, when there is no Rust at all
   "git"             # scripts/newcomer.sh clones the repository
   "python3"         # the Perfetto export check; scripts/module_graph.py
-  "python3-protobuf" # the Perfetto export check parses with Perfetto's protos
+  "python3-venv"    # the Python checkers' own environment (below): Perfetto's protos
   "babeltrace2"     # interoperability tests: babeltrace2 must read every trace
   "liburcu-dev"     # the RCU benchmark links liburcu (benchmarks are built)
   "mount"           # the full-disk tests mount a tmpfs
@@ -71,7 +73,7 @@ else
   for tool in cc c++ pkg-config git python3 babeltrace2 curl; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done
-  python3 -c 'import google.protobuf' 2>/dev/null || missing+=("python3 protobuf module")
+  python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=("python3 venv module")
   if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup: not a Debian system and these are missing: ${missing[*]}; install them, and liburcu" >&2
     exit 1
@@ -119,3 +121,16 @@ toolchain "$MSRV"
 toolchain "$MIRI_NIGHTLY" miri rust-src
 # Miri's own standard library build (quiet when already done).
 cargo "+$MIRI_NIGHTLY" miri setup >/dev/null 2>&1 || cargo "+$MIRI_NIGHTLY" miri setup
+
+# --- Python ----------------------------------------------------------------
+# The checkers' own environment, versions pinned: `perfetto` carries
+# Perfetto's generated trace protos (perfetto_trace_pb2, the messages
+# trace_processor reads), which need protobuf 6.31 or later, newer than
+# Debian's python3-protobuf.
+PYENV="target/python"
+PYPKGS=("perfetto==0.59.1" "protobuf==6.31.1")
+if ! "$PYENV/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' >/dev/null 2>&1; then
+  say "installing the Python checkers' environment in $PYENV: ${PYPKGS[*]}"
+  python3 -m venv "$PYENV"
+  "$PYENV/bin/pip" install --quiet --disable-pip-version-check "${PYPKGS[@]}"
+fi

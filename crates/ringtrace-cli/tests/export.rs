@@ -1,6 +1,6 @@
 //! `ringtrace export`: the Chrome JSON and Perfetto files of the demo
-//! trace read back by real consumers (Python's json module; Google's
-//! protobuf runtime with Perfetto's field numbers): every event there, on
+//! trace read back by real consumers (Python's json module; Perfetto's
+//! generated protos): every event there, on
 //! the thread that recorded it, slices paired, strings interned once.
 
 use std::os::unix::fs::PermissionsExt;
@@ -11,15 +11,18 @@ mod common;
 use common::*;
 
 /// Runs a Python checker on `file`; it must succeed and print numbers.
-fn python_check(python: &str, script: &str, file: &Path) -> (String, Vec<u64>) {
+fn python_check(python: &Path, script: &str, files: &[&Path]) -> (String, Vec<u64>) {
     let py = Command::new(python)
-        .args(["-c", script, file.to_str().unwrap()])
+        .arg("-c")
+        .arg(script)
+        .args(files)
         .output()
         .unwrap();
     assert!(
         py.status.success(),
-        "{} (Debian packages: python3, python3-protobuf)",
-        String::from_utf8_lossy(&py.stderr)
+        "{} ({}: bash scripts/setup.sh installs what the checkers need)",
+        String::from_utf8_lossy(&py.stderr),
+        python.display()
     );
     let s = String::from_utf8(py.stdout).unwrap();
     let nums = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
@@ -81,7 +84,7 @@ workers = sum(1 for n in names.values() if n.startswith("worker-"))
 assert workers >= 1 and "producer" in names.values(), names
 print(sum(1 for e in ev if e["ph"] != "M"), phases["b"], phases["e"], len(open_), workers)
 "#;
-    let (s, nums) = python_check("python3", script, &out);
+    let (s, nums) = python_check(Path::new("python3"), script, &[&out]);
     assert_eq!(nums[0], count_events(demo_trace()), "every event exported");
     assert_eq!(nums[4], 3, "the demo's 3 workers each a thread: {s}");
     assert!(
@@ -90,54 +93,35 @@ print(sum(1 for e in ev if e["ph"] != "M"), phases["b"], phases["e"], len(open_)
     );
 }
 
-/// The Perfetto export parsed back by Google's protobuf runtime (Python)
-/// with Perfetto's field numbers for the messages we write; trace_processor
-/// is not packaged for Debian. Tracks are declared before use, timestamps
-/// never go back, slices pair up on every track, every event is there.
+/// The Perfetto export parsed back by Perfetto's own generated protos
+/// (`perfetto_trace_pb2` of the `perfetto` PyPI package, in the checkers'
+/// environment that scripts/setup.sh makes; trace_processor is not
+/// packaged for Debian). Tracks are declared before use, every string is
+/// given once before its first use, timestamps rebuilt from the
+/// incremental clock never go back and equal the Chrome export's, slices
+/// pair up on every track, every event is there; the bytes each event
+/// costs beyond its fields are counted.
 #[test]
 fn perfetto_export_parses_with_the_perfetto_protos() {
     let out = export_demo("perfetto", "export.pftrace");
+    let chrome = export_demo("chrome-json", "export-for-perfetto.json");
     let script = r#"
-import sys, collections
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-F = descriptor_pb2.FieldDescriptorProto
-O, R = F.LABEL_OPTIONAL, F.LABEL_REPEATED
-fdp = descriptor_pb2.FileDescriptorProto(name="perfetto_subset.proto", package="perfetto.protos", syntax="proto2")
-def msg(name, fields):
-    m = fdp.message_type.add(name=name)
-    for n, num, t, lab, tn in fields:
-        f = m.field.add(name=n, number=num, type=t, label=lab)
-        if tn:
-            f.type_name = ".perfetto.protos." + tn
-msg("DebugAnnotation", [("bool_value", 2, F.TYPE_BOOL, O, None), ("uint_value", 3, F.TYPE_UINT64, O, None),
-    ("int_value", 4, F.TYPE_INT64, O, None), ("double_value", 5, F.TYPE_DOUBLE, O, None),
-    ("string_value", 6, F.TYPE_STRING, O, None), ("name", 10, F.TYPE_STRING, O, None), ("name_iid", 1, F.TYPE_UINT64, O, None)])
-msg("TrackEvent", [("debug_annotations", 4, F.TYPE_MESSAGE, R, "DebugAnnotation"), ("type", 9, F.TYPE_INT32, O, None),
-    ("track_uuid", 11, F.TYPE_UINT64, O, None), ("categories", 22, F.TYPE_STRING, R, None), ("name", 23, F.TYPE_STRING, O, None),
-    ("category_iids", 3, F.TYPE_UINT64, R, None), ("name_iid", 10, F.TYPE_UINT64, O, None)])
-msg("Interned", [("iid", 1, F.TYPE_UINT64, O, None), ("name", 2, F.TYPE_STRING, O, None)])
-msg("InternedData", [("event_categories", 1, F.TYPE_MESSAGE, R, "Interned"), ("event_names", 2, F.TYPE_MESSAGE, R, "Interned"),
-    ("debug_annotation_names", 3, F.TYPE_MESSAGE, R, "Interned")])
-msg("ProcessDescriptor", [("pid", 1, F.TYPE_INT32, O, None), ("process_name", 6, F.TYPE_STRING, O, None)])
-msg("ThreadDescriptor", [("pid", 1, F.TYPE_INT32, O, None), ("tid", 2, F.TYPE_INT32, O, None),
-    ("thread_name", 5, F.TYPE_STRING, O, None)])
-msg("TrackDescriptor", [("uuid", 1, F.TYPE_UINT64, O, None), ("name", 2, F.TYPE_STRING, O, None),
-    ("process", 3, F.TYPE_MESSAGE, O, "ProcessDescriptor"), ("thread", 4, F.TYPE_MESSAGE, O, "ThreadDescriptor"),
-    ("parent_uuid", 5, F.TYPE_UINT64, O, None)])
-msg("TracePacket", [("timestamp", 8, F.TYPE_UINT64, O, None), ("trusted_packet_sequence_id", 10, F.TYPE_UINT32, O, None),
-    ("track_event", 11, F.TYPE_MESSAGE, O, "TrackEvent"), ("sequence_flags", 13, F.TYPE_UINT32, O, None),
-    ("interned_data", 12, F.TYPE_MESSAGE, O, "InternedData"), ("track_descriptor", 60, F.TYPE_MESSAGE, O, "TrackDescriptor")])
-msg("Trace", [("packet", 1, F.TYPE_MESSAGE, R, "TracePacket")])
-pool = descriptor_pool.DescriptorPool()
-pool.Add(fdp)
-Trace = message_factory.MessageFactory(pool).GetPrototype(pool.FindMessageTypeByName("perfetto.protos.Trace"))
+import sys, collections, json
+from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace
+def vlen(n):
+    return (n.bit_length() + 6) // 7 or 1
 t = Trace()
 t.ParseFromString(open(sys.argv[1], "rb").read())
-assert t.packet[0].sequence_flags == 1 and t.packet[0].track_descriptor.process.pid > 0
-tracks, depth, last, events = set(), collections.Counter(), 0, 0
-pid, thread_of = t.packet[0].track_descriptor.process.pid, {}
+p0 = t.packet[0]
+assert p0.sequence_flags == 1 and p0.track_descriptor.process.pid > 0, p0
+# Timestamps on the sequence's incremental clock (64) unless a packet names
+# a builtin one; a clock snapshot anchors it to BOOTTIME (6).
+assert p0.trace_packet_defaults.timestamp_clock_id == 64, p0
+tracks, depth, last, events, now = set(), collections.Counter(), 0, 0, None
+pid, thread_of = p0.track_descriptor.process.pid, {}
 # Interned strings, each given once, before (or with) its first use.
-cats, names, anns = {}, {}, {}
+cats, names, anns, strs = {}, {}, {}, {}
+times, framing, paths = [], 0, collections.Counter()
 for p in t.packet:
     assert p.trusted_packet_sequence_id == 1
     for table, given in ((cats, p.interned_data.event_categories), (names, p.interned_data.event_names),
@@ -145,6 +129,14 @@ for p in t.packet:
         for i in given:
             assert i.iid not in table and i.name not in table.values(), i
             table[i.iid] = i.name
+    for i in p.interned_data.debug_annotation_string_values:
+        assert i.iid not in strs and i.str.decode() not in strs.values(), i
+        strs[i.iid] = i.str.decode()
+    if p.HasField("clock_snapshot"):
+        c = {c.clock_id: c for c in p.clock_snapshot.clocks}
+        assert c[64].is_incremental and not c[6].is_incremental, p
+        assert c[64].timestamp == c[6].timestamp == p.timestamp and p.timestamp_clock_id == 6, p
+        now = c[64].timestamp
     if p.HasField("track_descriptor"):
         d = p.track_descriptor
         tracks.add(d.uuid)
@@ -152,15 +144,29 @@ for p in t.packet:
             assert d.thread.pid == pid and d.thread.tid > 0 and d.thread.thread_name == d.name, d
             thread_of[d.uuid] = d.thread.thread_name
         continue
+    if not p.HasField("track_event"):
+        continue
     e = p.track_event
     assert e.track_uuid in tracks, e
     assert p.sequence_flags & 2, "a packet using interned data says so"
     name = names.get(e.name_iid)
     if name == "enqueue":
         assert thread_of.get(e.track_uuid) == "producer", e
-    assert p.timestamp >= last
-    last = p.timestamp
+    if p.HasField("timestamp_clock_id"):
+        assert p.timestamp_clock_id == 6, p
+        ts = p.timestamp
+    else:
+        assert now is not None, "a delta before the clock snapshot"
+        now += p.timestamp
+        ts = now
+    assert ts >= last
+    last = ts
+    times.append(ts)
     assert all(a.name_iid in anns for a in e.debug_annotations), e
+    for a in e.debug_annotations:
+        assert not a.HasField("string_value_iid") or a.string_value_iid in strs, a
+        if anns[a.name_iid] == "path":
+            paths[strs[a.string_value_iid]] += 1
     # A slice's end names nothing (its begin does).
     assert e.type == 2 or (name and len(e.category_iids) == 1 and e.category_iids[0] in cats), e
     if e.type == 1:
@@ -171,29 +177,36 @@ for p in t.packet:
     else:
         assert e.type == 3
     events += 1
+    size = p.ByteSize()
+    framing += 1 + vlen(size) + size - sum(1 + vlen(a.ByteSize()) + a.ByteSize() for a in e.debug_annotations)
 assert sum(1 for n in thread_of.values() if n.startswith("worker-")) == 3, thread_of
-print(events, len(tracks), sum(depth.values()))
+# The same instants as the Chrome export's (microseconds since its first).
+chrome = [e["ts"] for e in json.load(open(sys.argv[2]))["traceEvents"] if e["ph"] != "M"]
+assert len(chrome) == len(times), (len(chrome), len(times))
+bad = [(c, ts) for c, ts in zip(chrome, times) if round(c * 1000) != ts - times[0]]
+assert not bad, bad[:5]
+# The demo's paths, each string given once.
+assert set(paths) == {"/", "/index.html", "/api/v1/users", "/api/v1/orders", "/static/app.js", "/healthz"}, paths
+print(events, len(tracks), sum(depth.values()), framing, len(strs))
 "#;
-    // Debian's python3 (python3-protobuf lives in its dist-packages), not
-    // whatever python3 comes first on the PATH.
-    let python = if Path::new("/usr/bin/python3").exists() {
-        "/usr/bin/python3"
-    } else {
-        "python3"
-    };
-    let (s, nums) = python_check(python, script, &out);
+    let (s, nums) = python_check(&perfetto_python(), script, &[&out, &chrome]);
     assert_eq!(
         nums[0],
         count_events(demo_trace()),
         "every event exported: {s}"
     );
     assert!(nums[1] >= 3, "process, cpu and lane tracks: {s}");
-    // Interned names and small track numbers: about 51 bytes per event of
-    // the demo (81 before interning).
-    let per_event = std::fs::metadata(&out).unwrap().len() as f64 / nums[0] as f64;
-    assert!(per_event < 56.0, "{per_event:.1} bytes per event");
     assert!(
         nums[2] <= 8,
         "at most the requests in flight at the end stay open: {s}"
     );
+    // What an event costs beyond its fields (packet, sequence, flags, time
+    // delta, type, track, interned name and category): about 18 bytes on
+    // the demo (an absolute time and names in full took 56 before).
+    let framing = nums[3] as f64 / nums[0] as f64;
+    assert!(framing <= 24.0, "{framing:.1} bytes per event beyond its fields: {s}");
+    // Whole file: about 41 bytes per event (81 before interning, 51 with
+    // names interned, absolute times and strings in full).
+    let per_event = std::fs::metadata(&out).unwrap().len() as f64 / nums[0] as f64;
+    assert!(per_event < 46.0, "{per_event:.1} bytes per event");
 }

@@ -37,6 +37,18 @@ pub fn run(args: &[&str]) -> Out {
     out
 }
 
+/// The Python of the checkers' environment (scripts/setup.sh makes it in
+/// the workspace's `target/python`, with Perfetto's generated protos).
+pub fn perfetto_python() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/python/bin/python");
+    assert!(
+        p.exists(),
+        "{} is missing: run `bash scripts/setup.sh`, which makes the checkers' Python environment",
+        p.display()
+    );
+    p
+}
+
 /// One demo trace shared by the reading tests.
 pub fn demo_trace() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();

@@ -1,10 +1,15 @@
 //! The Perfetto protobuf export: a `Trace` whose packets are track
 //! descriptors (the processes, one track per thread the events' contexts
-//! name — per CPU buffer for events without one and for lost events —, and "lanes" for
-//! begin/end pairs keyed by an `id` field, so that overlapping requests
-//! never mis-nest) and track events (instants with their fields as debug
-//! annotations, slice begin/end), with event names, categories and
-//! annotation names interned (written once, then referred to by number).
+//! name — per CPU buffer for events without one and for lost events —,
+//! and "lanes" for begin/end pairs keyed by an `id` field, so that
+//! overlapping requests never mis-nest) and track events (instants with
+//! their fields as debug annotations, slice begin/end). Everything that
+//! repeats is incremental state of the one packet sequence: event names,
+//! categories, annotation names and short string values are interned
+//! (written once, then referred to by number), and timestamps are deltas
+//! on a clock of the sequence anchored by a clock snapshot. On the demo an
+//! event costs about 18 bytes beyond its fields (56 with absolute times
+//! and names in full).
 //!
 //! Why `prost` with the few messages declared here, rather than a Perfetto
 //! crate: `perfetto-sdk` links Perfetto's C library (a large vendored build)
@@ -43,8 +48,16 @@ struct Interner {
     categories: HashMap<String, u64>,
     names: HashMap<String, u64>,
     annotations: HashMap<String, u64>,
+    strings: HashMap<String, u64>,
     pending: InternedData,
 }
+
+/// String values interned: those that repeat (paths, states, names) take
+/// two bytes after their first time. A long string, or any once the table
+/// is this full, is written in place: a trace of unique messages must not
+/// grow a table as large as itself.
+const INTERNED_STRING_MAX: usize = 128;
+const INTERNED_STRINGS_MAX: usize = 1 << 16;
 
 /// The iid of `s` in `table`, given a new one (added to `pending`) the
 /// first time.
@@ -66,6 +79,9 @@ struct Out {
     buf: Vec<u8>,
     first: bool,
     interner: Interner,
+    /// The timestamp of the sequence's previous event, which the next
+    /// one's delta starts from (None before the clock snapshot).
+    last_ts: Option<u64>,
 }
 
 impl Out {
@@ -88,6 +104,7 @@ impl Out {
     /// that uses it, and referred to by its iid after. A slice's end names
     /// nothing (Perfetto takes it from the begin).
     fn event(&mut self, ts: u64, mut ev: TrackEvent) -> std::io::Result<()> {
+        let (timestamp, timestamp_clock_id) = self.timestamp(ts)?;
         let t = &mut self.interner;
         let pending = &mut t.pending;
         if ev.r#type == Some(SLICE_END) {
@@ -110,15 +127,67 @@ impl Out {
                     n,
                 ));
             }
+            if let Some(v) = a.string_value.take_if(|v| {
+                v.len() <= INTERNED_STRING_MAX
+                    && (t.strings.len() < INTERNED_STRINGS_MAX || t.strings.contains_key(v))
+            }) {
+                a.string_value_iid = Some(intern(
+                    &mut t.strings,
+                    &mut pending.debug_annotation_string_values,
+                    v,
+                ));
+            }
         }
         let fresh = std::mem::take(pending);
         let given = fresh != InternedData::default();
         self.packet(TracePacket {
-            timestamp: Some(ts),
+            timestamp: Some(timestamp),
+            timestamp_clock_id,
             track_event: Some(ev),
             interned_data: given.then_some(fresh),
             sequence_flags: Some(NEEDS_STATE),
             ..Default::default()
+        })
+    }
+
+    /// The timestamp to write for an event at `ts` and its clock: the
+    /// time since the previous event on our incremental clock (the
+    /// sequence's default), anchored by a clock snapshot before the first
+    /// event. A time before the previous one (clocks of several traces
+    /// that disagree) is written whole, on the builtin clock, which leaves
+    /// the incremental one where it was.
+    fn timestamp(&mut self, ts: u64) -> std::io::Result<(u64, Option<u32>)> {
+        let last = match self.last_ts {
+            Some(last) => last,
+            None => {
+                self.packet(TracePacket {
+                    timestamp: Some(ts),
+                    timestamp_clock_id: Some(BOOTTIME),
+                    clock_snapshot: Some(ClockSnapshot {
+                        clocks: vec![
+                            Clock {
+                                clock_id: Some(BOOTTIME),
+                                timestamp: Some(ts),
+                                is_incremental: None,
+                            },
+                            Clock {
+                                clock_id: Some(DELTA_CLOCK),
+                                timestamp: Some(ts),
+                                is_incremental: Some(true),
+                            },
+                        ],
+                    }),
+                    ..Default::default()
+                })?;
+                ts
+            }
+        };
+        Ok(match ts.checked_sub(last) {
+            Some(delta) => {
+                self.last_ts = Some(ts);
+                (delta, None)
+            }
+            None => (ts, Some(BOOTTIME)),
         })
     }
 
@@ -147,8 +216,13 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         buf: Vec::with_capacity(256),
         first: true,
         interner: Interner::default(),
+        last_ts: None,
     };
+    // The first packet clears the sequence's state and sets its defaults.
     out.packet(TracePacket {
+        trace_packet_defaults: Some(TracePacketDefaults {
+            timestamp_clock_id: Some(DELTA_CLOCK),
+        }),
         track_descriptor: Some(TrackDescriptor {
             uuid: Some(PROCESS_TRACK),
             process: Some(ProcessDescriptor {

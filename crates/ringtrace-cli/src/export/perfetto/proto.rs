@@ -20,7 +20,49 @@ pub(super) struct TracePacket {
     pub(super) interned_data: Option<InternedData>,
     #[prost(message, optional, tag = "60")]
     pub(super) track_descriptor: Option<TrackDescriptor>,
+    #[prost(message, optional, tag = "6")]
+    pub(super) clock_snapshot: Option<ClockSnapshot>,
+    #[prost(uint32, optional, tag = "58")]
+    pub(super) timestamp_clock_id: Option<u32>,
+    #[prost(message, optional, tag = "59")]
+    pub(super) trace_packet_defaults: Option<TracePacketDefaults>,
 }
+
+/// What the packets of the sequence that do not say otherwise have: here,
+/// the clock of their timestamps.
+#[derive(Clone, PartialEq, Message)]
+pub(super) struct TracePacketDefaults {
+    #[prost(uint32, optional, tag = "58")]
+    pub(super) timestamp_clock_id: Option<u32>,
+}
+
+/// Clocks read at one instant: ties a clock of the sequence to a builtin
+/// one.
+#[derive(Clone, PartialEq, Message)]
+pub(super) struct ClockSnapshot {
+    #[prost(message, repeated, tag = "1")]
+    pub(super) clocks: Vec<Clock>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub(super) struct Clock {
+    #[prost(uint32, optional, tag = "1")]
+    pub(super) clock_id: Option<u32>,
+    #[prost(uint64, optional, tag = "2")]
+    pub(super) timestamp: Option<u64>,
+    /// Each timestamp of this clock is the time since the sequence's
+    /// previous one (the first since the snapshot's).
+    #[prost(bool, optional, tag = "3")]
+    pub(super) is_incremental: Option<bool>,
+}
+
+/// `ClockSnapshot.Clock.BuiltinClocks.BOOTTIME`: the clock of timestamps
+/// that name none, and the trace's time.
+pub(super) const BOOTTIME: u32 = 6;
+/// Our clock of the sequence (64 to 127 are a sequence's own): the time
+/// since the previous event, in nanoseconds, two or three bytes where an
+/// absolute time takes nine.
+pub(super) const DELTA_CLOCK: u32 = 64;
 
 #[derive(Clone, PartialEq, Message)]
 pub(super) struct TrackDescriptor {
@@ -86,6 +128,8 @@ pub(super) struct DebugAnnotation {
     pub(super) double_value: Option<f64>,
     #[prost(string, optional, tag = "6")]
     pub(super) string_value: Option<String>,
+    #[prost(uint64, optional, tag = "17")]
+    pub(super) string_value_iid: Option<u64>,
     #[prost(string, optional, tag = "10")]
     pub(super) name: Option<String>,
 }
@@ -109,9 +153,13 @@ pub(super) struct InternedData {
     pub(super) event_names: Vec<Interned>,
     #[prost(message, repeated, tag = "3")]
     pub(super) debug_annotation_names: Vec<Interned>,
+    #[prost(message, repeated, tag = "29")]
+    pub(super) debug_annotation_string_values: Vec<Interned>,
 }
 
-/// `EventCategory`, `EventName`, `DebugAnnotationName`: the same fields.
+/// `EventCategory`, `EventName`, `DebugAnnotationName`, and
+/// `InternedString` (whose `str` is bytes: the same encoding as a string):
+/// the same fields.
 #[derive(Clone, PartialEq, Message)]
 pub(super) struct Interned {
     #[prost(uint64, optional, tag = "1")]
