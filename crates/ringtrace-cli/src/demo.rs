@@ -155,6 +155,26 @@ fn start_timer() {
     }
 }
 
+/// Blocks (`true`) or unblocks the timer's signal in the calling thread.
+/// A new thread is named after it starts: blocked from its creation until
+/// it runs its own code, its first event (its contexts cached, name
+/// included, see `ringtrace::thread_renamed`) is never a timer tick taken
+/// before the name.
+fn block_timer(block: bool) {
+    // SAFETY: a signal set built on the stack, valid pointers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGALRM);
+        let how = if block {
+            libc::SIG_BLOCK
+        } else {
+            libc::SIG_UNBLOCK
+        };
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
 fn stop_timer() {
     // SAFETY: a zero itimerval disarms the timer.
     unsafe {
@@ -208,17 +228,25 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let t0 = Instant::now();
     start_timer();
     let requests = std::thread::scope(|sc| {
+        block_timer(true);
         for w in 0..args.threads {
             let (q, stop) = (&q, &stop);
             std::thread::Builder::new()
                 .name(format!("worker-{w}"))
-                .spawn_scoped(sc, move || worker(w, q, stop))
+                .spawn_scoped(sc, move || {
+                    block_timer(false);
+                    worker(w, q, stop)
+                })
                 .expect("a demo thread");
         }
         let p = std::thread::Builder::new()
             .name("producer".into())
-            .spawn_scoped(sc, || producer(&q, &stop))
+            .spawn_scoped(sc, || {
+                block_timer(false);
+                producer(&q, &stop)
+            })
             .expect("a demo thread");
+        block_timer(false);
         std::thread::sleep(Duration::from_secs_f64(args.seconds));
         stop.store(true, Relaxed);
         p.join().unwrap()

@@ -52,7 +52,8 @@ pub struct Args {
     #[arg(long)]
     buffer_dir: Option<PathBuf>,
     /// What every event carries besides its fields, as LTTng's contexts:
-    /// vpid, vtid, pthread_id, procname (the thread's name), all or none;
+    /// vpid, vtid, pthread_id, procname (the thread's name), ip (the call
+    /// site's address), all or none;
     /// repeatable or comma-separated.
     #[arg(long = "context", short = 'c', value_delimiter = ',', default_value = "vpid,vtid",
           value_parser = parse_context)]

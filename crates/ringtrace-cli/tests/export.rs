@@ -204,7 +204,10 @@ print(events, len(tracks), sum(depth.values()), framing, len(strs))
     // delta, type, track, interned name and category): about 18 bytes on
     // the demo (an absolute time and names in full took 56 before).
     let framing = nums[3] as f64 / nums[0] as f64;
-    assert!(framing <= 24.0, "{framing:.1} bytes per event beyond its fields: {s}");
+    assert!(
+        framing <= 24.0,
+        "{framing:.1} bytes per event beyond its fields: {s}"
+    );
     // Whole file: about 41 bytes per event (81 before interning, 51 with
     // names interned, absolute times and strings in full).
     let per_event = std::fs::metadata(&out).unwrap().len() as f64 / nums[0] as f64;

@@ -123,7 +123,7 @@ typedef struct ringtrace_session ringtrace_session;
  * grammar of RINGTRACE_SESSION:
  *   "<dir>[,discard|flight-recorder][,per-cpu|per-thread][,subbuf=64k]
  *    [,count=4][,switch=<ms>][,read=<ms>][,level=<level>][,bufdir=<dir>]
- *    [,context=vpid+vtid+pthread_id+procname|all|none][,<pattern>...]"
+ *    [,context=vpid+vtid+pthread_id+procname+ip|all|none][,<pattern>...]"
  * Every event carries the chosen contexts (default vpid+vtid: who
  * recorded it) as the CTF stream event context.
  * Returns NULL on error (see ringtrace_last_error). */

@@ -113,13 +113,51 @@ unsafe fn serialize(
     }
 }
 
-/// Records `event` with one argument per field.
+/// Records `event` with one argument per field; the `ip` context is the
+/// caller's address: the entry is a naked trampoline that passes its own
+/// return address (where the C code called from) as a third argument to
+/// [`emit_at`] and jumps there, which returns to the caller directly.
 ///
 /// # Safety
 /// `event` is a registered (or not yet registered) `struct ringtrace_event`;
 /// `args` has `nfields` entries whose strings and byte ranges are readable.
-#[no_mangle]
+#[cfg(target_arch = "x86_64")]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
 pub unsafe extern "C" fn ringtrace_emit(event: *const RtEvent, args: *const RtArg) {
+    // System V: the return address is at [rsp] on entry; the third
+    // argument goes in rdx. `jmp` leaves the stack as the caller made it.
+    std::arch::naked_asm!("mov rdx, [rsp]", "jmp {}", sym emit_at)
+}
+
+/// As above (AAPCS64: the return address is in x30, the third argument
+/// goes in x2).
+///
+/// # Safety
+/// As above.
+#[cfg(target_arch = "aarch64")]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn ringtrace_emit(event: *const RtEvent, args: *const RtArg) {
+    std::arch::naked_asm!("mov x2, x30", "b {}", sym emit_at)
+}
+
+/// Elsewhere: no caller's address (`ip` records 0).
+///
+/// # Safety
+/// As above.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ringtrace_emit(event: *const RtEvent, args: *const RtArg) {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { emit_at(event, args, 0) }
+}
+
+/// `ringtrace_emit`'s work, from the code at `ip`.
+///
+/// # Safety
+/// As `ringtrace_emit`.
+unsafe extern "C" fn emit_at(event: *const RtEvent, args: *const RtArg, ip: u64) {
     if event.is_null() {
         return;
     }
@@ -133,7 +171,7 @@ pub unsafe extern "C" fn ringtrace_emit(event: *const RtEvent, args: *const RtAr
     };
     let n = desc.fields.len();
     if n == 0 {
-        desc.emit(0, |_| {});
+        desc.emit_at(0, ip, |_| {});
         return;
     }
     if args.is_null() {
@@ -145,143 +183,7 @@ pub unsafe extern "C" fn ringtrace_emit(event: *const RtEvent, args: *const RtAr
     // SAFETY: readable strings and ranges (caller's contract).
     let len = unsafe { measure(desc.fields, args, &mut lens) };
     // SAFETY: the same arguments, still readable (the call has not returned).
-    desc.emit(len, |out| unsafe {
+    desc.emit_at(len, ip, |out| unsafe {
         serialize(desc.fields, args, &lens, out)
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ctf::value::{decode, Value};
-
-    fn arg(bits: u64) -> RtArg {
-        RtArg {
-            bits,
-            ptr: std::ptr::null(),
-        }
-    }
-
-    /// Every kind is written as its CTF type (the one the Rust macro's
-    /// values get) and decodes to the value passed.
-    #[test]
-    fn payload_decodes_field_by_field() {
-        let kinds = [
-            FieldKind::Unsigned(8),
-            FieldKind::Unsigned(16),
-            FieldKind::Unsigned(32),
-            FieldKind::Unsigned(64),
-            FieldKind::Signed(8),
-            FieldKind::Signed(32),
-            FieldKind::Signed(64),
-            FieldKind::F32,
-            FieldKind::F64,
-            FieldKind::Bool,
-            FieldKind::Str,
-            FieldKind::Str,
-            FieldKind::Bytes,
-            FieldKind::Bytes,
-        ];
-        let fields: Vec<FieldDesc> = kinds
-            .iter()
-            .map(|&kind| FieldDesc { name: "f", kind })
-            .collect();
-        let s = c"héllo";
-        let bytes = [1u8, 2, 255];
-        let args = [
-            arg(0xfe),
-            arg(0xbeef),
-            arg(u32::MAX as u64),
-            arg(u64::MAX),
-            arg(-3i64 as u64),
-            arg(-70000i64 as u64),
-            arg(i64::MIN as u64),
-            arg(1.5f32.to_bits() as u64),
-            arg((-2.25f64).to_bits()),
-            arg(1),
-            RtArg {
-                bits: 0,
-                ptr: s.as_ptr().cast(),
-            },
-            arg(0),
-            RtArg {
-                bits: 3,
-                ptr: bytes.as_ptr().cast(),
-            },
-            arg(0),
-        ];
-        let mut lens = [0u32; MAX_FIELDS];
-        // SAFETY: the strings and byte ranges above are live.
-        let len = unsafe { measure(&fields, &args, &mut lens) };
-        let mut out = vec![0xaau8; len];
-        // SAFETY: as above.
-        unsafe { serialize(&fields, &args, &lens, &mut out) };
-        let expect = [
-            Value::Uint(0xfe),
-            Value::Uint(0xbeef),
-            Value::Uint(u32::MAX as u64),
-            Value::Uint(u64::MAX),
-            Value::Int(-3),
-            Value::Int(-70000),
-            Value::Int(i64::MIN),
-            Value::F32(1.5),
-            Value::F64(-2.25),
-            Value::Bool(true),
-            Value::Str("héllo".into()),
-            Value::Str("(null)".into()),
-            Value::UintArray(vec![1, 2, 255]),
-            Value::UintArray(vec![]),
-        ];
-        let mut off = 0;
-        for (f, e) in fields.iter().zip(expect) {
-            assert_eq!(decode(&f.kind.ctf_type(), &out, &mut off).unwrap(), e);
-        }
-        assert_eq!(off, len, "the payload is exactly what the decoder reads");
-    }
-
-    /// A string that changed length between measuring and writing (a race
-    /// in the C program) still fills exactly the measured bytes.
-    #[test]
-    fn a_string_that_changed_length_keeps_the_record_size() {
-        let fields = [
-            FieldDesc {
-                name: "s",
-                kind: FieldKind::Str,
-            },
-            FieldDesc {
-                name: "v",
-                kind: FieldKind::Unsigned(8),
-            },
-        ];
-        let long = c"abcdef";
-        let short = c"ab";
-        let measured = [
-            RtArg {
-                bits: 0,
-                ptr: long.as_ptr().cast(),
-            },
-            arg(9),
-        ];
-        let mut lens = [0u32; MAX_FIELDS];
-        // SAFETY: live strings.
-        let len = unsafe { measure(&fields, &measured, &mut lens) };
-        assert_eq!(len, 6 + 1 + 1);
-        let written = [
-            RtArg {
-                bits: 0,
-                ptr: short.as_ptr().cast(),
-            },
-            arg(9),
-        ];
-        let mut out = vec![0xaau8; len];
-        // SAFETY: live strings.
-        unsafe { serialize(&fields, &written, &lens, &mut out) };
-        assert_eq!(out, b"ab????\0\x09");
-        let mut off = 0;
-        let s = decode(&fields[0].kind.ctf_type(), &out, &mut off).unwrap();
-        assert_eq!(s, Value::Str("ab????".into()));
-        let v = decode(&fields[1].kind.ctf_type(), &out, &mut off).unwrap();
-        assert_eq!(v, Value::Uint(9), "later fields stay in place");
-        assert_eq!(off, len);
-    }
 }

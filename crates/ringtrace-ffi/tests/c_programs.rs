@@ -305,6 +305,74 @@ fn c_program_traces_from_the_environment_static_library() {
     check_requests(&trace, &["capp:tick { }"]);
 }
 
+/// The `ip` context of a C event is where the C code called from: inside
+/// the function that holds the event, for each of two functions.
+#[test]
+fn c_events_carry_their_call_sites_address() {
+    let Some(cc) = tool("gcc") else {
+        return;
+    };
+    let dir = scratch("c-ip");
+    let exe = build_inline(
+        cc,
+        &dir,
+        "ip",
+        r#"#include <ringtrace.h>
+#include <stdint.h>
+#include <stdio.h>
+__attribute__((noinline)) static void work(int i) { RINGTRACE_EVENT(ipt, here, RT_I32(i, i)); }
+__attribute__((noinline)) static void other(int i) { RINGTRACE_EVENT(ipt, there, RT_I32(i, i)); }
+int main(void) {
+    for (int i = 0; i < 10; i++) {
+        work(i);
+        other(i);
+    }
+    printf("%lu %lu\n", (unsigned long)(uintptr_t)&work, (unsigned long)(uintptr_t)&other);
+    return 0;
+}
+"#,
+    );
+    let trace = dir.join("trace");
+    let out = run(
+        &exe,
+        &[],
+        Some(format!("{},context=vtid+ip,ipt:*", trace.display())),
+    );
+    let starts: Vec<u64> = String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let t = ctf::read::Trace::open(&trace).unwrap();
+    let mut seen = [0; 2];
+    for item in ctf::merge::Merger::new(&t) {
+        let (_, item) = item.unwrap();
+        let ctf::read::Item::Event(e) = item else {
+            panic!("lost events: {item:?}");
+        };
+        let name = &t.desc.events[e.class].name;
+        let k = usize::from(name.ends_with("there"));
+        let ctf::value::Value::Uint(ip) = e.context[1] else {
+            panic!("context {:?}", e.context);
+        };
+        // Inside its function: before the other one if that one follows,
+        // within a few dozen bytes otherwise.
+        let end = starts
+            .iter()
+            .copied()
+            .filter(|&s| s > starts[k])
+            .min()
+            .unwrap_or(starts[k] + 512);
+        assert!(
+            (starts[k]..end).contains(&ip),
+            "{name}: ip {ip:#x}, function at {:#x}",
+            starts[k]
+        );
+        seen[k] += 1;
+    }
+    assert_eq!(seen, [10, 10]);
+}
+
 #[test]
 fn untraced_c_program_records_nothing() {
     let Some(cc) = tool("gcc") else {

@@ -80,7 +80,7 @@ pub use control::registry::{
 };
 pub use control::stats::{BufferStats, ChannelStats, SessionStats};
 pub use record::clock::clock;
-pub use record::context::{Contexts, ThreadIds};
+pub use record::context::{here, Contexts, ThreadIds};
 pub use record::desc::{all_events, EventDesc, FieldDesc, EVENTS};
 pub use record::field::{FieldKind, FieldValue, Fields};
 pub use record::level::{Level, UnknownLevel};
@@ -220,9 +220,12 @@ macro_rules! __event {
         if __RINGTRACE_DESC.is_enabled() {
             // Dormant is the common case: keep it on the fall-through path.
             ::core::hint::cold_path();
+            // The call site's address (the `ip` context), taken here in
+            // the caller's own code: the closure may be out of line.
+            let __ringtrace_ip = $crate::here();
             #[allow(clippy::redundant_closure_call)]
             (|$($f: $t),*| {
-                __RINGTRACE_DESC.emit_fields(($($f,)*));
+                __RINGTRACE_DESC.emit_fields_at(($($f,)*), __ringtrace_ip);
             })($($v),*);
         }
     }};

@@ -13,6 +13,8 @@ use common::*;
 use ctf::value::Value;
 use ringtrace::{event, ChannelConfig, Level, Mode, Session};
 
+/// Not inlined: the `ip` context of its events lies in its own code.
+#[inline(never)]
 fn emit_values(i: u64) {
     let path = format!("/r/{i}");
     event!(
@@ -36,11 +38,15 @@ fn emit_values(i: u64) {
 fn check_values(evs: &[Ev], per_thread: bool, writers: &[Writer]) {
     let mut ids = BTreeMap::new();
     let mut per_writer = vec![0; writers.len()];
+    let mut ips = BTreeSet::new();
     for e in evs {
         let w = writers
             .iter()
-            .position(|w| w.context(per_thread) == e.context)
+            .position(|w| w.is(per_thread, &e.context))
             .unwrap_or_else(|| panic!("context {:?} of no writer {writers:?}", e.context));
+        if per_thread {
+            ips.insert(uint(&e.context[4]));
+        }
         per_writer[w] += 1;
         assert_eq!(
             e.name, "e2e_values:request",
@@ -62,6 +68,17 @@ fn check_values(evs: &[Ev], per_thread: bool, writers: &[Writer]) {
     assert_eq!(ids.len(), 2000, "per_thread={per_thread}");
     assert!(ids.values().all(|&n| n == 2), "each id once per thread");
     assert_eq!(per_writer, [2000, 2000]);
+    if per_thread {
+        // One call site, so one address, inside the function that holds
+        // it (whose code is far shorter than 4 KiB).
+        assert_eq!(ips.len(), 1, "{ips:x?}");
+        let ip = *ips.first().unwrap();
+        let start = emit_values as *const () as u64;
+        assert!(
+            (start..start + 4096).contains(&ip),
+            "ip {ip:#x} outside emit_values at {start:#x}"
+        );
+    }
 }
 
 /// Who a writing thread is.
@@ -84,8 +101,15 @@ impl Writer {
         }
     }
 
-    /// The context its events carry: the default (process and thread ids)
-    /// per CPU, every context per thread.
+    /// Whether `context` is this writer's: its ids first (the `ip` that
+    /// follows them with every context on is the call site's).
+    fn is(&self, all: bool, context: &[Value]) -> bool {
+        let mine = self.context(all);
+        context.len() == mine.len() + usize::from(all) && context[..mine.len()] == mine[..]
+    }
+
+    /// The thread's context values: the default (process and thread ids)
+    /// per CPU, every other one but `ip` per thread.
     fn context(&self, all: bool) -> Vec<Value> {
         let mut v = vec![
             Value::Int(std::process::id() as i64),
@@ -112,6 +136,10 @@ impl Writer {
 }
 
 fn record_and_read(per_thread: bool) {
+    // Both buffer kinds record the same provider: one at a time, or each
+    // session would record the other test's events too.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tmpdir(if per_thread {
         "values-thread"
     } else {
@@ -231,11 +259,14 @@ fn check_lines<'a>(
     for (line, e) in lines.zip(evs) {
         let i = uint(&e.values[0]);
         let ok = i.is_multiple_of(3);
-        let who = writers
+        let mut who = writers
             .iter()
-            .find(|w| w.context(all) == e.context)
+            .find(|w| w.is(all, &e.context))
             .expect("checked by check_values")
             .bt2(all);
+        if all {
+            who += &format!(", ip = 0x{:X}", uint(&e.context[4]));
+        }
         let want = format!(
             "[{:020}] {prefix} e2e_values:request: {{ cpu_id = {} }}, {{ {who} }}, {{ id = {i}, path = \"/r/{i}\", \
              ok = ( \"{ok}\" : container = {} ), delta = {}, ratio = {}, small = {}, \

@@ -111,6 +111,13 @@ pub(crate) fn packet_bytes(sb: &[u8]) -> usize {
 pub(crate) trait Payload {
     /// Fills `out`, exactly the payload's length.
     fn write(&self, out: &mut [u8]);
+
+    /// The address of the code that records the event (the `ip` context);
+    /// 0 when the caller does not say.
+    #[inline(always)]
+    fn ip(&self) -> u64 {
+        0
+    }
 }
 
 impl<F: Fn(&mut [u8])> Payload for F {
@@ -120,14 +127,37 @@ impl<F: Fn(&mut [u8])> Payload for F {
     }
 }
 
-/// `event!`'s fields: serialized by inlined trait methods, where a closure
-/// holding the same code may be left out of line.
-pub(crate) struct Encoded<'a, T>(pub(crate) &'a T);
+/// `event!`'s fields and call site: serialized by inlined trait methods,
+/// where a closure holding the same code may be left out of line.
+pub(crate) struct Encoded<'a, T>(pub(crate) &'a T, pub(crate) u64);
 
 impl<T: crate::record::field::Fields> Payload for Encoded<'_, T> {
     #[inline(always)]
     fn write(&self, out: &mut [u8]) {
         self.0.encode(out)
+    }
+
+    #[inline(always)]
+    fn ip(&self) -> u64 {
+        self.1
+    }
+}
+
+/// A payload written by a closure, recorded from the code at `ip`.
+pub(crate) struct At<F> {
+    pub(crate) write: F,
+    pub(crate) ip: u64,
+}
+
+impl<F: Fn(&mut [u8])> Payload for At<F> {
+    #[inline(always)]
+    fn write(&self, out: &mut [u8]) {
+        (self.write)(out)
+    }
+
+    #[inline(always)]
+    fn ip(&self) -> u64 {
+        self.ip
     }
 }
 
@@ -147,6 +177,11 @@ impl<P: Payload, const N: usize> Payload for WithWords<'_, P, N> {
         }
         self.payload.write(rest);
     }
+
+    #[inline(always)]
+    fn ip(&self) -> u64 {
+        self.payload.ip()
+    }
 }
 
 /// Any other set of contexts, written field by field, then the payload.
@@ -159,8 +194,13 @@ impl<P: Payload> Payload for WithContexts<'_, P> {
     #[inline(always)]
     fn write(&self, out: &mut [u8]) {
         let (ctx, rest) = out.split_at_mut(self.set.len());
-        self.set.write(ctx);
+        self.set.write(ctx, self.payload.ip());
         self.payload.write(rest);
+    }
+
+    #[inline(always)]
+    fn ip(&self) -> u64 {
+        self.payload.ip()
     }
 }
 

@@ -5,9 +5,15 @@
 //! Trace Compass show them as LTTng's `add-context` ones.
 //!
 //! ```text
-//! record = event header | vpid (i32) | vtid (i32) | pthread_id (u64) | procname (16 B) | payload
-//!                         └──────────── only those the channel chose, in this order ────────┘
+//! record = event header | vpid (i32) | vtid (i32) | pthread_id (u64) | procname (16 B) | ip (u64) | payload
+//!                         └──────────────── only those the channel chose, in this order ─────────────┘
 //! ```
+//!
+//! `ip` is the call site's address, not the thread's: `event!` takes the
+//! instruction pointer where it expands (one `lea`), the C API the return
+//! address of `ringtrace_emit` (its entry is a two-instruction naked
+//! trampoline), as LTTng-UST's `ip` context. `addr2line -e PROGRAM` maps
+//! it, less the program's load address, to the source line.
 //!
 //! The values come from a per-thread cache, filled at the thread's first
 //! event that needs one (`gettid`, `getpid`, `pthread_self` and
@@ -41,15 +47,18 @@ impl Contexts {
     pub const PTHREAD_ID: Contexts = Contexts(4);
     /// The thread's name (`comm`, up to 15 bytes), 16 bytes of text.
     pub const PROCNAME: Contexts = Contexts(8);
+    /// The address of the code that recorded the event, `u64` (hex).
+    pub const IP: Contexts = Contexts(16);
     /// What a session gets unless told otherwise: process and thread ids.
     pub const DEFAULT: Contexts = Contexts(1 | 2);
 
     /// Every context, with its name, in record order.
-    pub const ALL: [(Contexts, &'static str); 4] = [
+    pub const ALL: [(Contexts, &'static str); 5] = [
         (Contexts::VPID, "vpid"),
         (Contexts::VTID, "vtid"),
         (Contexts::PTHREAD_ID, "pthread_id"),
         (Contexts::PROCNAME, "procname"),
+        (Contexts::IP, "ip"),
     ];
 
     /// Whether every context of `other` is in this set.
@@ -81,7 +90,7 @@ impl Contexts {
                 | match name {
                     "none" | "" => Contexts::NONE,
                     "default" => Contexts::DEFAULT,
-                    "all" => Contexts(0b1111),
+                    "all" => Contexts(0b1_1111),
                     // LTTng's names for the same values are accepted too.
                     "pid" => Contexts::VPID,
                     "tid" => Contexts::VTID,
@@ -90,7 +99,7 @@ impl Contexts {
                         None => {
                             return Err(format!(
                                 "unknown context `{name}` (known: vpid, vtid, pthread_id, \
-                                 procname, default, all, none)"
+                                 procname, ip, default, all, none)"
                             ))
                         }
                     },
@@ -103,7 +112,11 @@ impl Contexts {
     #[inline(always)]
     pub const fn len(self) -> usize {
         let b = self.0 as usize;
-        (b & 1) * 4 + (b >> 1 & 1) * 4 + (b >> 2 & 1) * 8 + (b >> 3 & 1) * PROCNAME_LEN
+        (b & 1) * 4
+            + (b >> 1 & 1) * 4
+            + (b >> 2 & 1) * 8
+            + (b >> 3 & 1) * PROCNAME_LEN
+            + (b >> 4 & 1) * 8
     }
 
     /// The fields the metadata declares for them (`event.context`).
@@ -114,7 +127,7 @@ impl Contexts {
             .map(|(c, n)| {
                 let ty = match *c {
                     Contexts::VPID | Contexts::VTID => FieldType::Int(IntType::signed(32)),
-                    Contexts::PTHREAD_ID => FieldType::Int(IntType {
+                    Contexts::PTHREAD_ID | Contexts::IP => FieldType::Int(IntType {
                         bits: 64,
                         signed: false,
                         base: 16,
@@ -127,10 +140,11 @@ impl Contexts {
     }
 
     /// Writes the calling thread's values into `out`, exactly
-    /// [`Contexts::len`] bytes. No allocation, lock or system call once the
-    /// thread's cache is filled (once per thread and per process).
+    /// [`Contexts::len`] bytes, with `ip` the call site's address. No
+    /// allocation, lock or system call once the thread's cache is filled
+    /// (once per thread and per process).
     #[inline(always)]
-    pub fn write(self, out: &mut [u8]) {
+    pub fn write(self, out: &mut [u8], ip: u64) {
         let img = image();
         let mut at = 0;
         for (c, from, len) in [
@@ -143,6 +157,9 @@ impl Contexts {
                 out[at..at + len].copy_from_slice(&img[from..from + len]);
                 at += len;
             }
+        }
+        if self.contains(Contexts::IP) {
+            out[at..at + 8].copy_from_slice(&ip.to_le_bytes());
         }
     }
 
@@ -201,6 +218,38 @@ impl Layout {
 pub fn words<const N: usize>() -> [u64; N] {
     let c = cache();
     std::array::from_fn(|k| c.words[k].get())
+}
+
+/// The address of the instruction where this call is inlined (the `ip`
+/// context of `event!`): one `lea`/`adr`, no memory access. 0 where the
+/// architecture is not one of those below, and under Miri (no inline
+/// assembly there).
+#[inline(always)]
+pub fn here() -> u64 {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        let ip: u64;
+        // SAFETY: reads the instruction pointer into a register; touches
+        // no memory, stack or flags. Not `pure`: two call sites in one
+        // function must not be merged into one address.
+        unsafe {
+            std::arch::asm!("lea {}, [rip]", out(reg) ip, options(nomem, nostack, preserves_flags))
+        };
+        ip
+    }
+    #[cfg(all(target_arch = "aarch64", not(miri)))]
+    {
+        let ip: u64;
+        // SAFETY: as above (`adr` of the current instruction).
+        unsafe {
+            std::arch::asm!("adr {}, .", out(reg) ip, options(nomem, nostack, preserves_flags))
+        };
+        ip
+    }
+    #[cfg(any(miri, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
+    {
+        0
+    }
 }
 
 impl std::ops::BitOr for Contexts {
@@ -383,10 +432,10 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "gettid")]
     fn layouts_write_what_the_general_path_writes() {
-        for bits in 0..16u8 {
+        for bits in 0..32u8 {
             let c = Contexts(bits);
             let (mut a, mut b) = (vec![0u8; c.len()], vec![1u8; c.len()]);
-            c.write(&mut a);
+            c.write(&mut a, 0x5eed);
             let words: [u64; 4] = words();
             let w: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
             match c.layout() {
@@ -419,7 +468,7 @@ mod tests {
             .name("ctx-test".into())
             .spawn(move || {
                 let mut out = vec![0u8; all.len()];
-                all.write(&mut out);
+                all.write(&mut out, 0x1234_5678_9abc);
                 // SAFETY: no arguments.
                 let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
                 assert_eq!(&out[0..4], &std::process::id().to_le_bytes());
@@ -427,7 +476,8 @@ mod tests {
                 // SAFETY: no arguments.
                 let me = unsafe { libc::pthread_self() } as u64;
                 assert_eq!(&out[8..16], &me.to_le_bytes());
-                out[16..].to_vec()
+                assert_eq!(&out[32..], &0x1234_5678_9abc_u64.to_le_bytes());
+                out[16..32].to_vec()
             })
             .unwrap()
             .join()

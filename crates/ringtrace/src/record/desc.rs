@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering::*};
 use std::sync::Mutex;
 
-use crate::record::client::Encoded;
+use crate::record::client::{At, Encoded};
 use crate::record::field::{FieldKind, Fields};
 use crate::record::level::Level;
 use crate::record::probe::{self, ProbeList};
@@ -119,11 +119,25 @@ impl EventDesc {
         probe::run(&self.probes, len, &write);
     }
 
+    /// [`EventDesc::emit`] from the code at `ip` (what the `ip` context
+    /// records; the C API passes its caller's address).
+    #[inline(always)]
+    pub fn emit_at<F: Fn(&mut [u8])>(&self, len: usize, ip: u64, write: F) {
+        probe::run(&self.probes, len, &At { write, ip });
+    }
+
     /// Records the event with `fields` as its payload: what `event!` calls
     /// after the dormant check.
     #[inline(always)]
     pub fn emit_fields<T: Fields>(&self, fields: T) {
-        probe::run(&self.probes, fields.encoded_len(), &Encoded(&fields));
+        self.emit_fields_at(fields, 0);
+    }
+
+    /// [`EventDesc::emit_fields`] from the code at `ip`: what `event!`
+    /// calls, with the address where it expands ([`crate::here`]).
+    #[inline(always)]
+    pub fn emit_fields_at<T: Fields>(&self, fields: T, ip: u64) {
+        probe::run(&self.probes, fields.encoded_len(), &Encoded(&fields, ip));
     }
 }
 

@@ -12,7 +12,7 @@
 //! `switch=<ms>`; `read=<ms>`; `level=<level>`; `bufdir=<dir>` (buffers in
 //! files there, recoverable after a crash); `context=<names>` (what every
 //! event carries, joined by `+`: `vpid`, `vtid`, `pthread_id`, `procname`,
-//! `all`, `none`; default `vpid+vtid`); anything else is an event
+//! `ip`, `all`, `none`; default `vpid+vtid`); anything else is an event
 //! pattern (`myapp:*`; none means `*`). A comma inside an item is written
 //! `\,` (and a backslash `\\`): `/data/a\,b,discard`. The session starts
 //! before `main` and is stopped at exit, when its trace is complete; a
