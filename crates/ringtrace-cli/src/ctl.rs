@@ -12,7 +12,8 @@ use ringtrace::Level;
     subcommand_negates_reqs = true,
     after_help = "Examples:\n  ringtrace ctl list\n  ringtrace ctl 1234 sessions\n  \
                   ringtrace ctl 1234 enable mysession 'myapp:*' --level info\n  \
-                  ringtrace ctl 1234 snapshot mysession -o /tmp/snap"
+                  ringtrace ctl 1234 snapshot mysession -o /tmp/snap\n  \
+                  ringtrace ctl 1234 add-context mysession vtid,procname,ip"
 )]
 pub struct Args {
     /// `list`, or the process id to control.
@@ -77,6 +78,18 @@ enum Action {
         /// Session name.
         session: String,
     },
+    /// Add contexts to a session that has not recorded yet (as
+    /// `lttng add-context`): vpid, vtid, pthread_id, procname, ip.
+    AddContext {
+        /// Session name.
+        session: String,
+        /// Context names, comma-separated or repeated.
+        #[arg(required = true, value_delimiter = ',')]
+        contexts: Vec<String>,
+        /// Only this channel.
+        #[arg(long)]
+        channel: Option<String>,
+    },
 }
 
 /// Runs `ctl`.
@@ -105,7 +118,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         .map_err(|_| format!("'{}' is neither 'list' nor a process id", a.target))?;
     let action = a
         .action
-        .ok_or("give an action: sessions, enable, disable, start, stop, flush, snapshot, stats")?;
+        .ok_or("give an action: sessions, enable, disable, start, stop, flush, snapshot, stats, add-context")?;
     let req = match action {
         Action::Sessions => Request::Sessions,
         Action::Enable {
@@ -139,6 +152,20 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 .to_string(),
         },
         Action::Stats { session } => Request::Stats { session },
+        Action::AddContext {
+            session,
+            contexts,
+            channel,
+        } => {
+            let names = contexts.join("+");
+            // Refused here, with the known names, before any request.
+            ringtrace::Contexts::parse(&names)?;
+            Request::AddContext {
+                session,
+                contexts: names,
+                channel,
+            }
+        }
     };
     let socket = ctl::socket_path(&ctl::socket_dir()?, pid);
     if !socket.exists() {

@@ -51,6 +51,21 @@ fn ctl_controls_a_running_process_and_survives_bad_requests() {
         "{}",
         o.stderr
     );
+    // Contexts are chosen before a session records: the demo's does.
+    let o = run(&["ctl", &p, "add-context", "demo", "ip"]);
+    assert!(
+        !o.ok
+            && o.stderr
+                .contains("session 'demo' is recording: contexts are chosen before"),
+        "{}",
+        o.stderr
+    );
+    let o = run(&["ctl", &p, "add-context", "demo", "cpu"]);
+    assert!(
+        !o.ok && o.stderr.contains("unknown context `cpu`"),
+        "{}",
+        o.stderr
+    );
     let o = run(&["ctl", &p, "disable", "demo", "demo:timer_tick"]);
     assert!(o.ok, "{}", o.stderr);
 

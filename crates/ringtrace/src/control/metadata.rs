@@ -100,6 +100,15 @@ impl MetadataFile {
         Ok(MetadataFile { file })
     }
 
+    /// Writes the whole metadata again (this file is ours: we created it):
+    /// for a change of the stream classes before any record.
+    pub fn rewrite(&mut self, desc: &TraceDesc) -> std::io::Result<()> {
+        use std::io::{Seek, SeekFrom};
+        self.file.set_len(0)?;
+        self.file.seek(SeekFrom::Start(0))?;
+        self.file.write_all(ctf::tsdl::metadata(desc).as_bytes())
+    }
+
     /// Appends one class.
     pub fn append(&mut self, class: &EventClass) -> std::io::Result<()> {
         self.file

@@ -121,14 +121,7 @@ pub(crate) fn disable(
 /// Adds an enable or disable rule to one channel or all; returns how many
 /// call sites changed state in this session.
 fn add_rule(s: &Arc<SessionState>, channel: Option<&str>, rule: Rule) -> Result<usize, Error> {
-    let chans: Vec<usize> = match channel {
-        None => (0..s.channels.len()).collect(),
-        Some(name) => vec![s
-            .channels
-            .iter()
-            .position(|c| c.cfg.name == name)
-            .ok_or_else(|| Error::UnknownChannel(name.into()))?],
-    };
+    let chans = channels(s, channel)?;
     let mut c = control();
     if s.destroyed.load(Relaxed) {
         return Err(Error::Destroyed(s.name.clone()));
@@ -150,6 +143,75 @@ fn add_rule(s: &Arc<SessionState>, channel: Option<&str>, rule: Rule) -> Result<
     drop(c);
     rules_changed();
     Ok(before.abs_diff(after))
+}
+
+/// Adds `set` to the contexts of `channel` of session `s` (`None`: every
+/// channel), as `lttng add-context` does: only while the channel has never
+/// held a record (a trace cannot change a stream's layout midway), under
+/// the control lock so that the session cannot start meanwhile. The
+/// metadata is written again with the new stream event contexts. Returns
+/// the channels' sets after the change.
+pub(crate) fn add_contexts(
+    s: &Arc<SessionState>,
+    channel: Option<&str>,
+    set: crate::Contexts,
+) -> Result<Vec<(String, crate::Contexts)>, Error> {
+    let chans = channels(s, channel)?;
+    let _c = control();
+    if s.destroyed.load(Relaxed) {
+        return Err(Error::Destroyed(s.name.clone()));
+    }
+    if s.inherited() {
+        return Err(Error::Inherited(s.name.clone()));
+    }
+    if s.active.load(Relaxed) {
+        return Err(Error::Config(format!(
+            "session '{}' is recording: contexts are chosen before a session first records              (create the session stopped, add contexts, then start it)",
+            s.name
+        )));
+    }
+    // A writer still inside a record begun before a stop would lay it out
+    // with the old set.
+    if !rcu::DOMAIN.synchronize(GRACE_TIMEOUT) {
+        return Err(Error::StuckWriter(s.name.clone()));
+    }
+    for &ch in &chans {
+        let c = &s.channels[ch];
+        let ops = c.chan.ops();
+        let written: u64 = (0..ops.buffers()).map(|b| ops.stats(b).bytes_written).sum();
+        if written > 0 {
+            return Err(Error::Config(format!(
+                "channel '{}' of session '{}' already holds {written} bytes of records laid out                  with contexts {}: a trace cannot change them midway; create another session",
+                c.cfg.name,
+                s.name,
+                c.chan.contexts()
+            )));
+        }
+    }
+    let mut meta = s.meta.lock().unwrap_or_else(|e| e.into_inner());
+    for &ch in &chans {
+        let c = &s.channels[ch];
+        let new = c.chan.contexts() | set;
+        c.chan.set_contexts(new);
+        meta.desc.streams[ch].context = new.fields();
+    }
+    SessionState::rewrite_metadata(&mut meta)?;
+    Ok(s.channels
+        .iter()
+        .map(|c| (c.cfg.name.clone(), c.chan.contexts()))
+        .collect())
+}
+
+/// The indices of `channel` (`None`: every channel) in `s`.
+fn channels(s: &SessionState, channel: Option<&str>) -> Result<Vec<usize>, Error> {
+    Ok(match channel {
+        None => (0..s.channels.len()).collect(),
+        Some(name) => vec![s
+            .channels
+            .iter()
+            .position(|c| c.cfg.name == name)
+            .ok_or_else(|| Error::UnknownChannel(name.into()))?],
+    })
 }
 
 fn count_wanted(s: &SessionState, events: &[&'static EventDesc]) -> usize {

@@ -171,6 +171,22 @@ impl SessionState {
         })
     }
 
+    /// Writes the metadata files again from `meta.desc` (the stream classes
+    /// changed: `registry::add_contexts`, before any record).
+    pub(crate) fn rewrite_metadata(meta: &mut Meta) -> Result<(), Error> {
+        let Meta {
+            desc,
+            file,
+            buffer_file,
+            ..
+        } = meta;
+        for f in [file.as_mut(), buffer_file.as_mut()].into_iter().flatten() {
+            f.rewrite(desc)
+                .map_err(|e| Error::io(Path::new("metadata"), e))?;
+        }
+        Ok(())
+    }
+
     /// Whether channel `ch` records `desc` (its last matching rule enables).
     pub(crate) fn wants(meta: &Meta, ch: usize, desc: &EventDesc) -> bool {
         crate::control::config::enabled_by(&meta.rules[ch], &desc.full_name(), desc.level)

@@ -72,6 +72,15 @@ pub enum Request {
         /// Session name.
         session: String,
     },
+    /// Add contexts to a channel (or every channel) that never recorded.
+    AddContext {
+        /// Session name.
+        session: String,
+        /// Context names joined by `+` (`vtid+procname`).
+        contexts: String,
+        /// Channel (`None`: all).
+        channel: Option<String>,
+    },
 }
 
 /// A request that could not be decoded.
@@ -132,6 +141,16 @@ impl Request {
             Request::Flush { session } => f.extend(["flush", session]),
             Request::Snapshot { session, dir } => f.extend(["snapshot", session, dir]),
             Request::Stats { session } => f.extend(["stats", session]),
+            Request::AddContext {
+                session,
+                contexts,
+                channel,
+            } => f.extend([
+                "add-context",
+                session,
+                contexts,
+                channel.as_deref().unwrap_or("-"),
+            ]),
         }
         f.join("\n")
     }
@@ -206,9 +225,18 @@ impl Request {
                     dir: args[1].into(),
                 }
             }
+            "add-context" => {
+                want(3)?;
+                crate::Contexts::parse(args[1]).map_err(ProtoError::Bad)?;
+                Request::AddContext {
+                    session: session(),
+                    contexts: args[1].into(),
+                    channel: opt(args[2]),
+                }
+            }
             other => {
                 return Err(ProtoError::Bad(format!(
-                    "unknown command '{}' (sessions, enable, disable, start, stop, flush, snapshot, stats)",
+                    "unknown command '{}' (sessions, enable, disable, start, stop, flush, snapshot, stats, add-context)",
                     other.chars().take(40).collect::<String>()
                 )))
             }
@@ -308,6 +336,16 @@ mod tests {
             Request::Stats {
                 session: "s".into(),
             },
+            Request::AddContext {
+                session: "s".into(),
+                contexts: "vtid+procname".into(),
+                channel: Some("c".into()),
+            },
+            Request::AddContext {
+                session: "s".into(),
+                contexts: "ip".into(),
+                channel: None,
+            },
         ];
         for r in reqs {
             assert_eq!(Request::decode(r.encode().as_bytes()).unwrap(), r);
@@ -323,6 +361,7 @@ mod tests {
         assert!(e(b"ringtrace-ctl 1\nstart\n").contains("takes 1 non-empty"));
         assert!(e(b"ringtrace-ctl 1\nsnapshot\ns\nrel/dir").contains("absolute path"));
         assert!(e(b"ringtrace-ctl 1\nenable\ns\n*\nloud\n-").contains("unknown log level"));
+        assert!(e(b"ringtrace-ctl 1\nadd-context\ns\ncpu\n-").contains("unknown context `cpu`"));
         assert!(e(&[0xff, 0xfe]).contains("not UTF-8"));
         assert!(e(&vec![b'a'; MAX_REQUEST + 1]).contains("exceeds the limit"));
     }

@@ -251,7 +251,7 @@ pub fn execute(req: &Request) -> Reply {
                 let contexts: Vec<String> = s
                     .channels
                     .iter()
-                    .map(|c| c.cfg.contexts.to_string())
+                    .map(|c| c.chan.contexts().to_string())
                     .collect();
                 out += &format!(
                     "{:<16} {:<15} {:<8} {:>12} {:>10}  {:<28} {}\n",
@@ -322,5 +322,18 @@ pub fn execute(req: &Request) -> Reply {
             ))
         }
         Request::Stats { session } => Ok(find(session)?.stats().table()),
+        Request::AddContext {
+            session,
+            contexts,
+            channel,
+        } => {
+            let set = crate::Contexts::parse(contexts)?;
+            let s = find(session)?;
+            let now = registry::add_contexts(&s.state, channel.as_deref(), set).map_err(err)?;
+            Ok(now
+                .iter()
+                .map(|(ch, c)| format!("channel {ch}: {c}\n"))
+                .collect())
+        }
     }
 }

@@ -5,7 +5,7 @@
 //! with a match.
 
 use std::fs::File;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::Relaxed};
 
 use ctf::layout::{event_header_len, write_event_header, write_packet_begin, write_packet_end};
 use ctf::types::HeaderKind;
@@ -36,15 +36,17 @@ pub struct Client<const OVERWRITE: bool, const PER_THREAD: bool> {
     pub(crate) clock: TraceClock,
     /// Sub-buffer size in bytes.
     pub(crate) subbuf: u64,
-    /// What every record carries between its header and its payload.
-    pub(crate) contexts: Layout,
+    /// What every record carries between its header and its payload (a
+    /// [`Layout::code`]): set when the channel is created, and changed only
+    /// while no record was ever written to it ([`AnyChannel::set_contexts`]).
+    pub(crate) contexts: AtomicU16,
 }
 
 impl<const O: bool, const P: bool> Client<O, P> {
-    /// The channel's contexts.
+    /// The channel's contexts, as the write path uses them.
     #[inline(always)]
     pub(crate) fn contexts(&self) -> Layout {
-        self.contexts
+        Layout::from_code(self.contexts.load(Relaxed))
     }
 }
 
@@ -310,7 +312,7 @@ impl AnyChannel {
                         instance_base,
                         clock,
                         subbuf: attr.subbuf_size as u64,
-                        contexts: contexts.layout(),
+                        contexts: AtomicU16::new(contexts.layout().code()),
                     },
                     attr,
                     name,
@@ -370,6 +372,34 @@ impl AnyChannel {
             AnyChannel::OverwriteCpu(c) => record_in(c, now, id, len, write),
             AnyChannel::OverwriteThread(c) => record_in(c, now, id, len, write),
         }
+    }
+
+    /// The contexts every record of the channel carries.
+    pub fn contexts(&self) -> Contexts {
+        let bits = match self {
+            AnyChannel::DiscardCpu(c) => &c.config().contexts,
+            AnyChannel::DiscardThread(c) => &c.config().contexts,
+            AnyChannel::OverwriteCpu(c) => &c.config().contexts,
+            AnyChannel::OverwriteThread(c) => &c.config().contexts,
+        };
+        Layout::from_code(bits.load(Relaxed)).contexts()
+    }
+
+    /// Changes the contexts of a channel to which no record was ever
+    /// written. The caller guarantees that none is being written either:
+    /// its session never recorded (or stopped, with a completed grace
+    /// period) and cannot start meanwhile (`registry::add_contexts` holds
+    /// the control lock that starting takes). Not a memory-safety
+    /// precondition (the value is atomic): a record written meanwhile
+    /// would only be laid out with the other set.
+    pub(crate) fn set_contexts(&self, set: Contexts) {
+        let bits = match self {
+            AnyChannel::DiscardCpu(c) => &c.config().contexts,
+            AnyChannel::DiscardThread(c) => &c.config().contexts,
+            AnyChannel::OverwriteCpu(c) => &c.config().contexts,
+            AnyChannel::OverwriteThread(c) => &c.config().contexts,
+        };
+        bits.store(set.layout().code(), Relaxed);
     }
 
     /// Whether the buffers count their committed records (per-thread

@@ -61,6 +61,17 @@ impl Contexts {
         (Contexts::IP, "ip"),
     ];
 
+    /// The set as a bit field (for an atomic).
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The set of a bit field that [`Contexts::bits`] made (unknown bits
+    /// are dropped).
+    pub const fn from_bits(bits: u8) -> Contexts {
+        Contexts(bits & 0b1_1111)
+    }
+
     /// Whether every context of `other` is in this set.
     pub const fn contains(self, other: Contexts) -> bool {
         self.0 & other.0 == other.0
@@ -210,6 +221,42 @@ impl Layout {
     /// Whether there is nothing to write.
     pub const fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The layout as one number for an atomic: the variant in the low
+    /// byte (which the write path's match loads alone, as it would the
+    /// enum's tag), the set of `Other` in the high one.
+    pub const fn code(self) -> u16 {
+        match self {
+            Layout::None => 0,
+            Layout::Words1 => 1,
+            Layout::Words2 => 2,
+            Layout::Words4 => 3,
+            Layout::Other(c) => 4 | (c.0 as u16) << 8,
+        }
+    }
+
+    /// The layout [`Layout::code`] made.
+    #[inline(always)]
+    pub const fn from_code(code: u16) -> Layout {
+        match code & 0xff {
+            0 => Layout::None,
+            1 => Layout::Words1,
+            2 => Layout::Words2,
+            3 => Layout::Words4,
+            _ => Layout::Other(Contexts::from_bits((code >> 8) as u8)),
+        }
+    }
+
+    /// The set of contexts this layout writes.
+    pub const fn contexts(self) -> Contexts {
+        match self {
+            Layout::None => Contexts::NONE,
+            Layout::Words1 => Contexts(0b0011),
+            Layout::Words2 => Contexts(0b0111),
+            Layout::Words4 => Contexts(0b1111),
+            Layout::Other(c) => c,
+        }
     }
 }
 

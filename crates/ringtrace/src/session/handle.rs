@@ -98,6 +98,19 @@ impl Session {
         registry::disable(&self.rec.state, channel, pattern)
     }
 
+    /// Adds `contexts` to those of `channel` (`None`: every channel), as
+    /// `lttng add-context`: only before the channel holds any record (the
+    /// session never started, or started and stopped with nothing
+    /// recorded); the metadata is written again. Returns each channel's
+    /// set after the change.
+    pub fn add_contexts(
+        &self,
+        channel: Option<&str>,
+        contexts: crate::Contexts,
+    ) -> Result<Vec<(String, crate::Contexts)>, Error> {
+        registry::add_contexts(&self.rec.state, channel, contexts)
+    }
+
     /// Names of the events currently recorded by this session (any channel).
     pub fn enabled_events(&self) -> Vec<String> {
         let meta = lock(&self.rec.meta);
