@@ -130,6 +130,56 @@ fn tracing_spans_export_as_slices_with_whole_targets() {
             r("e", "query", Some("1")),
         ]
     );
+    let _ = std::fs::remove_file(&out);
+
+    // Perfetto, read with Perfetto's own protos: the spans are slices on
+    // the recording thread's track, the second nested in the first, the
+    // first with its field; the event between them is an instant there.
+    let out = tmp("spans.pftrace");
+    let o = run(&[
+        "export",
+        dir.to_str().unwrap(),
+        "--format",
+        "perfetto",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.ok, "{}", o.stderr);
+    let script = r#"
+import sys
+from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace
+t = Trace()
+t.ParseFromString(open(sys.argv[1], "rb").read())
+names, anns, threads, rows = {}, {}, {}, []
+for p in t.packet:
+    for i in p.interned_data.event_names:
+        names[i.iid] = i.name
+    for i in p.interned_data.debug_annotation_names:
+        anns[i.iid] = i.name
+    if p.track_descriptor.HasField("thread"):
+        threads[p.track_descriptor.uuid] = p.track_descriptor.thread.tid
+    if p.HasField("track_event"):
+        e = p.track_event
+        name = names.get(e.name_iid, "")
+        if name in ("query.new", "query.close"):
+            continue
+        args = ",".join(f"{anns[a.name_iid]}={a.uint_value}" for a in e.debug_annotations)
+        rows.append(f"{e.type}:{name}:{args}:{'thread' if e.track_uuid in threads else 'other'}")
+print(" ".join(rows))
+"#;
+    let py = std::process::Command::new(perfetto_python())
+        .arg("-c")
+        .arg(script)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(py.status.success(), "{}", String::from_utf8_lossy(&py.stderr));
+    // type 1 begin, 2 end (named by its begin), 3 instant.
+    assert_eq!(
+        String::from_utf8(py.stdout).unwrap().trim(),
+        "1:query:span_id=1,rows=42:thread 1:query:span_id=2:thread \
+         3:event src/db.rs:42:rows=7:thread 2::span_id=2:thread 2::span_id=1:thread"
+    );
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&out);
 }

@@ -2,7 +2,8 @@
 //! descriptors (the processes, one track per thread the events' contexts
 //! name — per CPU buffer for events without one and for lost events —,
 //! and "lanes" for begin/end pairs keyed by an `id` field, so that
-//! overlapping requests never mis-nest) and track events (instants with
+//! overlapping requests never mis-nest; a `tracing` span's pairs, keyed by
+//! `span_id`, nest on its thread's track) and track events (instants with
 //! their fields as debug annotations, slice begin/end). Everything that
 //! repeats is incremental state of the one packet sequence: event names,
 //! categories, annotation names and short string values are interned
@@ -321,7 +322,14 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                         .chain(spans.entered(class, e.values).iter().map(|(n, v)| (n, v)))
                         .map(|(n, v)| annotation(n, v))
                         .collect();
-                    let key = id.map(|i| format!("{:?}", e.values[i]));
+                    // A `tracing` span's enter/exit pairs nest on the
+                    // thread that enters it (its guards drop in reverse
+                    // order): slices on the thread's track, which Perfetto
+                    // draws nested. Other begin/end pairs keyed by `id`
+                    // may overlap (requests in flight): lanes.
+                    let key = id
+                        .filter(|&i| class.fields[i].name != "span_id")
+                        .map(|i| format!("{:?}", e.values[i]));
                     let (ty, track, shown) = match (k, key) {
                         (Kind::Instant, _) => (
                             INSTANT,
