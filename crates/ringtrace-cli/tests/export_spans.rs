@@ -173,7 +173,11 @@ print(" ".join(rows))
         .arg(&out)
         .output()
         .unwrap();
-    assert!(py.status.success(), "{}", String::from_utf8_lossy(&py.stderr));
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
     // type 1 begin, 2 end (named by its begin), 3 instant.
     assert_eq!(
         String::from_utf8(py.stdout).unwrap().trim(),

@@ -49,7 +49,11 @@ extern "C" fn prepare() {
 }
 
 extern "C" fn parent() {
-    HELD.with(|h| drop(h.borrow_mut().take()));
+    HELD.with(|h| {
+        if let Some(held) = h.borrow_mut().take() {
+            held.control.count_fork();
+        }
+    });
 }
 
 extern "C" fn child() {

@@ -2,7 +2,8 @@
 //! `Session::add_contexts`), as `lttng add-context`: accepted while a
 //! session has recorded nothing, the metadata written again so that our
 //! reader and babeltrace2 decode the new layout; refused, with the reason,
-//! while it records and once a channel holds records.
+//! while it records and once a channel holds records. And a thread that
+//! renames itself says so with `ringtrace::thread_renamed()`.
 
 mod common;
 
@@ -117,5 +118,54 @@ fn contexts_added_before_recording_are_in_every_event() {
             100
         );
     }
+    s.destroy().unwrap();
+}
+
+/// A thread's name is read at its first event and cached: a rename is
+/// seen from the next event after `ringtrace::thread_renamed()`.
+#[test]
+fn a_renamed_thread_says_so_after_thread_renamed() {
+    let dir = tmpdir("renamed");
+    let s = Session::builder("renamed")
+        .output(&dir)
+        .channel(ChannelConfig::new("c").contexts(Contexts::VTID | Contexts::PROCNAME))
+        .enable("renamed:*")
+        .create()
+        .unwrap();
+    s.start();
+    std::thread::Builder::new()
+        .name("before".into())
+        .spawn(|| {
+            let rename = |name: &std::ffi::CStr| {
+                // SAFETY: a NUL-terminated name of at most 16 bytes.
+                let r = unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0) };
+                assert_eq!(r, 0);
+            };
+            event!(renamed, step, n: u32 = 1);
+            rename(c"after");
+            event!(renamed, step, n: u32 = 2);
+            ringtrace::thread_renamed();
+            event!(renamed, step, n: u32 = 3);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    s.stop().unwrap();
+    let (evs, _) = read_all(&dir);
+    let names: Vec<(u64, String)> = evs
+        .iter()
+        .map(|e| match &e.context[1] {
+            Value::Str(n) => (uint(&e.values[0]), n.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (1, "before".to_string()),
+            (2, "before".to_string()),
+            (3, "after".to_string())
+        ]
+    );
     s.destroy().unwrap();
 }

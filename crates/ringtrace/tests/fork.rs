@@ -10,8 +10,13 @@ use std::time::{Duration, Instant};
 use common::*;
 use ringtrace::{event, Session};
 
+/// The tests fork (or spawn): one at a time, so that each session counts
+/// exactly its own test's children.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn fork_children_trace_into_their_own_sessions_only() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let parent_dir = tmpdir("fork-parent");
     let child_dir = tmpdir("fork-child");
     let s = Session::builder("parent")
@@ -78,6 +83,23 @@ fn fork_children_trace_into_their_own_sessions_only() {
     );
     busy.join().unwrap();
     s.stop().unwrap();
+    // The child's events are in no trace of this session, and its stats
+    // say so (a fork while stopped is not counted).
+    // SAFETY: the child `_exit`s at once.
+    let idle = unsafe { libc::fork() };
+    if idle == 0 {
+        // SAFETY: leaves the child at once.
+        unsafe { libc::_exit(0) };
+    }
+    wait_child(idle, Duration::from_secs(20), "the second fork child");
+    let st = s.stats();
+    assert_eq!(st.forks_untraced, 1);
+    assert!(
+        st.table()
+            .contains("children forked while recording: 1 (not traced"),
+        "{}",
+        st.table()
+    );
     let (evs, discarded) = read_all(&parent_dir);
     let count = |n: &str| evs.iter().filter(|e| e.name == n).count();
     assert_eq!(
@@ -119,6 +141,7 @@ fn fork_children_trace_into_their_own_sessions_only() {
 /// metadata, the control socket are all close-on-exec).
 #[test]
 fn exec_leaves_no_tracer_descriptor_behind() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = tmpdir("exec-out");
     let bufs = tmpdir("exec-bufs");
     let s1 = Session::builder("exec-discard")

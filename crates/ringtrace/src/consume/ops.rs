@@ -156,6 +156,7 @@ impl Recording {
             output_error: sink.error.clone(),
             packets_dropped_by_output: sink.dropped_packets,
             process_lost_no_reader_slot: crate::record::rcu::no_slot_drops(),
+            forks_untraced: st.forks_untraced.load(Relaxed),
             channels: st
                 .channels
                 .iter()

@@ -59,6 +59,16 @@ impl ForkHold {
             s.active.store(false, Relaxed);
         }
     }
+
+    /// In the parent: each recording session whose children do not make
+    /// their own trace counts one more untraced child.
+    pub(crate) fn count_fork(&self) {
+        for s in &self.0.sessions {
+            if s.active.load(Relaxed) && !s.children_traced.load(Relaxed) {
+                s.forks_untraced.fetch_add(1, Relaxed);
+            }
+        }
+    }
 }
 
 /// Adds a created session and publishes the probes its rules ask for.

@@ -10,7 +10,7 @@
 //! rewrite the probe lists of the events concerned (`registry.rs`).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -62,6 +62,12 @@ pub(crate) struct SessionState {
     /// The process that created the session: a child of `fork` inherits
     /// the memory but not the session (see `fork.rs`).
     pub(crate) pid: u32,
+    /// Children forked while the session recorded, whose events (until an
+    /// `exec`) are in no trace: shown by `stats`, never silent.
+    pub(crate) forks_untraced: AtomicU64,
+    /// Set for the environment's per-process session, whose fork children
+    /// make their own sub-traces (not counted above).
+    pub(crate) children_traced: AtomicBool,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -168,6 +174,8 @@ impl SessionState {
             }),
             channels,
             pid: std::process::id(),
+            forks_untraced: AtomicU64::new(0),
+            children_traced: AtomicBool::new(false),
         })
     }
 

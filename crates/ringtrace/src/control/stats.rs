@@ -130,6 +130,10 @@ pub struct SessionStats {
     /// Events dropped in the whole process (every session) because more
     /// than [`crate::record::rcu::SLOTS`] threads were inside probes at once.
     pub process_lost_no_reader_slot: u64,
+    /// Children forked while the session recorded: they record nothing
+    /// into it (their events until an `exec` are in no trace, unless the
+    /// session is the environment's `per-process` one).
+    pub forks_untraced: u64,
 }
 
 impl SessionStats {
@@ -200,6 +204,15 @@ impl SessionStats {
                     c.name, "-", c.lost_no_buffer
                 );
             }
+        }
+        if self.forks_untraced > 0 {
+            let _ = writeln!(
+                s,
+                "children forked while recording: {} (not traced: their events before any exec are \
+                 in no trace; `per-process` in RINGTRACE_SESSION, as `ringtrace record` sets, \
+                 traces each in its own sub-trace)",
+                self.forks_untraced
+            );
         }
         s
     }

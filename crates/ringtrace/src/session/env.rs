@@ -176,8 +176,11 @@ fn start_now() {
     let session = parse(v).and_then(|b| b.create());
     match session {
         Ok(s) => {
-            s.start();
             let whole_program = is_per_process(v);
+            if whole_program {
+                s.children_traced();
+            }
+            s.start();
             {
                 let mut g = env();
                 g.session = Some(s);
@@ -277,6 +280,7 @@ extern "C" fn child() {
     }));
     match r {
         Ok(Ok(s)) => {
+            s.children_traced();
             s.start();
             g.session = Some(s);
         }

@@ -111,6 +111,14 @@ impl Session {
         registry::add_contexts(&self.rec.state, channel, contexts)
     }
 
+    /// This session's fork children trace themselves (the environment's
+    /// per-process session): they are not counted as untraced.
+    pub(crate) fn children_traced(&self) {
+        self.rec
+            .children_traced
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Names of the events currently recorded by this session (any channel).
     pub fn enabled_events(&self) -> Vec<String> {
         let meta = lock(&self.rec.meta);
