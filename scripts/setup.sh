@@ -41,6 +41,8 @@ PACKAGES=(
   "python3"         # the Perfetto export check; scripts/module_graph.py
   "python3-venv"    # the Python checkers' own environment (below): Perfetto's protos
   "babeltrace2"     # interoperability tests: babeltrace2 must read every trace
+  "lttng-tools"     # the LTTng-UST reading test records with a real session daemon
+  "liblttng-ust-dev" # ... and builds a program with LTTng-UST tracepoints
   "liburcu-dev"     # the RCU benchmark links liburcu (benchmarks are built)
   "mount"           # the full-disk tests mount a tmpfs
   "passwd"          # useradd: the hostile-directory and setuid tests make a second user
@@ -70,7 +72,7 @@ if command -v dpkg-query >/dev/null 2>&1; then
   fi
 else
   # Not Debian: name what is missing instead of guessing a package manager.
-  for tool in cc c++ pkg-config git python3 babeltrace2 curl; do
+  for tool in cc c++ pkg-config git python3 babeltrace2 curl lttng lttng-sessiond; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done
   python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=("python3 venv module")

@@ -145,10 +145,11 @@ pub fn event_block(e: &EventClass) -> String {
 
 fn int_decl(t: &IntType) -> String {
     format!(
-        "integer {{ size = {}; align = 8; signed = {}; encoding = none; base = {}; }}",
+        "integer {{ size = {}; align = 8; signed = {}; encoding = none; base = {}; {}}}",
         t.bits,
         u8::from(t.signed),
-        t.base
+        t.base,
+        if t.be { "byte_order = be; " } else { "" }
     )
 }
 
@@ -199,6 +200,20 @@ fn field_decl(s: &mut String, f: &Field) {
             let len = format!("_{name}_length");
             writeln!(s, "\t\t{} {len};", int_decl(&IntType::unsigned(32)))
                 .and_then(|_| writeln!(s, "\t\t{} {name}[ {len} ];", int_decl(t)))
+        }
+        FieldType::SequenceOf { len: lt, elem } => {
+            let len = format!("_{name}_length");
+            writeln!(s, "\t\t{} {len};", int_decl(lt))
+                .and_then(|_| writeln!(s, "\t\t{} {name}[ {len} ];", int_decl(elem)))
+        }
+        FieldType::TextSequence { len: lt } => {
+            let len = format!("_{name}_length");
+            writeln!(s, "\t\t{} {len};", int_decl(lt)).and_then(|_| {
+                writeln!(
+                    s,
+                    "\t\tinteger {{ size = 8; align = 8; signed = 0; encoding = UTF8; base = 10; }} {name}[ {len} ];"
+                )
+            })
         }
     };
 }

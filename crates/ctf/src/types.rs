@@ -4,7 +4,8 @@
 //! these, and the reader parses it back into them.
 
 /// An integer type. Every integer ringtrace writes is byte-aligned and
-/// little-endian except the bit fields of the compact event header.
+/// little-endian except the bit fields of the compact event header; other
+/// producers write big-endian ones too (LTTng's `ctf_integer_network`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct IntType {
     /// Size in bits, 1..=64.
@@ -13,6 +14,8 @@ pub struct IntType {
     pub signed: bool,
     /// Preferred display base (2, 8, 10, 16).
     pub base: u8,
+    /// Big-endian (`byte_order = be` or `network`).
+    pub be: bool,
 }
 
 impl IntType {
@@ -22,6 +25,7 @@ impl IntType {
             bits,
             signed: false,
             base: 10,
+            be: false,
         }
     }
     /// Signed, base 10.
@@ -30,6 +34,7 @@ impl IntType {
             bits,
             signed: true,
             base: 10,
+            be: false,
         }
     }
     /// Size in bytes (integers in payloads are whole bytes).
@@ -70,6 +75,23 @@ pub enum FieldType {
     /// Variable-length sequence of integers, preceded by a 32-bit length
     /// (written as a separate field `_<name>_length`).
     Sequence(IntType),
+    /// A sequence of integers whose length is an unsigned integer of
+    /// another size, just before it (LTTng's `ctf_sequence`, whose length
+    /// is a `size_t` or the type the probe names).
+    SequenceOf {
+        /// The length's type.
+        len: IntType,
+        /// The elements' type.
+        elem: IntType,
+    },
+    /// A sequence of 8-bit characters (its length just before it, of type
+    /// `len`), LTTng's `ctf_sequence_text`: its value holds all its bytes
+    /// (the length is part of what it says), and its text is what comes
+    /// before the first NUL ([`crate::value::text_before_nul`]).
+    TextSequence {
+        /// The length's type.
+        len: IntType,
+    },
     /// Fixed-length text: an array of `n` 8-bit integers with UTF-8
     /// encoding, its text ending at the first NUL (LTTng's `procname`
     /// context is one).

@@ -45,15 +45,17 @@ pub enum DecodeError {
 fn read_int(t: &IntType, b: &[u8], off: &mut usize) -> Result<u64, DecodeError> {
     let n = t.bytes();
     let s = b.get(*off..*off + n).ok_or(DecodeError::Truncated)?;
-    let mut v = match n {
-        8 => u64::from_le_bytes(s.try_into().expect("8 bytes")),
-        4 => u32::from_le_bytes(s.try_into().expect("4 bytes")) as u64,
-        2 => u16::from_le_bytes(s.try_into().expect("2 bytes")) as u64,
-        1 => s[0] as u64,
-        _ => s
+    let mut v = match (n, t.be) {
+        (8, false) => u64::from_le_bytes(s.try_into().expect("8 bytes")),
+        (4, false) => u32::from_le_bytes(s.try_into().expect("4 bytes")) as u64,
+        (2, false) => u16::from_le_bytes(s.try_into().expect("2 bytes")) as u64,
+        (1, _) => s[0] as u64,
+        (_, false) => s
             .iter()
             .enumerate()
             .fold(0, |v, (i, x)| v | (*x as u64) << (8 * i)),
+        // Big-endian: the first byte is the most significant.
+        (_, true) => s.iter().fold(0, |v, x| v << 8 | *x as u64),
     };
     *off += n;
     if t.bits < 64 {
@@ -184,6 +186,11 @@ fn text<'a>(b: &'a [u8], off: &mut usize, n: u32) -> Result<&'a [u8], DecodeErro
     Ok(&all[..all.iter().position(|&c| c == 0).unwrap_or(all.len())])
 }
 
+/// The text of a text sequence's bytes: up to the first NUL.
+pub fn text_before_nul(bytes: &[u8]) -> &[u8] {
+    &bytes[..bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len())]
+}
+
 /// Decodes one field at `*off`, advancing it.
 pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, DecodeError> {
     Ok(match ty {
@@ -213,6 +220,23 @@ pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, Decode
             let n = read_int(&IntType::unsigned(32), b, off)?;
             int_array(t, n, b, off)?
         }
+        FieldType::SequenceOf { len, elem } => {
+            let n = read_int(len, b, off)?;
+            int_array(elem, n, b, off)?
+        }
+        FieldType::TextSequence { len } => {
+            let n = read_int(len, b, off)?;
+            let end = usize::try_from(n)
+                .ok()
+                .and_then(|n| off.checked_add(n))
+                .ok_or(DecodeError::SequenceLength(n))?;
+            let bytes = b.get(*off..end).ok_or(DecodeError::SequenceLength(n))?;
+            *off = end;
+            match std::str::from_utf8(bytes) {
+                Ok(s) => Value::Str(s.to_owned()),
+                Err(_) => Value::RawStr(bytes.to_vec()),
+            }
+        }
     })
 }
 
@@ -236,7 +260,12 @@ fn int_array(t: &IntType, n: u64, b: &[u8], off: &mut usize) -> Result<Value, De
 pub struct TypeMismatch(pub String);
 
 fn put_int(t: &IntType, v: u64, out: &mut Vec<u8>) {
-    out.extend_from_slice(&v.to_le_bytes()[..t.bytes()]);
+    let n = t.bytes();
+    if t.be {
+        out.extend_from_slice(&v.to_be_bytes()[8 - n..]);
+    } else {
+        out.extend_from_slice(&v.to_le_bytes()[..n]);
+    }
 }
 
 /// Appends the encoding of `v` as `ty`.
@@ -290,6 +319,23 @@ pub fn encode(ty: &FieldType, v: &Value, out: &mut Vec<u8>) -> Result<(), TypeMi
         (FieldType::Sequence(t), Value::IntArray(xs)) if t.signed => {
             out.extend_from_slice(&(xs.len() as u32).to_le_bytes());
             xs.iter().for_each(|x| put_int(t, *x as u64, out))
+        }
+        (FieldType::SequenceOf { len, elem }, Value::UintArray(xs)) if !elem.signed => {
+            put_int(len, xs.len() as u64, out);
+            xs.iter().for_each(|x| put_int(elem, *x, out))
+        }
+        (FieldType::SequenceOf { len, elem }, Value::IntArray(xs)) if elem.signed => {
+            put_int(len, xs.len() as u64, out);
+            xs.iter().for_each(|x| put_int(elem, *x as u64, out))
+        }
+        (FieldType::TextSequence { len }, Value::Str(_) | Value::RawStr(_)) => {
+            let bytes = match v {
+                Value::Str(s) => s.as_bytes(),
+                Value::RawStr(r) => r,
+                _ => unreachable!("matched above"),
+            };
+            put_int(len, bytes.len() as u64, out);
+            out.extend_from_slice(bytes);
         }
         _ => return Err(mismatch()),
     }

@@ -52,18 +52,8 @@ fn lttng_ust_metadata_is_understood() {
             .join("fuzz/corpus/metadata/lttng-ust-2.13-example"),
     )
     .unwrap();
-    // Everything up to LTTng's 8-bit sequence length is understood; that
-    // one construct is reported by name and place, not misread.
-    let e = ctf::parse_metadata(&text).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "line 109, column 3: unsupported field `_payload`: sequence length must be the 32-bit field just before"
-    );
-    let without_seq = text.replace("__payload_length;", "__payload_length_x;").replace(
-        "integer { size = 8; align = 8; signed = 0; encoding = none; base = 10; } _payload[ __payload_length ];",
-        "",
-    );
-    let d = ctf::parse_metadata(&without_seq).unwrap();
+    // All of it, LTTng's 8-bit sequence length included.
+    let d = ctf::parse_metadata(&text).unwrap();
     assert_eq!(d.clock.freq, 1_000_000_000);
     assert_eq!(d.clock.offset, 1_795_310_527_180_862_194);
     assert_eq!(
@@ -77,6 +67,16 @@ fn lttng_ust_metadata_is_understood() {
     let names: Vec<&str> = d.events.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["bench:int_ev", "bench:seq_ev", "bench:str_ev"]);
     assert_eq!(d.events[2].fields[1], Field::new("msg", FieldType::String));
+    assert_eq!(
+        d.events[1].fields[1],
+        Field::new(
+            "payload",
+            FieldType::SequenceOf {
+                len: IntType::unsigned(8),
+                elem: IntType::unsigned(8)
+            }
+        )
+    );
 }
 
 #[test]

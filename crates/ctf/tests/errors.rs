@@ -60,13 +60,16 @@ fn read_all(dir: &Path) -> (Vec<u64>, Vec<ReadError>) {
 }
 
 #[test]
-fn missing_metadata_names_the_file() {
+fn missing_metadata_names_the_folder_and_what_a_trace_is() {
     let dir = tmpdir("nometa");
     let e = Trace::open(&dir).unwrap_err();
-    assert!(
-        e.to_string()
-            .starts_with(&format!("{}: ", dir.join("metadata").display())),
-        "{e}"
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: no trace here or in the 8 levels of folders below it (a trace is a folder with \
+             a `metadata` file)",
+            dir.display()
+        )
     );
 }
 

@@ -13,11 +13,13 @@ fn int_type() -> impl Strategy<Value = IntType> {
     (
         prop_oneof![Just(8u8), Just(16), Just(32), Just(64)],
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(bits, signed)| IntType {
+        .prop_map(|(bits, signed, be)| IntType {
             bits,
             signed,
             base: 10,
+            be,
         })
 }
 
@@ -39,7 +41,20 @@ fn field_type() -> impl Strategy<Value = FieldType> {
         (int_type(), 0u32..5).prop_map(|(t, n)| FieldType::Array(t, n)),
         int_type().prop_map(FieldType::Sequence),
         (1u32..20).prop_map(FieldType::Text),
+        (length_type(), int_type()).prop_map(|(len, elem)| FieldType::SequenceOf { len, elem }),
+        length_type().prop_map(|len| FieldType::TextSequence { len }),
     ]
+}
+
+/// The length of an LTTng-style sequence: unsigned, any size but the
+/// little-endian 32 bits of ringtrace's own sequences.
+fn length_type() -> impl Strategy<Value = IntType> {
+    (prop_oneof![Just(8u8), Just(16), Just(64)], any::<bool>()).prop_map(|(bits, be)| IntType {
+        bits,
+        signed: false,
+        base: 10,
+        be,
+    })
 }
 
 fn int_value(t: IntType) -> BoxedStrategy<u64> {
@@ -97,7 +112,9 @@ fn value(ty: &FieldType) -> BoxedStrategy<Value> {
             })
             .boxed(),
         FieldType::Array(t, n) => ints(t, n as usize..n as usize + 1).boxed(),
-        FieldType::Sequence(t) => ints(t, 0..6).boxed(),
+        FieldType::Sequence(t) | FieldType::SequenceOf { elem: t, .. } => ints(t, 0..6).boxed(),
+        // Any bytes of UTF-8, NUL included: a text sequence keeps them all.
+        FieldType::TextSequence { .. } => "[a-z\\x00 é]{0,12}".prop_map(Value::Str).boxed(),
         // At most `n` bytes of UTF-8 (é is 2), no NUL.
         FieldType::Text(n) => "[a-zA-Z0-9 /é_-]{0,19}"
             .prop_map(move |s: String| {

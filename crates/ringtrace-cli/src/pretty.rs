@@ -109,9 +109,11 @@ pub fn lossless_into(bytes: &[u8], out: &mut String) {
     }
 }
 
-/// A value as text (strings quoted, byte sequences in hex).
+/// A value as text (strings quoted, byte sequences and integers the
+/// metadata shows in base 16 in hex).
 pub fn value(ty: &FieldType, v: &Value, out: &mut String) {
     let _ = match v {
+        Value::Uint(x) if matches!(ty, FieldType::Int(t) if t.base == 16) => write!(out, "{x:#x}"),
         Value::Uint(x) => {
             push_u64(out, *x, 1);
             Ok(())
@@ -133,6 +135,13 @@ pub fn value(ty: &FieldType, v: &Value, out: &mut String) {
             },
             _ => write!(out, "{x}"),
         },
+        // A text sequence holds all its bytes; its text ends at a NUL.
+        Value::Str(s) if matches!(ty, FieldType::TextSequence { .. }) => {
+            out.push('"');
+            escape_into(ctf::value::text_before_nul(s.as_bytes()), out);
+            out.push('"');
+            Ok(())
+        }
         Value::Str(s) => {
             out.push('"');
             escape_into(s.as_bytes(), out);
@@ -150,7 +159,11 @@ pub fn value(ty: &FieldType, v: &Value, out: &mut String) {
             for (i, x) in xs.iter().enumerate() {
                 let sep = if i == 0 { "" } else { " " };
                 let _ = match ty {
-                    FieldType::Sequence(t) | FieldType::Array(t, _) if t.bits == 8 => {
+                    FieldType::Sequence(t)
+                    | FieldType::SequenceOf { elem: t, .. }
+                    | FieldType::Array(t, _)
+                        if t.bits == 8 =>
+                    {
                         write!(out, "{sep}{x:02x}")
                     }
                     _ => write!(out, "{sep}{x}"),

@@ -25,6 +25,8 @@ pub(super) enum Ty {
         clock: Option<String>,
         /// `encoding = UTF8` (or `ASCII`): an 8-bit one is a character.
         text: bool,
+        /// `byte_order = be` (or `network`).
+        be: bool,
     },
     Float {
         exp: u32,

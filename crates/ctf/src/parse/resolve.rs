@@ -102,11 +102,13 @@ fn int_type(t: &Ty) -> Option<IntType> {
             signed,
             base,
             align,
+            be,
             ..
         } if size % 8 == 0 && *align % 8 == 0 => Some(IntType {
             bits: *size as u8,
             signed: *signed,
             base: *base as u8,
+            be: *be,
         }),
         _ => None,
     }
@@ -161,19 +163,27 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
             Ty::Sequence { elem, len_field } => {
                 let it =
                     int_type(elem).ok_or_else(|| unsupported("sequences hold integers only"))?;
-                // The length must be the field just before, a 32-bit unsigned.
+                // The length must be the unsigned integer field just before
+                // (where ringtrace and LTTng put it); it becomes part of the
+                // sequence, as `_<name>_length` is in ringtrace's own.
                 let prev = k.checked_sub(1).map(|j| &fields[j]);
-                match prev {
-                    Some((pn, pt, _)) if pn == len_field && is_uint(pt, 32) => {
-                        out.pop();
-                    }
-                    _ => {
-                        return Err(unsupported(
-                            "sequence length must be the 32-bit field just before",
-                        ))
-                    }
+                let len = match prev {
+                    Some((pn, pt, _)) if pn == len_field => int_type(pt).filter(|t| !t.signed),
+                    _ => None,
+                };
+                let Some(len) = len else {
+                    return Err(unsupported(
+                        "sequence length must be the unsigned integer field just before",
+                    ));
+                };
+                out.pop();
+                if is_char(elem) {
+                    FieldType::TextSequence { len }
+                } else if len == IntType::unsigned(32) {
+                    FieldType::Sequence(it)
+                } else {
+                    FieldType::SequenceOf { len, elem: it }
                 }
-                FieldType::Sequence(it)
             }
             Ty::Struct { .. } => return Err(unsupported("nested structures")),
             Ty::Variant { .. } => return Err(unsupported("variants in payloads")),

@@ -53,6 +53,7 @@ impl Parser {
         self.i += 1;
         let (mut size, mut align, mut signed, mut base, mut clock) = (None, 8, false, 10, None);
         let mut text = false;
+        let mut be = false;
         for (k, v, p) in self.attrs()? {
             match (k.as_str(), v) {
                 ("size", Value::Int(n)) if (1..=64).contains(&n) => size = Some(n as u32),
@@ -83,8 +84,12 @@ impl Parser {
                     }
                 }
                 ("encoding", _) => {}
-                ("byte_order", Value::Ident(s)) if s == "le" || s == "native" => {}
-                ("byte_order", _) => return self.err_at(p, "unsupported: big-endian integers"),
+                // The trace's own order is little-endian (`blocks.rs`).
+                ("byte_order", Value::Ident(s)) if s == "le" || s == "native" => be = false,
+                ("byte_order", Value::Ident(s)) if s == "be" || s == "network" => be = true,
+                ("byte_order", _) => {
+                    return self.err_at(p, "integer `byte_order` must be le, be, network or native")
+                }
                 ("map", Value::Ident(s)) => {
                     let parts: Vec<&str> = s.split('.').collect();
                     match parts.as_slice() {
@@ -108,6 +113,7 @@ impl Parser {
             base,
             clock,
             text,
+            be,
         })
     }
 

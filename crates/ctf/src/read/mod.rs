@@ -20,6 +20,7 @@ use crate::parse::MetadataError;
 use crate::types::TraceDesc;
 use crate::value::Value;
 
+pub mod packetized;
 mod set;
 mod stream;
 
@@ -55,7 +56,7 @@ pub fn open_regular(path: &Path) -> Result<File, ReadError> {
 }
 
 /// The text of a metadata file: a regular file of at most
-/// [`MAX_METADATA`] bytes, UTF-8 (packetized metadata is not supported).
+/// [`MAX_METADATA`] bytes, UTF-8 text or packets of it (`packetized.rs`).
 pub fn read_metadata(path: &Path) -> Result<String, ReadError> {
     let f = open_regular(path)?;
     let mut bytes = Vec::new();
@@ -75,10 +76,23 @@ pub fn read_metadata(path: &Path) -> Result<String, ReadError> {
             ),
         });
     }
+    // Packetized (as LTTng writes it) or plain text.
+    let packetized = packetized::is_packetized(&bytes);
+    if packetized {
+        bytes = packetized::text(&bytes).map_err(|(offset, msg)| ReadError::Stream {
+            path: path.to_owned(),
+            offset,
+            msg,
+        })?;
+    }
     String::from_utf8(bytes).map_err(|e| ReadError::Stream {
         path: path.to_owned(),
         offset: e.utf8_error().valid_up_to() as u64,
-        msg: "metadata is not UTF-8 text (packetized metadata is not supported)".into(),
+        msg: if packetized {
+            "the text of the metadata packets is not UTF-8 (offset in the text)".into()
+        } else {
+            "metadata is neither UTF-8 text nor metadata packets".into()
+        },
     })
 }
 
@@ -198,8 +212,16 @@ impl Trace {
             find_traces(dir)?
         };
         if dirs.is_empty() {
-            // Read the missing metadata for the usual error.
-            read_metadata(&dir.join("metadata"))?;
+            return Err(ReadError::Io {
+                path: dir.to_owned(),
+                source: io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!(
+                        "no trace here or in the {MAX_DEPTH} levels of folders below it (a trace is a \
+                         folder with a `metadata` file)"
+                    ),
+                ),
+            });
         }
         let (desc, streams, parts) = set::join(&dirs)?;
         Ok(Trace {

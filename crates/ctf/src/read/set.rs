@@ -19,8 +19,10 @@ use super::{read_metadata, ReadError};
 use crate::parse::parse_metadata;
 use crate::types::{ClockDesc, TraceDesc};
 
-/// Directories below the one given that are searched for traces.
-pub const MAX_DEPTH: usize = 4;
+/// Directories below the one given that are searched for traces: LTTng's
+/// deepest layout, a relay daemon's snapshot of per-user buffers, is
+/// `HOST/SESSION/snapshot-N-…/ust/uid/UID/64-bit` (7).
+pub const MAX_DEPTH: usize = 8;
 
 /// Traces found at most (a directory with more is not a program's trace).
 pub const MAX_TRACES: usize = 4096;

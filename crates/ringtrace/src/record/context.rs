@@ -142,6 +142,7 @@ impl Contexts {
                         bits: 64,
                         signed: false,
                         base: 16,
+                        be: false,
                     }),
                     _ => FieldType::Text(PROCNAME_LEN as u32),
                 };

@@ -38,6 +38,7 @@ impl FieldKind {
                 bits: 8,
                 signed: false,
                 base: 16,
+                be: false,
             }),
         }
     }
