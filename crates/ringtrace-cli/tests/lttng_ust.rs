@@ -86,6 +86,12 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         if let Some(c) = &mut self.0 {
+            // SIGTERM: the daemon stops its consumer daemons itself.
+            let _ = Command::new("kill").arg(c.id().to_string()).status();
+            let t = Instant::now();
+            while c.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             let _ = c.kill();
             let _ = c.wait();
         }
