@@ -187,3 +187,139 @@ unsafe extern "C" fn emit_at(event: *const RtEvent, args: *const RtArg, ip: u64)
         serialize(desc.fields, args, &lens, out)
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctf::value::{decode, Value};
+
+    fn arg(bits: u64) -> RtArg {
+        RtArg {
+            bits,
+            ptr: std::ptr::null(),
+        }
+    }
+
+    /// Every kind is written as its CTF type (the one the Rust macro's
+    /// values get) and decodes to the value passed.
+    #[test]
+    fn payload_decodes_field_by_field() {
+        let kinds = [
+            FieldKind::Unsigned(8),
+            FieldKind::Unsigned(16),
+            FieldKind::Unsigned(32),
+            FieldKind::Unsigned(64),
+            FieldKind::Signed(8),
+            FieldKind::Signed(32),
+            FieldKind::Signed(64),
+            FieldKind::F32,
+            FieldKind::F64,
+            FieldKind::Bool,
+            FieldKind::Str,
+            FieldKind::Str,
+            FieldKind::Bytes,
+            FieldKind::Bytes,
+        ];
+        let fields: Vec<FieldDesc> = kinds
+            .iter()
+            .map(|&kind| FieldDesc { name: "f", kind })
+            .collect();
+        let s = c"héllo";
+        let bytes = [1u8, 2, 255];
+        let args = [
+            arg(0xfe),
+            arg(0xbeef),
+            arg(u32::MAX as u64),
+            arg(u64::MAX),
+            arg(-3i64 as u64),
+            arg(-70000i64 as u64),
+            arg(i64::MIN as u64),
+            arg(1.5f32.to_bits() as u64),
+            arg((-2.25f64).to_bits()),
+            arg(1),
+            RtArg {
+                bits: 0,
+                ptr: s.as_ptr().cast(),
+            },
+            arg(0),
+            RtArg {
+                bits: 3,
+                ptr: bytes.as_ptr().cast(),
+            },
+            arg(0),
+        ];
+        let mut lens = [0u32; MAX_FIELDS];
+        // SAFETY: the strings and byte ranges above are live.
+        let len = unsafe { measure(&fields, &args, &mut lens) };
+        let mut out = vec![0xaau8; len];
+        // SAFETY: as above.
+        unsafe { serialize(&fields, &args, &lens, &mut out) };
+        let expect = [
+            Value::Uint(0xfe),
+            Value::Uint(0xbeef),
+            Value::Uint(u32::MAX as u64),
+            Value::Uint(u64::MAX),
+            Value::Int(-3),
+            Value::Int(-70000),
+            Value::Int(i64::MIN),
+            Value::F32(1.5),
+            Value::F64(-2.25),
+            Value::Bool(true),
+            Value::Str("héllo".into()),
+            Value::Str("(null)".into()),
+            Value::UintArray(vec![1, 2, 255]),
+            Value::UintArray(vec![]),
+        ];
+        let mut off = 0;
+        for (f, e) in fields.iter().zip(expect) {
+            assert_eq!(decode(&f.kind.ctf_type(), &out, &mut off).unwrap(), e);
+        }
+        assert_eq!(off, len, "the payload is exactly what the decoder reads");
+    }
+
+    /// A string that changed length between measuring and writing (a race
+    /// in the C program) still fills exactly the measured bytes.
+    #[test]
+    fn a_string_that_changed_length_keeps_the_record_size() {
+        let fields = [
+            FieldDesc {
+                name: "s",
+                kind: FieldKind::Str,
+            },
+            FieldDesc {
+                name: "v",
+                kind: FieldKind::Unsigned(8),
+            },
+        ];
+        let long = c"abcdef";
+        let short = c"ab";
+        let measured = [
+            RtArg {
+                bits: 0,
+                ptr: long.as_ptr().cast(),
+            },
+            arg(9),
+        ];
+        let mut lens = [0u32; MAX_FIELDS];
+        // SAFETY: live strings.
+        let len = unsafe { measure(&fields, &measured, &mut lens) };
+        assert_eq!(len, 6 + 1 + 1);
+        let written = [
+            RtArg {
+                bits: 0,
+                ptr: short.as_ptr().cast(),
+            },
+            arg(9),
+        ];
+        let mut out = vec![0xaau8; len];
+        // SAFETY: live strings.
+        unsafe { serialize(&fields, &written, &lens, &mut out) };
+        assert_eq!(out, b"ab????\0\x09");
+        let mut off = 0;
+        let s = decode(&fields[0].kind.ctf_type(), &out, &mut off).unwrap();
+        assert_eq!(s, Value::Str("ab????".into()));
+        let v = decode(&fields[1].kind.ctf_type(), &out, &mut off).unwrap();
+        assert_eq!(v, Value::Uint(9), "later fields stay in place");
+        assert_eq!(off, len);
+    }
+}

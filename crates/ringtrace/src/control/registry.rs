@@ -176,7 +176,8 @@ pub(crate) fn add_contexts(
     }
     if s.active.load(Relaxed) {
         return Err(Error::Config(format!(
-            "session '{}' is recording: contexts are chosen before a session first records              (create the session stopped, add contexts, then start it)",
+            "session '{}' is recording: contexts are chosen before a session first records \
+             (create the session stopped, add contexts, then start it)",
             s.name
         )));
     }
@@ -191,7 +192,8 @@ pub(crate) fn add_contexts(
         let written: u64 = (0..ops.buffers()).map(|b| ops.stats(b).bytes_written).sum();
         if written > 0 {
             return Err(Error::Config(format!(
-                "channel '{}' of session '{}' already holds {written} bytes of records laid out                  with contexts {}: a trace cannot change them midway; create another session",
+                "channel '{}' of session '{}' already holds {written} bytes of records laid out \
+                 with contexts {}: a trace cannot change them midway; create another session",
                 c.cfg.name,
                 s.name,
                 c.chan.contexts()

@@ -99,10 +99,10 @@ impl Session {
     }
 
     /// Adds `contexts` to those of `channel` (`None`: every channel), as
-    /// `lttng add-context`: only before the channel holds any record (the
-    /// session never started, or started and stopped with nothing
-    /// recorded); the metadata is written again. Returns each channel's
-    /// set after the change.
+    /// `lttng add-context`: only while the session is not recording and
+    /// the channel's buffers hold no byte (in practice: before the first
+    /// start); the metadata is written again. Returns each channel's set
+    /// after the change.
     pub fn add_contexts(
         &self,
         channel: Option<&str>,
