@@ -13,6 +13,7 @@
 #[macro_use]
 mod out;
 
+mod babeltrace;
 mod ctl;
 mod demo;
 mod docs;

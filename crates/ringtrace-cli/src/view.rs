@@ -45,6 +45,20 @@ pub struct Args {
     /// (`==`, `!=`, `<`, `<=`, `>`, `>=`, `&&`, `||`, `!`, parentheses).
     #[arg(long, value_parser = crate::filter::parse)]
     filter: Option<crate::filter::Expr>,
+    /// `text` (this command's columns) or `babeltrace` (the lines
+    /// `babeltrace2 DIR` prints, local time; discarded events are said on
+    /// stderr, as babeltrace2 does).
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+/// How `view` prints events.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    /// Aligned columns: time, delta, CPU, process/thread, event, fields.
+    Text,
+    /// As babeltrace2's text output.
+    Babeltrace,
 }
 
 /// A time bound, resolved against the first event once it is known.
@@ -217,6 +231,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let (mut first, mut prev, mut shown) = (None::<i128>, None::<u64>, 0u64);
     let clock = &desc.clock;
     let mut lines = pretty::LineWriter::default();
+    let mut bt2 = (a.format == Format::Babeltrace).then(|| crate::babeltrace::Writer::new(&trace));
     // A reader that went away (`| head`) ends the output quietly.
     let mut reader_gone = false;
     if a.limit == Some(0) {
@@ -272,7 +287,23 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                             return Ok(true);
                         }
                     }
-                    let s = lines.line(clock, class, e.ts, prev, e.cpu, &w, e.values);
+                    let s = match &mut bt2 {
+                        Some(b) => {
+                            let ctx = desc
+                                .stream(class.stream_id)
+                                .map_or(&[][..], |s| &s.context[..]);
+                            b.line(
+                                crate::babeltrace::ns_from_origin(clock, e.ts),
+                                e.class,
+                                &class.name,
+                                e.cpu,
+                                (ctx, e.context),
+                                &class.fields,
+                                e.values,
+                            )
+                        }
+                        None => lines.line(clock, class, e.ts, prev, e.cpu, &w, e.values),
+                    };
                     prev = Some(e.ts);
                     shown += 1;
                     std::borrow::Cow::Borrowed(s)
@@ -286,7 +317,13 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                     if a.cpu.is_some_and(|c| c != cpu) {
                         return Ok(true);
                     }
-                    std::borrow::Cow::Owned(lost_line(clock, ts, cpu, events, packets))
+                    let line = lost_line(clock, ts, cpu, events, packets);
+                    if bt2.is_some() {
+                        // babeltrace2 says it on stderr, out of the events.
+                        eprintln!("WARNING: {line}");
+                        return Ok(true);
+                    }
+                    std::borrow::Cow::Owned(line)
                 }
             };
             match writeln!(out, "{text}") {

@@ -162,3 +162,62 @@ pub fn babeltrace2_present() -> bool {
     }
     ok
 }
+
+/// Runs `babeltrace2` and `ringtrace view --format babeltrace` on `trace`
+/// (both in UTC) and checks that they print the same lines: the
+/// timestamps and deltas in the same order, and at each timestamp the
+/// same events (two events of one nanosecond from different streams may
+/// come in either order). Returns the number of lines and babeltrace2's
+/// stderr (its warnings of discarded events).
+pub fn same_as_babeltrace2(trace: &Path) -> (usize, String) {
+    let bt = Command::new("babeltrace2")
+        .arg(trace)
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bt.stderr).to_string();
+    assert!(bt.status.success(), "babeltrace2: {stderr}");
+    let ours = bin()
+        .args(["view", "--format", "babeltrace"])
+        .arg(trace)
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    let theirs = String::from_utf8(bt.stdout).unwrap();
+    let ours = String::from_utf8(ours.stdout).unwrap();
+    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+    assert_eq!(a.len(), b.len(), "lines of {}", trace.display());
+    if a == b {
+        return (a.len(), stderr);
+    }
+    // "[time] (+delta) rest": the prefixes in order, the rests per time.
+    let split = |l: &str| {
+        let at = l.find(") ").map_or(0, |i| i + 2);
+        (l[..at].to_string(), l[at..].to_string())
+    };
+    let (pa, pb): (Vec<_>, Vec<_>) = (
+        a.iter().map(|l| split(l)).collect(),
+        b.iter().map(|l| split(l)).collect(),
+    );
+    let mut k = 0;
+    while k < pa.len() {
+        assert_eq!(pa[k].0, pb[k].0, "line {} of {}", k + 1, trace.display());
+        let time = &pa[k].0[..pa[k].0.find(']').unwrap_or(0)];
+        let mut end = k;
+        while end < pa.len() && pa[end].0.starts_with(time) {
+            end += 1;
+        }
+        let mut ga: Vec<&String> = pa[k..end].iter().map(|p| &p.1).collect();
+        let mut gb: Vec<&String> = pb[k..end].iter().map(|p| &p.1).collect();
+        ga.sort();
+        gb.sort();
+        assert_eq!(ga, gb, "lines {}-{} of {}", k + 1, end, trace.display());
+        k = end;
+    }
+    (a.len(), stderr)
+}
