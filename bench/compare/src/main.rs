@@ -8,7 +8,8 @@
 //! front-end table (Rust macro, C API, `tracing` layer, fmt layer, LTTng-UST
 //! tracepoint: `frontends.rs`), losses of 8 writer threads paced to equal
 //! event rates (`losses.rs`) and the ring buffer tables of the 002 paper
-//! (`ring.rs`).
+//! (`ring.rs`), and the reading speed of `ringtrace view` and `stats`
+//! against babeltrace2 on an LTTng-UST and a ringtrace trace (`reading.rs`).
 //!
 //! `cargo run --release -p compare -- [--quick] [--json FILE]`; the last
 //! line printed is `ratio lttng-ust/ringtrace (1 thread, discard, u64): X.XX`.
@@ -20,6 +21,7 @@ mod frontends;
 mod losses;
 mod lttng;
 mod ours;
+mod reading;
 mod ring;
 
 use std::path::PathBuf;
@@ -47,7 +49,7 @@ struct Args {
     #[arg(long, default_value = "target/compare")]
     scratch: PathBuf,
     /// Only these tables (comma-separated): tracers, frontends, losses,
-    /// overhead, ring, contexts. Default: all.
+    /// overhead, ring, reading, contexts. Default: all.
     #[arg(long, value_delimiter = ',')]
     tables: Vec<String>,
 }
@@ -214,6 +216,14 @@ fn run() -> Result<(), String> {
         more.extend(ring::tables(
             if a.quick { 1_000_000 } else { 10_000_000 },
             if a.quick { 2.0 } else { 10.0 },
+        )?);
+    }
+    if want("reading") {
+        more.extend(reading::table(
+            &bin,
+            n,
+            if a.quick { 1 } else { runs.min(3) },
+            &scratch,
         )?);
     }
     if let Some(path) = &a.json {
