@@ -186,6 +186,59 @@ fn text<'a>(b: &'a [u8], off: &mut usize, n: u32) -> Result<&'a [u8], DecodeErro
     Ok(&all[..all.iter().position(|&c| c == 0).unwrap_or(all.len())])
 }
 
+/// Bytes a field of `ty` always takes, if it does not depend on its value.
+pub fn fixed_size(ty: &FieldType) -> Option<usize> {
+    match ty {
+        FieldType::Int(t) | FieldType::Enum(t, _) => Some(t.bytes()),
+        FieldType::F32 => Some(4),
+        FieldType::F64 => Some(8),
+        FieldType::Bool => Some(1),
+        FieldType::Array(t, n) => t.bytes().checked_mul(*n as usize),
+        FieldType::Text(n) => Some(*n as usize),
+        FieldType::String
+        | FieldType::Sequence(_)
+        | FieldType::SequenceOf { .. }
+        | FieldType::TextSequence { .. } => None,
+    }
+}
+
+/// Moves `*off` past one field of `ty` without decoding its value (what a
+/// reader that only counts events needs): the same bounds checks as
+/// [`decode`].
+pub fn skip(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<(), DecodeError> {
+    let n = match ty {
+        FieldType::String => {
+            let rest = b.get(*off..).ok_or(DecodeError::Truncated)?;
+            rest.iter()
+                .position(|&c| c == 0)
+                .ok_or(DecodeError::Truncated)?
+                + 1
+        }
+        FieldType::Sequence(t) | FieldType::SequenceOf { elem: t, .. } => {
+            let len = match ty {
+                FieldType::SequenceOf { len, .. } => *len,
+                _ => IntType::unsigned(32),
+            };
+            let count = read_int(&len, b, off)?;
+            count
+                .checked_mul(t.bytes() as u64)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or(DecodeError::SequenceLength(count))?
+        }
+        FieldType::TextSequence { len } => {
+            let count = read_int(len, b, off)?;
+            usize::try_from(count).map_err(|_| DecodeError::SequenceLength(count))?
+        }
+        other => fixed_size(other).ok_or(DecodeError::Truncated)?,
+    };
+    let end = off.checked_add(n).ok_or(DecodeError::Truncated)?;
+    if end > b.len() {
+        return Err(DecodeError::Truncated);
+    }
+    *off = end;
+    Ok(())
+}
+
 /// The text of a text sequence's bytes: up to the first NUL.
 pub fn text_before_nul(bytes: &[u8]) -> &[u8] {
     &bytes[..bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len())]

@@ -212,6 +212,19 @@ fn roundtrip(kind: HeaderKind, cls: Vec<EventClass>, evs: Vec<Ev>, start: u64) {
         })
         .collect();
     assert_eq!(got, want);
+    // Stepping over the payloads finds the same events at the same times.
+    let mut skipped = Vec::new();
+    for k in 0..trace.streams.len() {
+        let mut s = trace.stream(k).unwrap().skip_payloads();
+        while s.advance().unwrap() {
+            if let ctf::read::ItemRef::Event(e) = s.head() {
+                assert!(e.values.is_empty());
+                skipped.push((e.ts, e.class));
+            }
+        }
+    }
+    let want: Vec<(u64, usize)> = want.iter().map(|w| (w.0, w.1)).collect();
+    assert_eq!(skipped, want);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

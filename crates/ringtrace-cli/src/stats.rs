@@ -103,8 +103,9 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
             ..Default::default()
         };
+        // Counts need no field value: payloads are stepped over.
         let mut s = match trace.stream(k) {
-            Ok(s) => s,
+            Ok(s) => s.skip_payloads(),
             Err(e) => {
                 errors.push(e.to_string());
                 continue;

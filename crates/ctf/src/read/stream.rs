@@ -93,6 +93,9 @@ pub struct StreamReader {
     class_offset: usize,
     /// Timestamps given out are in this clock.
     clock: ClockMap,
+    /// Set by [`StreamReader::skip_payloads`]: per event class, the bytes
+    /// of its payload when they are always the same.
+    fixed_payload: Option<Vec<Option<usize>>>,
 }
 
 /// The current item of a stream, without its values.
@@ -164,7 +167,27 @@ impl StreamReader {
             },
             class_offset: 0,
             clock: ClockMap::Same,
+            fixed_payload: None,
         }
+    }
+
+    /// From now on, event payloads are stepped over, not decoded: each
+    /// event's values are empty (its class, time, CPU and stream context
+    /// are still there). For readers that count, such as `stats`; a payload
+    /// of fixed size is one bounds check.
+    pub fn skip_payloads(mut self) -> Self {
+        self.fixed_payload = Some(
+            self.desc
+                .events
+                .iter()
+                .map(|c| {
+                    c.fields.iter().try_fold(0usize, |n, f| {
+                        n.checked_add(crate::value::fixed_size(&f.ty)?)
+                    })
+                })
+                .collect(),
+        );
+        self
     }
 
     /// The reader of a stream of one trace of a set: class indices shifted
@@ -434,8 +457,20 @@ impl StreamReader {
             ));
         }
         let fields = &self.desc.events[class].fields;
-        if let Err((e, i)) = decode_fields(fields, content, &mut pos, &mut self.class_values[class])
-        {
+        let payload = match &self.fixed_payload {
+            None => decode_fields(fields, content, &mut pos, &mut self.class_values[class]),
+            Some(fixed) => match fixed[class] {
+                Some(n) if pos.checked_add(n).is_some_and(|e| e <= content.len()) => {
+                    pos += n;
+                    Ok(())
+                }
+                Some(_) => Err((DecodeError::Truncated, 0)),
+                None => fields.iter().enumerate().try_for_each(|(i, f)| {
+                    crate::value::skip(&f.ty, content, &mut pos).map_err(|e| (e, i))
+                }),
+            },
+        };
+        if let Err((e, i)) = payload {
             let name = fields[i].name.clone();
             return Err(self.decode_error(at, e, "event payload", &format!("field `{name}`")));
         }
