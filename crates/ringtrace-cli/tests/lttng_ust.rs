@@ -24,25 +24,6 @@ use common::*;
 /// Rounds of the three events, per thread.
 const ROUNDS: u64 = 300;
 
-/// A tool the test needs: present, or the test fails in CI (or with
-/// RINGTRACE_REQUIRE_TOOLS) and is skipped elsewhere.
-fn have(tool: &str) -> bool {
-    let ok = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        if ["CI", "RINGTRACE_REQUIRE_TOOLS"]
-            .iter()
-            .any(|v| std::env::var_os(v).is_some())
-        {
-            panic!("{tool} is required (scripts/setup.sh installs lttng-tools, liblttng-ust-dev)");
-        }
-        eprintln!("SKIPPED: {tool} not found");
-    }
-    ok
-}
-
 fn lttng(args: &[&str]) -> String {
     let o = Command::new("lttng").args(args).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
@@ -194,7 +175,11 @@ fn their_discarded(stderr: &str) -> u64 {
 
 #[test]
 fn lttng_ust_traces_read_as_babeltrace2_reads_them() {
-    if !(have("lttng") && have("lttng-sessiond") && have("cc") && babeltrace2_present()) {
+    if !(tool_present("lttng", "lttng-tools")
+        && tool_present("lttng-sessiond", "lttng-tools")
+        && tool_present("cc", "build-essential")
+        && babeltrace2_present())
+    {
         return;
     }
     let dir = tmp("lttng-ust");

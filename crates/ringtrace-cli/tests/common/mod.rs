@@ -142,25 +142,34 @@ pub fn wait_for_socket(pid: u32, list_env: &[(&str, &str)]) {
     }
 }
 
-/// Whether babeltrace2 can be run; under the test command (`CI` or
+/// Whether `tool` is on the PATH; under the test command (`CI` or
 /// `RINGTRACE_REQUIRE_TOOLS` set) its absence fails the test instead.
-#[allow(dead_code)]
-pub fn babeltrace2_present() -> bool {
-    let ok = Command::new("babeltrace2")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
+/// `package` names the Debian package that brings it.
+pub fn tool_present(tool: &str, package: &str) -> bool {
+    let ok = std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| {
+            std::fs::metadata(d.join(tool)).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o111 != 0
+            })
+        })
+    });
     if !ok
         && ["CI", "RINGTRACE_REQUIRE_TOOLS"]
             .iter()
             .any(|v| std::env::var_os(v).is_some())
     {
-        panic!("babeltrace2 is required: CI or RINGTRACE_REQUIRE_TOOLS is set (scripts/setup.sh installs it)");
+        panic!("{tool} is required: CI or RINGTRACE_REQUIRE_TOOLS is set (scripts/setup.sh installs {package})");
     }
     if !ok {
-        eprintln!("SKIPPED: babeltrace2 not found (apt-get install babeltrace2)");
+        eprintln!("SKIPPED: {tool} not found (apt-get install {package})");
     }
     ok
+}
+
+/// Whether babeltrace2 can be run (see [`tool_present`]).
+pub fn babeltrace2_present() -> bool {
+    tool_present("babeltrace2", "babeltrace2")
 }
 
 /// Runs `babeltrace2` and `ringtrace view --format babeltrace` on `trace`
