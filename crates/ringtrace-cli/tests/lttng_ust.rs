@@ -67,7 +67,8 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         if let Some(c) = &mut self.0 {
             // SIGTERM: the daemon stops its consumer daemons itself.
-            let _ = Command::new("kill").arg(c.id().to_string()).status();
+            // SAFETY: signals our own child, not yet reaped.
+            unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
             let t = Instant::now();
             while c.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(10) {
                 std::thread::sleep(Duration::from_millis(50));
