@@ -54,16 +54,8 @@ pub fn packet_desc() -> TraceDesc {
         },
         env: vec![],
         streams: vec![
-            StreamClass {
-                id: 0,
-                header: HeaderKind::Compact,
-                context: vec![],
-            },
-            StreamClass {
-                id: 1,
-                header: HeaderKind::Large,
-                context: vec![],
-            },
+            StreamClass::new(0, HeaderKind::Compact, vec![]),
+            StreamClass::new(1, HeaderKind::Large, vec![]),
         ],
         events: vec![
             ev(0, 0, vec![Field::new("v", u(64))]),

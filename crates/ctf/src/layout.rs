@@ -17,12 +17,12 @@
 //! `vpid`, `vtid`, `pthread_id`, `procname`: `types::StreamClass::context`),
 //! then the event's fields.
 
-use crate::types::HeaderKind;
+use crate::types::{HeaderKind, PacketLayout, PlainHeader};
 
 /// CTF packet magic.
 pub const MAGIC: u32 = 0xC1FC_1FC1;
 /// Bytes of packet header + packet context: where the first event starts.
-pub const PACKET_HEADER_SIZE: usize = 84;
+pub const PACKET_HEADER_SIZE: usize = PacketLayout::RINGTRACE.len as usize;
 
 const TS_BEGIN: usize = 32;
 const TS_END: usize = 40;
@@ -158,6 +158,7 @@ pub fn event_header_len(kind: HeaderKind, id: u32, ts: u64, last_ts: u64) -> usi
     let (compact_id, compact_len, ts_bits) = match kind {
         HeaderKind::Compact => (id <= COMPACT_MAX_ID, 4, COMPACT_TS_BITS),
         HeaderKind::Large => (id <= LARGE_MAX_ID, 6, 32),
+        HeaderKind::Plain(p) => return p.len as usize,
     };
     if !compact_id {
         // The id alone decides: no clock in this test.
@@ -175,6 +176,7 @@ const fn extended_len(kind: HeaderKind) -> usize {
     match kind {
         HeaderKind::Compact => 13,
         HeaderKind::Large => 14,
+        HeaderKind::Plain(p) => p.len as usize,
     }
 }
 
@@ -209,6 +211,14 @@ pub fn write_event_header(b: &mut [u8], kind: HeaderKind, len: usize, id: u32, t
             put_u32(b, 2, id);
             put_u64(b, 6, ts);
         }
+        (HeaderKind::Plain(p), _) => {
+            if let Some(s) = p.id {
+                s.write(b, id as u64);
+            }
+            if let Some(s) = p.ts {
+                s.write(b, ts);
+            }
+        }
     }
     len
 }
@@ -220,13 +230,15 @@ pub struct EventHeader {
     pub id: u32,
     /// The timestamp or its low bits.
     pub ts: u64,
-    /// How many low bits `ts` holds (27, 32 or 64).
+    /// How many low bits `ts` holds (27, 32 or 64; 0: no time, the
+    /// previous event's).
     pub ts_bits: u32,
     /// Header length in bytes.
     pub len: usize,
 }
 
-/// Decodes an event header; `None` if `b` is too short.
+/// Decodes an event header of a little-endian trace; `None` if `b` is
+/// too short.
 #[inline]
 pub fn read_event_header(b: &[u8], kind: HeaderKind) -> Option<EventHeader> {
     match kind {
@@ -270,7 +282,67 @@ pub fn read_event_header(b: &[u8], kind: HeaderKind) -> Option<EventHeader> {
                 len: 14,
             })
         }
+        HeaderKind::Plain(p) => read_plain_header(b, p),
     }
+}
+
+/// Decodes an event header of a big-endian trace. Its bit fields fill
+/// each byte from the most significant bit (CTF 1.8 section 4.1.5): the
+/// compact header's 5-bit id is the top of its first byte.
+#[inline]
+pub fn read_event_header_be(b: &[u8], kind: HeaderKind) -> Option<EventHeader> {
+    let (id, ts, ts_bits, len) = match kind {
+        HeaderKind::Compact => {
+            let v = u32::from_be_bytes(b.get(0..4)?.try_into().ok()?);
+            if v >> 27 != 31 {
+                (v >> 27, (v & ((1 << 27) - 1)) as u64, 27, 4)
+            } else {
+                let id = u32::from_be_bytes(b.get(1..5)?.try_into().ok()?);
+                let ts = u64::from_be_bytes(b.get(5..13)?.try_into().ok()?);
+                (id, ts, 64, 13)
+            }
+        }
+        HeaderKind::Large => {
+            let id = u16::from_be_bytes(b.get(0..2)?.try_into().ok()?) as u32;
+            if id != 0xffff {
+                let ts = u32::from_be_bytes(b.get(2..6)?.try_into().ok()?) as u64;
+                (id, ts, 32, 6)
+            } else {
+                let id = u32::from_be_bytes(b.get(2..6)?.try_into().ok()?);
+                let ts = u64::from_be_bytes(b.get(6..14)?.try_into().ok()?);
+                (id, ts, 64, 14)
+            }
+        }
+        HeaderKind::Plain(p) => return read_plain_header(b, p),
+    };
+    Some(EventHeader {
+        id,
+        ts,
+        ts_bits,
+        len,
+    })
+}
+
+/// A [`PlainHeader`]: id 0 and no time (the previous event's) when it
+/// has none.
+fn read_plain_header(b: &[u8], p: PlainHeader) -> Option<EventHeader> {
+    if b.len() < p.len as usize {
+        return None;
+    }
+    let id = match p.id {
+        Some(s) => u32::try_from(s.read(b)?).unwrap_or(u32::MAX),
+        None => 0,
+    };
+    let (ts, ts_bits) = match p.ts {
+        Some(s) => (s.read(b)?, s.ty.bits as u32),
+        None => (0, 0),
+    };
+    Some(EventHeader {
+        id,
+        ts,
+        ts_bits,
+        len: p.len as usize,
+    })
 }
 
 /// Rebuilds a full timestamp from the `bits` low bits `low`, given the

@@ -5,7 +5,10 @@
 
 use std::fmt::Write;
 
-use crate::types::{EnvValue, EventClass, Field, FieldType, HeaderKind, IntType, TraceDesc};
+use crate::types::{
+    EnvValue, EventClass, Field, FieldType, HeaderKind, IntType, PlainHeader, Slot, StreamClass,
+    TraceDesc,
+};
 
 /// The preamble: type aliases, trace, env, clock, packet context, event
 /// headers and the stream classes. Event blocks follow it.
@@ -27,12 +30,25 @@ pub fn preamble(t: &TraceDesc) -> String {
     s.push_str("typealias integer { size = 64; align = 8; signed = false; } := unsigned long;\n");
     s.push_str("typealias integer { size = 5; align = 1; signed = false; } := uint5_t;\n");
     s.push_str("typealias integer { size = 27; align = 1; signed = false; } := uint27_t;\n\n");
+    let standard = t.streams.iter().all(|st| st.has_ringtrace_packets());
+    let big_endian = t.streams.first().is_some_and(|st| st.packet.big_endian);
+    let header = match t.streams.first() {
+        _ if standard => {
+            "\tpacket.header := struct {\n\t\tuint32_t magic;\n\t\tuint8_t  uuid[16];\n\
+             \t\tuint32_t stream_id;\n\t\tuint64_t stream_instance_id;\n\t};\n"
+                .to_owned()
+        }
+        Some(st) => match packet_structs(st, clock).0 {
+            Some(h) => format!("\tpacket.header := {h};\n"),
+            None => String::new(),
+        },
+        None => String::new(),
+    };
     let _ = write!(
         s,
-        "trace {{\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"{}\";\n\tbyte_order = le;\n\
-         \tpacket.header := struct {{\n\t\tuint32_t magic;\n\t\tuint8_t  uuid[16];\n\
-         \t\tuint32_t stream_id;\n\t\tuint64_t stream_instance_id;\n\t}};\n}};\n\n",
-        crate::types::uuid_string(&t.uuid)
+        "trace {{\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"{}\";\n\tbyte_order = {};\n{header}}};\n\n",
+        crate::types::uuid_string(&t.uuid),
+        if big_endian { "be" } else { "le" },
     );
     if !t.env.is_empty() {
         s.push_str("env {\n");
@@ -95,15 +111,21 @@ pub fn preamble(t: &TraceDesc) -> String {
     );
     for st in &t.streams {
         let header = match st.header {
-            HeaderKind::Compact => "event_header_compact",
-            HeaderKind::Large => "event_header_large",
+            HeaderKind::Compact => "\tevent.header := struct event_header_compact;\n".to_owned(),
+            HeaderKind::Large => "\tevent.header := struct event_header_large;\n".to_owned(),
+            HeaderKind::Plain(p) => plain_header(&p, clock)
+                .map(|h| format!("\tevent.header := {h};\n"))
+                .unwrap_or_default(),
         };
-        let _ = write!(
-            s,
-            "stream {{\n\tid = {};\n\tevent.header := struct {header};\n\
-             \tpacket.context := struct packet_context;\n",
-            st.id
-        );
+        let context = if standard {
+            "\tpacket.context := struct packet_context;\n".to_owned()
+        } else {
+            packet_structs(st, clock)
+                .1
+                .map(|c| format!("\tpacket.context := {c};\n"))
+                .unwrap_or_default()
+        };
+        let _ = write!(s, "stream {{\n\tid = {};\n{header}{context}", st.id);
         if !st.context.is_empty() {
             s.push_str("\tevent.context := struct {\n");
             for f in &st.context {
@@ -143,14 +165,121 @@ pub fn event_block(e: &EventClass) -> String {
     s
 }
 
+/// An integer, its byte order always said (a big-endian trace's
+/// `native` is big-endian).
 fn int_decl(t: &IntType) -> String {
     format!(
-        "integer {{ size = {}; align = 8; signed = {}; encoding = none; base = {}; {}}}",
+        "integer {{ size = {}; align = 8; signed = {}; encoding = none; base = {}; byte_order = {}; }}",
         t.bits,
         u8::from(t.signed),
         t.base,
-        if t.be { "byte_order = be; " } else { "" }
+        if t.be { "be" } else { "le" }
     )
+}
+
+/// A slot's integer, mapped to the clock when it is a time.
+fn slot_decl(sl: &Slot, name: &str, clock: Option<&str>) -> String {
+    let map = clock.map_or(String::new(), |c| format!(" map = clock.{c}.value;"));
+    format!(
+        "integer {{ size = {}; align = 8; signed = false; byte_order = {};{map} }} {name};",
+        sl.ty.bits,
+        if sl.ty.be { "be" } else { "le" }
+    )
+}
+
+/// A structure of fixed size from byte `start` to byte `end` with these
+/// fields (offset, declaration, bytes), padded where they leave gaps.
+fn fixed_struct(mut fields: Vec<(u32, String, u32)>, start: u32, end: u32) -> String {
+    fields.sort_by_key(|f| f.0);
+    let mut s = String::from("struct {\n");
+    let mut at = start;
+    let mut pad = 0;
+    let mut gap = |s: &mut String, from: u32, to: u32| {
+        if to > from {
+            let _ = writeln!(
+                s,
+                "\t\tinteger {{ size = 8; align = 8; signed = false; }} _padding{pad}[{}];",
+                to - from
+            );
+            pad += 1;
+        }
+    };
+    for (off, decl, bytes) in fields {
+        gap(&mut s, at, off);
+        let _ = writeln!(s, "\t\t{decl}");
+        at = off + bytes;
+    }
+    gap(&mut s, at, end);
+    s.push_str("\t}");
+    s
+}
+
+/// The packet header and packet context structures of a layout other
+/// than ringtrace's (`None` where there is none).
+fn packet_structs(st: &StreamClass, clock: &str) -> (Option<String>, Option<String>) {
+    let l = &st.packet;
+    let decl = |sl: &Option<Slot>, name: &str, time: bool| {
+        sl.map(|x| {
+            (
+                x.offset,
+                slot_decl(&x, name, time.then_some(clock)),
+                x.ty.bytes() as u32,
+            )
+        })
+    };
+    let mut header: Vec<_> = [
+        decl(&l.magic, "magic", false),
+        decl(&l.stream_id, "stream_id", false),
+        decl(&l.stream_instance_id, "stream_instance_id", false),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if let Some(u) = l.uuid {
+        let d = "integer { size = 8; align = 8; signed = false; } uuid[16];".to_owned();
+        header.push((u, d, 16));
+    }
+    let mut context: Vec<_> = [
+        decl(&l.timestamp_begin, "timestamp_begin", true),
+        decl(&l.timestamp_end, "timestamp_end", true),
+        decl(&l.content_size, "content_size", false),
+        decl(&l.packet_size, "packet_size", false),
+        decl(&l.packet_seq_num, "packet_seq_num", false),
+        decl(&l.events_discarded, "events_discarded", false),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    // `cpu_id` and the producer's own fields (integers or enumerations).
+    for (f, &at) in st.packet_fields.iter().zip(&st.packet_field_offsets) {
+        let mut d = String::new();
+        field_decl(&mut d, f);
+        let bytes = crate::value::fixed_size(&f.ty).unwrap_or(0) as u32;
+        context.push((at, d.trim().to_owned(), bytes));
+    }
+    let header_end = header.iter().map(|f| f.0 + f.2).max().unwrap_or(0);
+    let h = (!header.is_empty()).then(|| fixed_struct(header, 0, header_end));
+    let c = (l.len > header_end).then(|| fixed_struct(context, header_end, l.len));
+    (h, c)
+}
+
+/// A plain event header's structure (`None`: the empty one, no header).
+fn plain_header(p: &PlainHeader, clock: &str) -> Option<String> {
+    if p.len == 0 && p.align == 1 {
+        return None;
+    }
+    let fields = [
+        p.id.map(|x| (x.offset, slot_decl(&x, "id", None), x.ty.bytes() as u32)),
+        p.ts.map(|x| {
+            (
+                x.offset,
+                slot_decl(&x, "timestamp", Some(clock)),
+                x.ty.bytes() as u32,
+            )
+        }),
+    ];
+    let body = fixed_struct(fields.into_iter().flatten().collect(), 0, p.len as u32);
+    Some(format!("{body} align({})", p.align as u32 * 8))
 }
 
 /// Field names get one leading underscore, as LTTng writes them: readers
@@ -161,11 +290,11 @@ fn field_decl(s: &mut String, f: &Field) {
         FieldType::Int(t) => writeln!(s, "\t\t{} {name};", int_decl(t)),
         FieldType::F32 => writeln!(
             s,
-            "\t\tfloating_point {{ exp_dig = 8; mant_dig = 24; align = 8; }} {name};"
+            "\t\tfloating_point {{ exp_dig = 8; mant_dig = 24; align = 8; byte_order = le; }} {name};"
         ),
         FieldType::F64 => writeln!(
             s,
-            "\t\tfloating_point {{ exp_dig = 11; mant_dig = 53; align = 8; }} {name};"
+            "\t\tfloating_point {{ exp_dig = 11; mant_dig = 53; align = 8; byte_order = le; }} {name};"
         ),
         FieldType::Bool => writeln!(
             s,
@@ -197,17 +326,17 @@ fn field_decl(s: &mut String, f: &Field) {
             "\t\tinteger {{ size = 8; align = 8; signed = 0; encoding = UTF8; base = 10; }} {name}[{n}];"
         ),
         FieldType::Sequence(t) => {
-            let len = format!("_{name}_length");
+            let len = format!("_{}", f.length_name());
             writeln!(s, "\t\t{} {len};", int_decl(&IntType::unsigned(32)))
                 .and_then(|_| writeln!(s, "\t\t{} {name}[ {len} ];", int_decl(t)))
         }
         FieldType::SequenceOf { len: lt, elem } => {
-            let len = format!("_{name}_length");
+            let len = format!("_{}", f.length_name());
             writeln!(s, "\t\t{} {len};", int_decl(lt))
                 .and_then(|_| writeln!(s, "\t\t{} {name}[ {len} ];", int_decl(elem)))
         }
         FieldType::TextSequence { len: lt } => {
-            let len = format!("_{name}_length");
+            let len = format!("_{}", f.length_name());
             writeln!(s, "\t\t{} {len};", int_decl(lt)).and_then(|_| {
                 writeln!(
                     s,

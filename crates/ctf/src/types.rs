@@ -105,6 +105,9 @@ pub struct Field {
     pub name: String,
     /// Its type.
     pub ty: FieldType,
+    /// A sequence's length field, when it is not named `_<name>_length`
+    /// (ringtrace's and LTTng's convention): its name.
+    pub length: Option<String>,
 }
 
 impl Field {
@@ -113,6 +116,15 @@ impl Field {
         Field {
             name: name.into(),
             ty,
+            length: None,
+        }
+    }
+
+    /// The name of a sequence's length field.
+    pub fn length_name(&self) -> String {
+        match &self.length {
+            Some(n) => n.clone(),
+            None => format!("_{}_length", self.name),
         }
     }
 }
@@ -141,6 +153,132 @@ pub enum HeaderKind {
     /// 16-bit id + 32-bit timestamp (6 bytes), extended to 16-bit 65535 +
     /// 32-bit id + 64-bit timestamp (14 bytes).
     Large,
+    /// A structure of fixed size holding an id and a timestamp, each
+    /// optional (babeltrace2's `sink.ctf.fs` writes `{ uint64 id; uint64
+    /// timestamp; }`; a stream of one event class may have no header).
+    Plain(PlainHeader),
+}
+
+/// Where an integer the reader needs lies: its byte offset (from the
+/// packet's start, or from the event header's start in a [`PlainHeader`])
+/// and its type (whole bytes, either byte order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Slot {
+    /// Byte offset.
+    pub offset: u32,
+    /// Its type.
+    pub ty: IntType,
+}
+
+impl Slot {
+    /// The slot's value in `b` (sign bits are not extended: ids, sizes
+    /// and times are unsigned); `None` when `b` is too short.
+    #[inline]
+    pub fn read(&self, b: &[u8]) -> Option<u64> {
+        let n = self.ty.bytes();
+        let start = self.offset as usize;
+        let bytes = b.get(start..start.checked_add(n)?)?;
+        let mut v = 0u64;
+        if self.ty.be {
+            for &x in bytes {
+                v = v << 8 | x as u64;
+            }
+        } else {
+            for &x in bytes.iter().rev() {
+                v = v << 8 | x as u64;
+            }
+        }
+        Some(v)
+    }
+
+    /// Writes the low bytes of `v` in the slot (`b` long enough).
+    pub fn write(&self, b: &mut [u8], v: u64) {
+        let n = self.ty.bytes();
+        let at = self.offset as usize;
+        let le = v.to_le_bytes();
+        for k in 0..n {
+            b[at + if self.ty.be { n - 1 - k } else { k }] = le[k];
+        }
+    }
+}
+
+/// A fixed-size event header of any layout: where its id and timestamp
+/// are, from its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PlainHeader {
+    /// The event class id (none: the stream has one event class).
+    pub id: Option<Slot>,
+    /// The timestamp, or its low bits.
+    pub ts: Option<Slot>,
+    /// Size in bytes.
+    pub len: u16,
+    /// Alignment of its start in the packet, in bytes.
+    pub align: u8,
+}
+
+/// Where a stream class's packets keep what the reader needs: the fields
+/// of the packet header and packet context it knows by name, each
+/// optional, at fixed offsets from the packet's start (CTF 1.8 section
+/// 5: `magic`, `uuid`, `stream_id`, `stream_instance_id` in the header;
+/// `timestamp_begin`, `timestamp_end`, `content_size`, `packet_size`,
+/// `packet_seq_num`, `events_discarded`, `cpu_id` in the context).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PacketLayout {
+    /// `magic` (0xC1FC1FC1).
+    pub magic: Option<Slot>,
+    /// Offset of the 16-byte `uuid`.
+    pub uuid: Option<u32>,
+    /// `stream_id`: the stream class.
+    pub stream_id: Option<Slot>,
+    /// `stream_instance_id`.
+    pub stream_instance_id: Option<Slot>,
+    /// `timestamp_begin`.
+    pub timestamp_begin: Option<Slot>,
+    /// `timestamp_end`.
+    pub timestamp_end: Option<Slot>,
+    /// `content_size` (bits).
+    pub content_size: Option<Slot>,
+    /// `packet_size` (bits); none: the packet is the whole file.
+    pub packet_size: Option<Slot>,
+    /// `packet_seq_num`.
+    pub packet_seq_num: Option<Slot>,
+    /// `events_discarded` (running total).
+    pub events_discarded: Option<Slot>,
+    /// `cpu_id`.
+    pub cpu_id: Option<Slot>,
+    /// Bytes of packet header and context: where the first event starts.
+    pub len: u32,
+    /// The trace's byte order is big-endian: compact and large event
+    /// headers follow it.
+    pub big_endian: bool,
+}
+
+impl PacketLayout {
+    /// The layout ringtrace writes (and LTTng-UST on 64-bit machines):
+    /// see [`crate::layout`], whose offsets these are.
+    pub const RINGTRACE: PacketLayout = {
+        const fn at(offset: u32, bits: u8) -> Option<Slot> {
+            Some(Slot {
+                offset,
+                ty: IntType::unsigned(bits),
+            })
+        }
+        PacketLayout {
+            magic: at(0, 32),
+            uuid: Some(4),
+            stream_id: at(20, 32),
+            stream_instance_id: at(24, 64),
+            timestamp_begin: at(32, 64),
+            timestamp_end: at(40, 64),
+            content_size: at(48, 64),
+            packet_size: at(56, 64),
+            packet_seq_num: at(64, 64),
+            events_discarded: at(72, 64),
+            cpu_id: at(80, 32),
+            len: 84,
+            big_endian: false,
+        }
+    };
 }
 
 /// A stream class: every stream file of the class shares its packet
@@ -154,6 +292,38 @@ pub struct StreamClass {
     /// The stream event context: fields written after every event's
     /// header, before its payload (`vtid`, `vpid`, `procname`, …).
     pub context: Vec<Field>,
+    /// Where its packets keep their header and context.
+    pub packet: PacketLayout,
+    /// The packet context's integer fields other than the sizes, times,
+    /// sequence number and discarded count that CTF defines: `cpu_id`
+    /// and what producers add, shown with each event as babeltrace2
+    /// shows them (in declared order).
+    pub packet_fields: Vec<Field>,
+    /// The byte offset of each of `packet_fields` in the packet.
+    pub packet_field_offsets: Vec<u32>,
+}
+
+impl StreamClass {
+    /// A stream class with ringtrace's packet layout.
+    pub fn new(id: u32, header: HeaderKind, context: Vec<Field>) -> Self {
+        let cpu = PacketLayout::RINGTRACE.cpu_id.expect("ringtrace's has one");
+        StreamClass {
+            id,
+            header,
+            context,
+            packet: PacketLayout::RINGTRACE,
+            packet_fields: vec![Field::new("cpu_id", FieldType::Int(cpu.ty))],
+            packet_field_offsets: vec![cpu.offset],
+        }
+    }
+
+    /// Whether its packets are laid out as ringtrace writes them.
+    pub fn has_ringtrace_packets(&self) -> bool {
+        let r = StreamClass::new(self.id, self.header, Vec::new());
+        self.packet == r.packet
+            && self.packet_fields == r.packet_fields
+            && self.packet_field_offsets == r.packet_field_offsets
+    }
 }
 
 /// The trace clock as readers need it.

@@ -58,11 +58,7 @@ fn lttng_ust_metadata_is_understood() {
     assert_eq!(d.clock.offset, 1_795_310_527_180_862_194);
     assert_eq!(
         d.streams,
-        vec![StreamClass {
-            id: 0,
-            header: HeaderKind::Large,
-            context: vec![],
-        }]
+        vec![StreamClass::new(0, HeaderKind::Large, vec![])]
     );
     let names: Vec<&str> = d.events.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["bench:int_ev", "bench:seq_ev", "bench:str_ev"]);

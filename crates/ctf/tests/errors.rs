@@ -155,15 +155,29 @@ fn metadata_errors_name_line_and_column() {
     let desc = one_stream([1; 16], HeaderKind::Compact, vec![ev()]);
     let good = ctf::tsdl::metadata(&desc);
     assert_eq!(ctf::parse_metadata(&good).unwrap(), desc);
-    let bad = good.replacen("byte_order = le;", "byte_order = be;", 1);
-    let line = bad
-        .lines()
-        .position(|l| l.contains("byte_order = be"))
-        .unwrap()
-        + 1;
-    assert_eq!(
-        meta_err(&bad),
-        format!("line {line}, column 2: unsupported: big-endian traces")
+    // The same metadata in a big-endian trace: what says no byte order
+    // (the packet header's and context's aliases) is big-endian now.
+    let be =
+        ctf::parse_metadata(&good.replacen("byte_order = le;", "byte_order = be;", 1)).unwrap();
+    let l = be.streams[0].packet;
+    assert!(l.big_endian && l.magic.unwrap().ty.be && l.cpu_id.unwrap().ty.be);
+    assert_eq!((l.len, l.cpu_id.unwrap().offset), (84, 80));
+    assert_eq!(be.events, desc.events, "fields say their byte order");
+    let bad = good.replacen(
+        "integer { size = 64; align = 8; signed = 0;",
+        "integer { size = 64; align = 32; signed = 0;",
+        1,
+    );
+    let line = bad.lines().position(|l| l.contains("align = 32")).unwrap() + 1;
+    assert!(
+        meta_err(&bad).starts_with(&format!("line {line}, column ")),
+        "{}",
+        meta_err(&bad)
+    );
+    assert!(
+        meta_err(&bad).ends_with("integer not byte-sized or aligned"),
+        "{}",
+        meta_err(&bad)
     );
     let bad = format!("{good}callsite {{ name = \"x\"; }};\n");
     let line = bad.lines().count();

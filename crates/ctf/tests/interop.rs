@@ -220,16 +220,8 @@ fn babeltrace2_reads_every_field_and_counts_discarded_events() {
             ("tracer_major".into(), EnvValue::Int(0)),
         ],
         streams: vec![
-            StreamClass {
-                id: 0,
-                header: HeaderKind::Compact,
-                context: vec![],
-            },
-            StreamClass {
-                id: 1,
-                header: HeaderKind::Large,
-                context: vec![],
-            },
+            StreamClass::new(0, HeaderKind::Compact, vec![]),
+            StreamClass::new(1, HeaderKind::Large, vec![]),
         ],
         events: s0.iter().chain(&s1).cloned().collect(),
     };

@@ -70,15 +70,16 @@ impl Writer {
     }
 
     /// The line of one event at `ns` (since the epoch) of class `class`
-    /// (its index in the trace's description), from buffer `cpu`, with its
-    /// stream's context fields and values and its own.
+    /// (its index in the trace's description), with its packet context's
+    /// shown fields (`cpu_id`, …) and values, its stream's context fields
+    /// and values, and its own.
     #[allow(clippy::too_many_arguments)]
     pub fn line(
         &mut self,
         ns: i128,
         class: usize,
         name: &str,
-        cpu: u32,
+        packet: (&[Field], &[Value]),
         context: (&[Field], &[Value]),
         fields: &[Field],
         values: &[Value],
@@ -104,9 +105,13 @@ impl Writer {
         self.prev = Some(ns);
         let _ = write!(
             s,
-            "{} {name}: {{ cpu_id = {cpu} }}, ",
+            "{} {name}: ",
             self.hosts.get(class).map_or("", String::as_str)
         );
+        if !packet.0.is_empty() {
+            block(s, packet.0, packet.1);
+            s.push_str(", ");
+        }
         if !context.0.is_empty() {
             block(s, context.0, context.1);
             s.push_str(", ");
@@ -161,7 +166,7 @@ fn block(s: &mut String, fields: &[Field], values: &[Value]) {
         if k > 0 {
             s.push_str(", ");
         }
-        field(s, &f.name, &f.ty, v);
+        field(s, f, v);
     }
     s.push_str(" }");
 }
@@ -231,9 +236,10 @@ fn text_of(v: &Value) -> &[u8] {
 }
 
 /// `name = value` (a sequence's length first, as its own field).
-fn field(s: &mut String, name: &str, ty: &FieldType, v: &Value) {
+fn field(s: &mut String, f: &Field, v: &Value) {
+    let (name, ty) = (&f.name, &f.ty);
     let len_field = |s: &mut String, n: usize| {
-        let _ = write!(s, "_{name}_length = {n}, {name} = ");
+        let _ = write!(s, "{} = {n}, {name} = ", f.length_name());
     };
     match ty {
         FieldType::Sequence(t) | FieldType::SequenceOf { elem: t, .. } => {
@@ -355,35 +361,45 @@ mod tests {
         let mut s = String::new();
         field(
             &mut s,
-            "b",
-            &FieldType::Sequence(hex),
+            &Field::new("b", FieldType::Sequence(hex)),
             &Value::UintArray(vec![1, 171]),
         );
         assert_eq!(s, "_b_length = 2, b = [ [0] = 0x1, [1] = 0xAB ]");
         s.clear();
         field(
             &mut s,
-            "e",
-            &FieldType::Sequence(hex),
+            &Field::new("e", FieldType::Sequence(hex)),
             &Value::UintArray(vec![]),
         );
         assert_eq!(s, "_e_length = 0, e = [ ]");
         s.clear();
         field(
             &mut s,
-            "t",
-            &FieldType::String,
+            &Field::new("t", FieldType::String),
             &Value::Str("a \"q\" \\".into()),
         );
         assert_eq!(s, r#"t = "a \"q\" \\""#);
         s.clear();
-        field(&mut s, "ok", &FieldType::Bool, &Value::Bool(true));
+        field(
+            &mut s,
+            &Field::new("ok", FieldType::Bool),
+            &Value::Bool(true),
+        );
         assert_eq!(s, "ok = ( \"true\" : container = 1 )");
         s.clear();
         let st = FieldType::TextSequence {
             len: IntType::unsigned(64),
         };
-        field(&mut s, "x", &st, &Value::Str("ab\0\0".into()));
+        field(
+            &mut s,
+            &Field::new("x", st.clone()),
+            &Value::Str("ab\0\0".into()),
+        );
         assert_eq!(s, "_x_length = 4, x = \"ab\"");
+        s.clear();
+        let mut f = Field::new("seq", FieldType::Sequence(hex));
+        f.length = Some("len".into());
+        field(&mut s, &f, &Value::UintArray(vec![2]));
+        assert_eq!(s, "len = 1, seq = [ [0] = 0x2 ]");
     }
 }

@@ -289,14 +289,14 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                     }
                     let s = match &mut bt2 {
                         Some(b) => {
-                            let ctx = desc
-                                .stream(class.stream_id)
-                                .map_or(&[][..], |s| &s.context[..]);
+                            let stream = desc.stream(class.stream_id);
+                            let ctx = stream.map_or(&[][..], |s| &s.context[..]);
+                            let packet = stream.map_or(&[][..], |s| &s.packet_fields[..]);
                             b.line(
                                 crate::babeltrace::ns_from_origin(clock, e.ts),
                                 e.class,
                                 &class.name,
-                                e.cpu,
+                                (packet, e.packet),
                                 (ctx, e.context),
                                 &class.fields,
                                 e.values,

@@ -71,11 +71,7 @@ fn desc(streams: u32, events: Vec<EventClass>) -> TraceDesc {
         },
         env: vec![],
         streams: (0..streams)
-            .map(|id| StreamClass {
-                id,
-                header: HeaderKind::Large,
-                context: vec![],
-            })
+            .map(|id| StreamClass::new(id, HeaderKind::Large, vec![]))
             .collect(),
         events,
     }

@@ -48,11 +48,7 @@ pub fn recover_desc() -> TraceDesc {
             description: String::new(),
         },
         env: Vec::new(),
-        streams: vec![StreamClass {
-            id: 0,
-            header: crate::record::client::HEADER,
-            context: vec![],
-        }],
+        streams: vec![StreamClass::new(0, crate::record::client::HEADER, vec![])],
         events: vec![
             class(0, FieldType::Int(IntType::unsigned(64))),
             class(1, FieldType::String),

@@ -2,10 +2,9 @@
 //! `stream`, `event`), each read by its own function: attributes are
 //! checked here, the types they declare are resolved by `resolve.rs`.
 
+use super::grammar::Ty;
 use super::grammar::{Parser, Pos, Value, R};
-use super::resolve::{
-    check_packet_context, check_packet_header, event_fields, event_header_kind, is_identifier,
-};
+use super::resolve::{event_fields, event_header_kind, is_identifier};
 use super::MetadataError;
 use crate::lex::Tok;
 use crate::types::{parse_uuid, ClockDesc, EnvValue, EventClass, StreamClass};
@@ -25,8 +24,13 @@ impl Parser {
     }
 
     /// `trace { major = 1; minor = 8; uuid = "…"; byte_order = le;
-    /// packet.header := …; };` — sets `uuid` when the block has one.
-    pub(super) fn trace_block(&mut self, uuid: &mut Option<[u8; 16]>) -> R<()> {
+    /// packet.header := …; };` — sets `uuid` and `header` when the block
+    /// has them.
+    pub(super) fn trace_block(
+        &mut self,
+        uuid: &mut Option<[u8; 16]>,
+        header: &mut Option<Ty>,
+    ) -> R<()> {
         self.expect("{")?;
         while !self.is_punct("}") {
             let kp = self.pos();
@@ -38,7 +42,7 @@ impl Parser {
                 if k != "packet.header" {
                     return self.err_at(kp, format!("unsupported trace type `{k}`"));
                 }
-                check_packet_header(&ty).or_else(|m| self.err_at(kp, m))?;
+                *header = Some(ty);
                 continue;
             }
             self.expect("=")?;
@@ -56,8 +60,8 @@ impl Parser {
                             .or_else(|_| self.err_at(kp, "bad trace uuid"))?,
                     )
                 }
-                "byte_order" if v == Value::Ident("le".into()) => {}
-                "byte_order" => return self.err_at(kp, "unsupported: big-endian traces"),
+                // Read before the rest (`native_byte_order` in `mod.rs`).
+                "byte_order" => {}
                 _ => return self.err_at(kp, format!("unsupported trace attribute `{k}`")),
             }
         }
@@ -122,11 +126,13 @@ impl Parser {
         Ok(c)
     }
 
-    /// `stream { id = …; event.header := …; packet.context := …; };`;
-    /// `at` is where the block starts.
-    pub(super) fn stream_block(&mut self, at: Pos) -> R<StreamClass> {
+    /// `stream { id = …; event.header := …; packet.context := …; };`,
+    /// and its packet context with where it is (its layout needs the
+    /// trace's packet header: `mod.rs`).
+    pub(super) fn stream_block(&mut self) -> R<(StreamClass, Option<(Ty, Pos)>)> {
         self.expect("{")?;
         let (mut id, mut header, mut context) = (0u32, None, Vec::new());
+        let mut packet_context = None;
         while !self.is_punct("}") {
             let kp = self.pos();
             let k = self.key()?;
@@ -136,11 +142,9 @@ impl Parser {
                 self.expect(";")?;
                 match k.as_str() {
                     "event.header" => {
-                        header = Some(event_header_kind(&ty).or_else(|m| self.err_at(kp, m))?)
+                        header = Some(event_header_kind(Some(&ty)).or_else(|m| self.err_at(kp, m))?)
                     }
-                    "packet.context" => {
-                        check_packet_context(&ty).or_else(|m| self.err_at(kp, m))?
-                    }
+                    "packet.context" => packet_context = Some((ty, kp)),
                     "event.context" => {
                         context = event_fields(&ty).map_err(|(m, fp)| MetadataError {
                             line: fp.line,
@@ -170,13 +174,9 @@ impl Parser {
         self.expect(";")?;
         let header = match header {
             Some(h) => h,
-            None => return self.err_at(at, "stream without `event.header`"),
+            None => event_header_kind(None).expect("no header is a plain one"),
         };
-        Ok(StreamClass {
-            id,
-            header,
-            context,
-        })
+        Ok((StreamClass::new(id, header, context), packet_context))
     }
 
     /// `event { name = …; id = …; stream_id = …; loglevel = …;

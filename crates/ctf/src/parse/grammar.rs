@@ -25,12 +25,15 @@ pub(super) enum Ty {
         clock: Option<String>,
         /// `encoding = UTF8` (or `ASCII`): an 8-bit one is a character.
         text: bool,
-        /// `byte_order = be` (or `network`).
+        /// Big-endian: `byte_order = be` (or `network`), or `native` (or
+        /// nothing) in a big-endian trace.
         be: bool,
     },
     Float {
         exp: u32,
         mant: u32,
+        align: u32,
+        be: bool,
     },
     Str,
     Enum {
@@ -39,6 +42,8 @@ pub(super) enum Ty {
     },
     Struct {
         fields: Vec<(String, Ty, Pos)>,
+        /// In bits: the largest of its fields' and its `align(n)`.
+        align: u32,
     },
     Variant {
         options: Vec<(String, Ty, Pos)>,
@@ -62,6 +67,8 @@ pub(super) struct Parser {
     pub(super) depth: u32,
     /// Type nodes that uses of aliases and named structs may still copy.
     pub(super) budget: usize,
+    /// The trace's byte order (`native`) is big-endian.
+    pub(super) native_be: bool,
 }
 
 /// Deepest nesting of types (structs, variants, arrays of them) accepted:
@@ -88,7 +95,7 @@ impl Ty {
             }
         };
         match self {
-            Ty::Struct { fields } => fields.iter().for_each(|f| add(&f.1, &mut n)),
+            Ty::Struct { fields, .. } => fields.iter().for_each(|f| add(&f.1, &mut n)),
             Ty::Variant { options } => options.iter().for_each(|f| add(&f.1, &mut n)),
             Ty::Array { elem, .. } | Ty::Sequence { elem, .. } => add(elem, &mut n),
             _ => {}
@@ -96,10 +103,22 @@ impl Ty {
         n.min(cap)
     }
 
+    /// Alignment in bits (CTF 1.8 section 4): integers and floats as
+    /// declared, strings on bytes, the rest as what they hold.
+    pub(super) fn align(&self) -> u32 {
+        match self {
+            Ty::Int { align, .. } | Ty::Float { align, .. } | Ty::Struct { align, .. } => *align,
+            Ty::Str => 8,
+            Ty::Enum { container, .. } => container.align(),
+            Ty::Variant { options } => options.iter().map(|f| f.1.align()).max().unwrap_or(1),
+            Ty::Array { elem, .. } | Ty::Sequence { elem, .. } => elem.align(),
+        }
+    }
+
     /// Levels of the type tree (a scalar is 1).
     pub(super) fn depth(&self) -> u32 {
         1 + match self {
-            Ty::Struct { fields } => fields.iter().map(|f| f.1.depth()).max().unwrap_or(0),
+            Ty::Struct { fields, .. } => fields.iter().map(|f| f.1.depth()).max().unwrap_or(0),
             Ty::Variant { options } => options.iter().map(|f| f.1.depth()).max().unwrap_or(0),
             Ty::Array { elem, .. } | Ty::Sequence { elem, .. } => elem.depth(),
             _ => 0,

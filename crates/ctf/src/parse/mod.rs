@@ -1,5 +1,8 @@
-//! Parses TSDL metadata into a [`TraceDesc`]. It reads what ringtrace (and
-//! the LTTng-UST layouts it shares) writes: type aliases, `trace`, `env`,
+//! Parses TSDL metadata into a [`TraceDesc`]. It reads what ringtrace,
+//! LTTng-UST and babeltrace2's `sink.ctf.fs` write, in either byte order:
+//! any packet header and context of fixed size (`resolve.rs` finds the
+//! fields it knows by name: [`crate::types::PacketLayout`]), compact,
+//! large or plain event headers, type aliases, `trace`, `env`,
 //! `clock`, named structs, `stream` and `event` blocks, integers, floats,
 //! strings, enumerations, structures, variants, arrays and sequences.
 //! Anything else is reported by name, with its line and column.
@@ -18,6 +21,7 @@ mod type_spec;
 
 use grammar::{Parser, Pos};
 pub use grammar::{MAX_NESTING, MAX_TYPE_NODES, TYPE_NODES_PER_TOKEN};
+use resolve::packet_layout;
 
 use std::collections::HashMap;
 
@@ -50,9 +54,12 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
         structs: HashMap::new(),
         depth: 0,
         budget: MAX_TYPE_NODES,
+        native_be: false,
     };
+    p.native_be = native_byte_order_is_be(&p.toks);
     p.budget += TYPE_NODES_PER_TOKEN * p.toks.len();
     let mut uuid = None;
+    let mut packet_header = None;
     let mut trace_pos = Pos::default();
     let mut clock: Option<ClockDesc> = None;
     let mut env = Vec::new();
@@ -65,7 +72,7 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
             "typealias" => p.typealias()?,
             "trace" => {
                 trace_pos = at;
-                p.trace_block(&mut uuid)?;
+                p.trace_block(&mut uuid, &mut packet_header)?;
             }
             "env" => p.env_block(&mut env)?,
             "clock" => {
@@ -80,15 +87,36 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
                 p.type_spec(false)?;
                 p.expect(";")?;
             }
-            "stream" => streams.push(p.stream_block(at)?),
+            "stream" => streams.push(p.stream_block()?),
             "event" => events.push(p.event_block()?),
             other => return p.err_at(at, format!("unsupported metadata block `{other}`")),
         }
     }
-    let uuid = match uuid {
-        Some(u) => u,
-        None => return p.err_at(trace_pos, "trace block without a uuid"),
-    };
+    let mut classes = Vec::with_capacity(streams.len());
+    for (mut class, context) in streams {
+        let at = context.as_ref().map_or(trace_pos, |c| c.1);
+        let (layout, shown) = packet_layout(
+            packet_header.as_ref(),
+            context.as_ref().map(|c| &c.0),
+            p.native_be,
+        )
+        .or_else(|m| p.err_at(at, m))?;
+        class.packet = layout;
+        (class.packet_fields, class.packet_field_offsets) = shown.into_iter().unzip();
+        if uuid.is_none() {
+            // Nothing to compare the packets' uuid with.
+            class.packet.uuid = None;
+        }
+        classes.push(class);
+    }
+    if classes.len() > 1 && classes.iter().any(|c| c.packet.stream_id.is_none()) {
+        return p.err_at(
+            trace_pos,
+            "several stream classes but no `stream_id` in the packet header",
+        );
+    }
+    // A trace without a uuid gets the nil one (its packets' are not checked).
+    let uuid = uuid.unwrap_or([0; 16]);
     let clock = clock.ok_or(MetadataError {
         line: 0,
         col: 0,
@@ -98,7 +126,36 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
         uuid,
         clock,
         env,
-        streams,
+        streams: classes,
         events,
     })
+}
+
+/// The trace's byte order, which `native` (and the absence of a byte
+/// order) means in every type: it is read before the rest, since LTTng
+/// declares its type aliases before the `trace` block.
+fn native_byte_order_is_be(toks: &[crate::lex::Spanned]) -> bool {
+    use crate::lex::Tok;
+    let is = |k: usize, want: &str| match toks.get(k).map(|t| &t.tok) {
+        Some(Tok::Ident(s)) => s == want,
+        Some(Tok::Punct(s)) => *s == want,
+        _ => false,
+    };
+    let Some(start) = (0..toks.len()).find(|&k| is(k, "trace") && is(k + 1, "{")) else {
+        return false;
+    };
+    let mut depth = 0;
+    for k in start + 1..toks.len() {
+        if is(k, "{") {
+            depth += 1;
+        } else if is(k, "}") {
+            depth -= 1;
+            if depth == 0 {
+                break;
+            }
+        } else if depth == 1 && is(k, "byte_order") && is(k + 1, "=") {
+            return is(k + 2, "be") || is(k + 2, "network");
+        }
+    }
+    false
 }

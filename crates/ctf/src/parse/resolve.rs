@@ -3,7 +3,9 @@
 //! fields as [`Field`]s.
 
 use super::grammar::{Pos, Ty};
-use crate::types::{EnumMapping, Field, FieldType, HeaderKind, IntType};
+use crate::types::{
+    EnumMapping, Field, FieldType, HeaderKind, IntType, PacketLayout, PlainHeader, Slot,
+};
 
 pub(super) fn is_identifier(s: &str) -> bool {
     let mut c = s.chars();
@@ -32,48 +34,190 @@ fn names(fields: &[(String, Ty, Pos)]) -> Vec<&str> {
     fields.iter().map(|f| f.0.as_str()).collect()
 }
 
-pub(super) fn check_packet_header(t: &Ty) -> Result<(), String> {
-    let ok = match t {
-        Ty::Struct { fields } => {
-            names(fields) == ["magic", "uuid", "stream_id", "stream_instance_id"]
-                && is_uint(&fields[0].1, 32)
-                && matches!(&fields[1].1, Ty::Array { elem, len: 16 } if is_uint(elem, 8))
-                && is_uint(&fields[2].1, 32)
-                && is_uint(&fields[3].1, 64)
-        }
-        _ => false,
-    };
-    ok.then_some(()).ok_or_else(|| {
-        "unsupported packet header layout (expected magic, uuid[16], stream_id, stream_instance_id)".into()
-    })
+/// One leading underscore is an escape (CTF 1.8 section 4.2: `_cpu_id`
+/// is `cpu_id`), as LTTng and babeltrace2 write field names.
+fn unescape(name: &str) -> &str {
+    name.strip_prefix('_').unwrap_or(name)
 }
 
-pub(super) fn check_packet_context(t: &Ty) -> Result<(), String> {
-    let want = [
-        ("timestamp_begin", 64),
-        ("timestamp_end", 64),
-        ("content_size", 64),
-        ("packet_size", 64),
-        ("packet_seq_num", 64),
-        ("events_discarded", 64),
-        ("cpu_id", 32),
-    ];
-    let ok = match t {
-        Ty::Struct { fields } => {
-            fields.len() == want.len()
-                && fields
-                    .iter()
-                    .zip(want)
-                    .all(|((n, ty, _), (wn, wb))| n == wn && is_uint(ty, wb))
-        }
-        _ => false,
-    };
-    ok.then_some(())
-        .ok_or_else(|| "unsupported packet context layout".into())
+fn align_up(bits: u64, align: u32) -> u64 {
+    bits.next_multiple_of(align.max(1) as u64)
 }
 
-pub(super) fn event_header_kind(t: &Ty) -> Result<HeaderKind, String> {
-    if let Ty::Struct { fields } = t {
+/// Size in bits of a type of fixed size (placed at an aligned offset);
+/// `None` for strings, sequences and variants.
+fn fixed_bits(t: &Ty) -> Option<u64> {
+    match t {
+        Ty::Int { size, .. } => Some(*size as u64),
+        Ty::Float { exp, mant, .. } => Some((exp + mant) as u64),
+        Ty::Enum { container, .. } => fixed_bits(container),
+        Ty::Struct { fields, .. } => {
+            let mut at = 0u64;
+            for f in fields {
+                at = align_up(at, f.1.align()).checked_add(fixed_bits(&f.1)?)?;
+            }
+            Some(at)
+        }
+        Ty::Array { elem, len } => {
+            let one = align_up(fixed_bits(elem)?, elem.align());
+            one.checked_mul(*len)
+        }
+        Ty::Str | Ty::Sequence { .. } | Ty::Variant { .. } => None,
+    }
+}
+
+/// Fields with their offsets in bits.
+type Placed<'a> = Vec<(&'a str, u64, &'a Ty)>;
+
+/// The top-level fields of a fixed-size structure with their offsets in
+/// bits from `start` (where the structure begins, aligned by the caller);
+/// returns them and where the structure ends. `what` names it in errors.
+fn placed<'a>(t: &'a Ty, start: u64, what: &str) -> Result<(Placed<'a>, u64), String> {
+    let Ty::Struct { fields, .. } = t else {
+        return Err(format!("{what} must be a structure"));
+    };
+    let mut at = start;
+    let mut out = Vec::new();
+    for (name, ty, _) in fields {
+        at = align_up(at, ty.align());
+        let Some(bits) = fixed_bits(ty) else {
+            return Err(format!(
+                "unsupported: {what} field `{name}` has no fixed size"
+            ));
+        };
+        out.push((unescape(name), at, ty));
+        at = at
+            .checked_add(bits)
+            .ok_or_else(|| format!("{what} too large"))?;
+    }
+    Ok((out, at))
+}
+
+/// A field the reader needs as a whole-byte unsigned integer of at most
+/// 64 bits, at a byte offset.
+fn slot(name: &str, bits_at: u64, t: &Ty, what: &str) -> Result<Slot, String> {
+    let t = match t {
+        Ty::Enum { container, .. } => container,
+        t => t,
+    };
+    match t {
+        Ty::Int { size, be, .. } if size.is_multiple_of(8) && bits_at.is_multiple_of(8) => {
+            Ok(Slot {
+                offset: u32::try_from(bits_at / 8).map_err(|_| format!("{what} too large"))?,
+                ty: IntType {
+                    bits: *size as u8,
+                    signed: false,
+                    base: 10,
+                    be: *be,
+                },
+            })
+        }
+        _ => Err(format!(
+            "unsupported: {what} field `{name}` is not a byte-aligned integer of whole bytes"
+        )),
+    }
+}
+
+/// Where a stream class's packets keep their header's and context's
+/// fields (either may be absent); unknown fields of fixed size are
+/// stepped over.
+pub(super) fn packet_layout(
+    header: Option<&Ty>,
+    context: Option<&Ty>,
+    big_endian: bool,
+) -> Result<(PacketLayout, Vec<(Field, u32)>), String> {
+    let mut shown = Vec::new();
+    let mut l = PacketLayout {
+        magic: None,
+        uuid: None,
+        stream_id: None,
+        stream_instance_id: None,
+        timestamp_begin: None,
+        timestamp_end: None,
+        content_size: None,
+        packet_size: None,
+        packet_seq_num: None,
+        events_discarded: None,
+        cpu_id: None,
+        len: 0,
+        big_endian,
+    };
+    let mut end = 0u64;
+    for (t, what) in [(header, "packet header"), (context, "packet context")] {
+        let Some(t) = t else { continue };
+        let (fields, e) = placed(t, align_up(end, t.align()), what)?;
+        end = e;
+        for (name, at, ty) in fields {
+            let s = |l: &mut Option<Slot>| -> Result<(), String> {
+                *l = Some(slot(name, at, ty, what)?);
+                Ok(())
+            };
+            match (what, name) {
+                ("packet header", "magic") => s(&mut l.magic)?,
+                ("packet header", "uuid") => {
+                    let ok = matches!(ty, Ty::Array { elem, len: 16 }
+                        if matches!(**elem, Ty::Int { size: 8, .. }))
+                        && at.is_multiple_of(8);
+                    if !ok {
+                        return Err("unsupported: packet header `uuid` is not 16 bytes".into());
+                    }
+                    l.uuid = Some((at / 8) as u32);
+                }
+                ("packet header", "stream_id") => s(&mut l.stream_id)?,
+                ("packet header", "stream_instance_id") => s(&mut l.stream_instance_id)?,
+                ("packet context", "timestamp_begin") => s(&mut l.timestamp_begin)?,
+                ("packet context", "timestamp_end") => s(&mut l.timestamp_end)?,
+                ("packet context", "content_size") => s(&mut l.content_size)?,
+                ("packet context", "packet_size") => s(&mut l.packet_size)?,
+                ("packet context", "packet_seq_num") => s(&mut l.packet_seq_num)?,
+                ("packet context", "events_discarded") => s(&mut l.events_discarded)?,
+                ("packet context", "cpu_id") => s(&mut l.cpu_id)?,
+                _ => {}
+            }
+            let defined = [
+                "timestamp_begin",
+                "timestamp_end",
+                "content_size",
+                "packet_size",
+                "packet_seq_num",
+                "events_discarded",
+            ];
+            if what == "packet context" && !defined.contains(&name) && at.is_multiple_of(8) {
+                // Integers and enumerations are shown with the events
+                // (others, rare in packet contexts, are stepped over).
+                let ty = match ty {
+                    Ty::Int { .. } => int_type(ty).map(FieldType::Int),
+                    Ty::Enum { container, maps } => {
+                        int_type(container).map(|it| enumeration(it, maps))
+                    }
+                    _ => None,
+                };
+                if let Some(ty) = ty {
+                    shown.push((Field::new(name, ty), (at / 8) as u32));
+                }
+            }
+        }
+    }
+    if !end.is_multiple_of(8) {
+        return Err("unsupported: packet header and context end inside a byte".into());
+    }
+    l.len = u32::try_from(end / 8).map_err(|_| "packet context too large".to_owned())?;
+    Ok((l, shown))
+}
+
+/// The event header: LTTng's compact or large one (an enumeration `id`
+/// and a variant `v`), or any other structure of fixed size with an `id`
+/// and a `timestamp` (either may be missing), or none.
+pub(super) fn event_header_kind(t: Option<&Ty>) -> Result<HeaderKind, String> {
+    let Some(t) = t else {
+        return Ok(HeaderKind::Plain(PlainHeader {
+            id: None,
+            ts: None,
+            len: 0,
+            align: 1,
+        }));
+    };
+    if let Ty::Struct { fields, .. } = t {
         if names(fields) == ["id", "v"] {
             if let (Ty::Enum { container, .. }, Ty::Variant { options }) =
                 (&fields[0].1, &fields[1].1)
@@ -89,10 +233,26 @@ pub(super) fn event_header_kind(t: &Ty) -> Result<HeaderKind, String> {
             }
         }
     }
-    Err(
-        "unsupported event header layout (expected event_header_compact or event_header_large)"
-            .into(),
-    )
+    let what = "event header";
+    let (fields, end) = placed(t, 0, what)?;
+    let mut h = PlainHeader {
+        id: None,
+        ts: None,
+        len: 0,
+        align: (t.align() / 8).clamp(1, 128) as u8,
+    };
+    for (name, at, ty) in fields {
+        match name {
+            "id" => h.id = Some(slot(name, at, ty, what)?),
+            "timestamp" => h.ts = Some(slot(name, at, ty, what)?),
+            _ => {}
+        }
+    }
+    if !end.is_multiple_of(8) {
+        return Err("unsupported: event header ends inside a byte".into());
+    }
+    h.len = u16::try_from(end / 8).map_err(|_| "event header too large".to_owned())?;
+    Ok(HeaderKind::Plain(h))
 }
 
 fn int_type(t: &Ty) -> Option<IntType> {
@@ -104,7 +264,7 @@ fn int_type(t: &Ty) -> Option<IntType> {
             align,
             be,
             ..
-        } if size % 8 == 0 && *align % 8 == 0 => Some(IntType {
+        } if size % 8 == 0 && *align == 8 => Some(IntType {
             bits: *size as u8,
             signed: *signed,
             base: *base as u8,
@@ -114,45 +274,57 @@ fn int_type(t: &Ty) -> Option<IntType> {
     }
 }
 
+/// An enumeration over `it`, or a boolean (CTF 1.8 has none: ringtrace
+/// writes `{ false = 0, true = 1 }` on 8 bits).
+fn enumeration(it: IntType, maps: &[(String, i128, i128)]) -> FieldType {
+    let is_bool = it.bits == 8
+        && !it.signed
+        && maps.len() == 2
+        && maps[0] == ("false".into(), 0, 0)
+        && maps[1] == ("true".into(), 1, 1);
+    if is_bool {
+        FieldType::Bool
+    } else {
+        FieldType::Enum(
+            it,
+            maps.iter()
+                .map(|(l, a, b)| EnumMapping {
+                    label: l.clone(),
+                    start: *a as i64,
+                    end: *b as i64,
+                })
+                .collect(),
+        )
+    }
+}
+
 pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
-    let Ty::Struct { fields } = t else {
+    let Ty::Struct { fields, align } = t else {
         return Err(("event fields must be a structure".into(), Pos::default()));
     };
     let mut out: Vec<Field> = Vec::new();
     for (k, (name, ty, pos)) in fields.iter().enumerate() {
         // One leading underscore is an escape, as in LTTng's metadata.
-        let clean = name.strip_prefix('_').unwrap_or(name).to_owned();
+        let clean = unescape(name).to_owned();
         let unsupported = |what: &str| (format!("unsupported field `{name}`: {what}"), *pos);
+        let mut length = None;
         let fty = match ty {
-            Ty::Int { .. } => {
-                FieldType::Int(int_type(ty).ok_or_else(|| unsupported("integer not byte-sized"))?)
+            Ty::Int { .. } => FieldType::Int(
+                int_type(ty).ok_or_else(|| unsupported("integer not byte-sized or aligned"))?,
+            ),
+            Ty::Float { be: true, .. } => return Err(unsupported("big-endian floating point")),
+            Ty::Float { align, .. } if *align != 8 => {
+                return Err(unsupported("floating point aligned beyond a byte"))
             }
             Ty::Float { exp: 8, .. } => FieldType::F32,
             Ty::Float { .. } => FieldType::F64,
             Ty::Str => FieldType::String,
-            Ty::Enum { container, maps } => {
-                let it = int_type(container)
-                    .ok_or_else(|| unsupported("enumeration container not byte-sized"))?;
-                let is_bool = it.bits == 8
-                    && !it.signed
-                    && maps.len() == 2
-                    && maps[0] == ("false".into(), 0, 0)
-                    && maps[1] == ("true".into(), 1, 1);
-                if is_bool {
-                    FieldType::Bool
-                } else {
-                    FieldType::Enum(
-                        it,
-                        maps.iter()
-                            .map(|(l, a, b)| EnumMapping {
-                                label: l.clone(),
-                                start: *a as i64,
-                                end: *b as i64,
-                            })
-                            .collect(),
-                    )
-                }
-            }
+            Ty::Enum { container, maps } => enumeration(
+                int_type(container).ok_or_else(|| {
+                    unsupported("enumeration container not byte-sized or aligned")
+                })?,
+                maps,
+            ),
             Ty::Array { elem, len } if is_char(elem) => {
                 FieldType::Text(u32::try_from(*len).map_err(|_| unsupported("array too long"))?)
             }
@@ -171,6 +343,10 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
                     Some((pn, pt, _)) if pn == len_field => int_type(pt).filter(|t| !t.signed),
                     _ => None,
                 };
+                let shown = unescape(len_field);
+                if shown != format!("_{clean}_length") {
+                    length = Some(shown.to_owned());
+                }
                 let Some(len) = len else {
                     return Err(unsupported(
                         "sequence length must be the unsigned integer field just before",
@@ -191,7 +367,13 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
         out.push(Field {
             name: clean,
             ty: fty,
+            length,
         });
+    }
+    if *align > 8 {
+        // Its fields are byte-aligned: the structure itself was `align(n)`.
+        let msg = format!("unsupported: a structure aligned on {align} bits");
+        return Err((msg, fields.first().map_or(Pos::default(), |f| f.2)));
     }
     Ok(out)
 }

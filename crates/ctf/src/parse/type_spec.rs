@@ -51,14 +51,14 @@ impl Parser {
     /// `integer { size = …; … }`; `p` is where it starts.
     fn integer(&mut self, p: Pos) -> R<Ty> {
         self.i += 1;
-        let (mut size, mut align, mut signed, mut base, mut clock) = (None, 8, false, 10, None);
+        let (mut size, mut align, mut signed, mut base, mut clock) = (None, None, false, 10, None);
         let mut text = false;
-        let mut be = false;
+        let mut be = self.native_be;
         for (k, v, p) in self.attrs()? {
             match (k.as_str(), v) {
                 ("size", Value::Int(n)) if (1..=64).contains(&n) => size = Some(n as u32),
                 ("align", Value::Int(n)) if n > 0 && (n as u64).is_power_of_two() => {
-                    align = n as u32
+                    align = Some(n as u32)
                 }
                 ("signed", v) => {
                     signed = v
@@ -84,8 +84,8 @@ impl Parser {
                     }
                 }
                 ("encoding", _) => {}
-                // The trace's own order is little-endian (`blocks.rs`).
-                ("byte_order", Value::Ident(s)) if s == "le" || s == "native" => be = false,
+                ("byte_order", Value::Ident(s)) if s == "native" => be = self.native_be,
+                ("byte_order", Value::Ident(s)) if s == "le" => be = false,
                 ("byte_order", Value::Ident(s)) if s == "be" || s == "network" => be = true,
                 ("byte_order", _) => {
                     return self.err_at(p, "integer `byte_order` must be le, be, network or native")
@@ -108,7 +108,9 @@ impl Parser {
         };
         Ok(Ty::Int {
             size,
-            align,
+            // CTF 1.8 section 4.1.5: byte-aligned when a whole number of
+            // bytes, bit-packed otherwise.
+            align: align.unwrap_or(if size % 8 == 0 { 8 } else { 1 }),
             signed,
             base,
             clock,
@@ -120,20 +122,29 @@ impl Parser {
     /// `floating_point { exp_dig = …; mant_dig = …; }`: binary32 or binary64.
     fn floating_point(&mut self, p: Pos) -> R<Ty> {
         self.i += 1;
-        let (mut exp, mut mant) = (0, 0);
+        let (mut exp, mut mant, mut align, mut be) = (0, 0, 8, self.native_be);
         for (k, v, p) in self.attrs()? {
             match (k.as_str(), v) {
                 ("exp_dig", Value::Int(n)) => exp = n as u32,
                 ("mant_dig", Value::Int(n)) => mant = n as u32,
-                ("align", _) => {}
-                ("byte_order", Value::Ident(s)) if s == "le" || s == "native" => {}
+                ("align", Value::Int(n)) if n > 0 && (n as u64).is_power_of_two() => {
+                    align = n as u32
+                }
+                ("byte_order", Value::Ident(s)) if s == "native" => be = self.native_be,
+                ("byte_order", Value::Ident(s)) if s == "le" => be = false,
+                ("byte_order", Value::Ident(s)) if s == "be" || s == "network" => be = true,
                 (k, _) => {
                     return self.err_at(p, format!("unsupported floating_point attribute `{k}`"))
                 }
             }
         }
         match (exp, mant) {
-            (8, 24) | (11, 53) => Ok(Ty::Float { exp, mant }),
+            (8, 24) | (11, 53) => Ok(Ty::Float {
+                exp,
+                mant,
+                align,
+                be,
+            }),
             _ => self.err_at(
                 p,
                 format!("unsupported floating point with exp_dig {exp}, mant_dig {mant}"),
@@ -212,7 +223,8 @@ impl Parser {
         let ty = if self.is_punct("{") {
             self.i += 1;
             let fields = self.fields()?;
-            Ty::Struct { fields }
+            let align = fields.iter().map(|f| f.1.align()).max().unwrap_or(1);
+            Ty::Struct { fields, align }
         } else {
             let cap = self.budget + 1;
             let found = name.as_ref().and_then(|n| self.structs.get(n));
@@ -226,11 +238,21 @@ impl Parser {
                 }
             }
         };
+        let mut ty = ty;
         if self.is_ident("align") {
             self.i += 1;
             self.expect("(")?;
-            self.int()?;
+            let ap = self.pos();
+            let n = self.int()?;
             self.expect(")")?;
+            let n = u32::try_from(n)
+                .ok()
+                .filter(|n| n.is_power_of_two())
+                .ok_or(())
+                .or_else(|_| self.err_at(ap, "struct alignment must be a power of two"))?;
+            if let Ty::Struct { align, .. } = &mut ty {
+                *align = (*align).max(n);
+            }
         }
         if let (Some(n), Ty::Struct { .. }) = (name, &ty) {
             self.structs.insert(n, ty.clone());

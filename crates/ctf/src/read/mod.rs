@@ -20,6 +20,7 @@ use crate::parse::MetadataError;
 use crate::types::TraceDesc;
 use crate::value::Value;
 
+mod ids;
 pub mod packetized;
 mod set;
 mod stream;
@@ -141,6 +142,10 @@ pub struct Event {
     pub context: Vec<Value>,
     /// CPU of the packet it came from.
     pub cpu: u32,
+    /// Values of its packet context's shown fields (`cpu_id` and the
+    /// producer's own), in the order of
+    /// [`crate::types::StreamClass::packet_fields`].
+    pub packet: Vec<Value>,
 }
 
 /// What a stream yields.
@@ -259,6 +264,8 @@ pub struct EventRef<'a> {
     pub context: &'a [Value],
     /// CPU of the packet it came from.
     pub cpu: u32,
+    /// Values of its packet's shown fields (see [`Event::packet`]).
+    pub packet: &'a [Value],
 }
 
 /// An item lent in place (see [`Item`] for the owned form).
@@ -297,6 +304,7 @@ impl ItemRef<'_> {
                 values: e.values.to_vec(),
                 context: e.context.to_vec(),
                 cpu: e.cpu,
+                packet: e.packet.to_vec(),
             }),
             ItemRef::Discarded {
                 events,

@@ -1,53 +1,17 @@
 //! One stream file, read packet by packet in constant memory (one packet
 //! buffer, grown only as far as the file's bytes go).
 
-use std::io::{self, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::ids::IdTable;
 use super::{ClockMap, Event, EventRef, Item, ItemRef, ReadError, MAX_PACKET};
 use crate::layout::{
-    extend_timestamp, read_event_header, read_packet_context, PacketContext, MAGIC,
-    PACKET_HEADER_SIZE,
+    extend_timestamp, read_event_header, read_event_header_be, PacketContext, MAGIC,
 };
 use crate::types::{HeaderKind, TraceDesc};
 use crate::value::{decode_at, DecodeError, Value};
-
-/// Event id → event class index: a vector indexed by id when the ids are
-/// dense (ringtrace's and LTTng's are: 0, 1, 2, …), sorted pairs searched
-/// otherwise, so that a metadata naming ids in the millions costs memory
-/// for the classes it declares, not for the ids' range.
-#[derive(Debug)]
-enum IdTable {
-    Dense(Vec<Option<usize>>),
-    Sparse(Vec<(u64, usize)>),
-}
-
-impl IdTable {
-    fn new(mut pairs: Vec<(u64, usize)>) -> IdTable {
-        let max = pairs.iter().map(|p| p.0).max().unwrap_or(0);
-        if max < 2 * pairs.len() as u64 + 64 {
-            let mut v = vec![None; max as usize + 1];
-            for (id, k) in pairs {
-                v[id as usize] = Some(k);
-            }
-            IdTable::Dense(v)
-        } else {
-            pairs.sort_unstable();
-            IdTable::Sparse(pairs)
-        }
-    }
-
-    #[inline]
-    fn get(&self, id: u64) -> Option<usize> {
-        match self {
-            IdTable::Dense(v) => usize::try_from(id)
-                .ok()
-                .and_then(|i| v.get(i).copied().flatten()),
-            IdTable::Sparse(v) => v.binary_search_by_key(&id, |p| p.0).ok().map(|i| v[i].1),
-        }
-    }
-}
 
 /// The bytes of a stream: a file, or any reader.
 struct Source(Box<dyn Read + Send>);
@@ -73,6 +37,8 @@ pub struct StreamReader {
     content_end: usize,
     pos: usize,
     kind: HeaderKind,
+    /// The trace is big-endian (its compact and large headers are).
+    big_endian: bool,
     class_idx: usize,
     prev_ts: u64,
     ctx: PacketContext,
@@ -86,6 +52,8 @@ pub struct StreamReader {
     class_values: Vec<Vec<Value>>,
     /// The same for each stream class's event context (index as `classes`).
     context_values: Vec<Vec<Value>>,
+    /// The current packet's shown fields (`StreamClass::packet_fields`).
+    packet_values: Vec<Value>,
     /// What [`StreamReader::advance`] decoded last (an event's values are in
     /// `class_values[class]`).
     head: Head,
@@ -150,6 +118,7 @@ impl StreamReader {
             content_end: 0,
             pos: 0,
             kind: HeaderKind::Compact,
+            big_endian: false,
             class_idx: 0,
             prev_ts: 0,
             ctx: PacketContext::default(),
@@ -159,6 +128,7 @@ impl StreamReader {
             done: false,
             class_values: vec![Vec::new(); n_classes],
             context_values: vec![Vec::new(); n_streams],
+            packet_values: Vec::new(),
             head: Head::Discarded {
                 events: 0,
                 packets: 0,
@@ -223,30 +193,6 @@ impl StreamReader {
         }
     }
 
-    /// Reads up to `buf.len()` bytes; returns how many (short only at EOF).
-    fn fill(&mut self, buf_start: usize, len: usize) -> Result<usize, ReadError> {
-        let mut got = 0;
-        while got < len {
-            match self
-                .file
-                .0
-                .read(&mut self.packet[buf_start + got..buf_start + len])
-            {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(source) => {
-                    self.done = true;
-                    return Err(ReadError::Io {
-                        path: self.path.clone(),
-                        source,
-                    });
-                }
-            }
-        }
-        Ok(got)
-    }
-
     /// Appends up to `len` bytes of the file to the packet buffer, growing
     /// it only as far as the bytes that are there; returns how many.
     fn fill_to(&mut self, len: usize) -> Result<usize, ReadError> {
@@ -266,64 +212,144 @@ impl StreamReader {
         }
     }
 
-    /// Loads the next packet; `Ok(false)` at the end of the file.
+    /// Loads the next packet; `Ok(false)` at the end of the file. The
+    /// packet header (common to the stream classes) says which stream
+    /// class it is; that class's layout says where the rest is.
     fn next_packet(&mut self) -> Result<bool, ReadError> {
         self.offset += self.packet.len() as u64;
-        self.packet.resize(PACKET_HEADER_SIZE, 0);
-        let got = self.fill(0, PACKET_HEADER_SIZE)?;
+        self.packet.clear();
+        let at = self.offset;
+        let first = self
+            .desc
+            .streams
+            .iter()
+            .map(|c| c.packet.len)
+            .min()
+            .unwrap_or(0) as usize;
+        let got = self.fill_to(first.max(1))?;
         if got == 0 {
-            self.packet.clear();
             return Ok(false);
         }
-        let at = self.offset;
-        if got < PACKET_HEADER_SIZE {
+        if got < first {
             return Err(self.err(
                 at,
-                format!("truncated packet header ({got} of {PACKET_HEADER_SIZE} bytes)"),
+                format!("truncated packet header ({got} of {first} bytes)"),
             ));
         }
-        let (magic, uuid, ctx) = read_packet_context(&self.packet).expect("header length checked");
-        if magic != MAGIC {
-            return Err(self.err(at, format!("bad packet magic {magic:#010x}")));
-        }
-        if uuid != self.desc.uuid {
-            return Err(self.err(at + 4, "packet uuid differs from the trace uuid"));
-        }
-        let Some(ci) = self.classes.iter().position(|c| c.0 == ctx.stream_id) else {
-            return Err(self.err(at + 20, format!("unknown stream class {}", ctx.stream_id)));
+        let Some(class0) = self.desc.streams.first() else {
+            return Err(self.err(at, "the metadata declares no stream class"));
         };
-        let hdr_bits = PACKET_HEADER_SIZE as u64 * 8;
-        if ctx.packet_size % 8 != 0
-            || ctx.packet_size < hdr_bits
-            || ctx.packet_size / 8 > MAX_PACKET
-        {
-            return Err(self.err(at + 56, format!("bad packet size {} bits", ctx.packet_size)));
+        let l0 = class0.packet;
+        if let Some(magic) = l0.magic.and_then(|s| s.read(&self.packet)) {
+            if magic != MAGIC as u64 {
+                return Err(self.err(at, format!("bad packet magic {magic:#010x}")));
+            }
         }
-        if ctx.content_size % 8 != 0
-            || ctx.content_size < hdr_bits
+        if let Some(u) = l0.uuid {
+            let u = u as usize;
+            if self.packet.get(u..u + 16) != Some(&self.desc.uuid[..]) {
+                return Err(self.err(at + u as u64, "packet uuid differs from the trace uuid"));
+            }
+        }
+        let (ci, stream_id) = match l0.stream_id {
+            Some(slot) => {
+                let id = slot.read(&self.packet).unwrap_or(u64::MAX);
+                match self.classes.iter().position(|c| c.0 as u64 == id) {
+                    Some(ci) => (ci, id as u32),
+                    None => {
+                        let o = at + slot.offset as u64;
+                        return Err(self.err(o, format!("unknown stream class {id}")));
+                    }
+                }
+            }
+            None => (0, self.classes[0].0),
+        };
+        let l = self.desc.streams[ci].packet;
+        let head = l.len as usize;
+        let got = got + self.fill_to(head.saturating_sub(got))?;
+        if got < head {
+            return Err(self.err(
+                at,
+                format!("truncated packet header ({got} of {head} bytes)"),
+            ));
+        }
+        let field = |s: Option<crate::types::Slot>| s.and_then(|s| s.read(&self.packet));
+        let bits = head as u64 * 8;
+        let packet_size = field(l.packet_size);
+        let mut ctx = PacketContext {
+            stream_id,
+            stream_instance_id: field(l.stream_instance_id).unwrap_or(0),
+            timestamp_begin: field(l.timestamp_begin).unwrap_or(self.prev_ts),
+            timestamp_end: field(l.timestamp_end).unwrap_or(0),
+            content_size: field(l.content_size).or(packet_size).unwrap_or(0),
+            packet_size: packet_size.unwrap_or(0),
+            packet_seq_num: field(l.packet_seq_num)
+                .unwrap_or(self.last_seq.map_or(0, |s| s.saturating_add(1))),
+            events_discarded: field(l.events_discarded).unwrap_or(0),
+            cpu_id: field(l.cpu_id).map_or(0, |c| c as u32),
+        };
+        let class = &self.desc.streams[ci];
+        self.packet_values.clear();
+        for (i, (f, &off)) in class
+            .packet_fields
+            .iter()
+            .zip(&class.packet_field_offsets)
+            .enumerate()
+        {
+            // Inside the header bytes read (placed there by the metadata's
+            // layout), integers only: this cannot fail.
+            let mut pos = off as usize;
+            let _ = decode_at(
+                &f.ty,
+                &self.packet[..head],
+                &mut pos,
+                &mut self.packet_values,
+                i,
+            );
+        }
+        let size_at = at + l.packet_size.map_or(0, |s| s.offset as u64);
+        let content_at = at + l.content_size.map_or(0, |s| s.offset as u64);
+        let got = match packet_size {
+            Some(size) => {
+                if !size.is_multiple_of(8) || size < bits || size / 8 > MAX_PACKET {
+                    return Err(self.err(size_at, format!("bad packet size {size} bits")));
+                }
+                got + self.fill_to(((size / 8) as usize).saturating_sub(got))?
+            }
+            None => {
+                // No packet size: the packet is the rest of the file.
+                let got = got + self.fill_to(MAX_PACKET as usize - got)?;
+                ctx.packet_size = got as u64 * 8;
+                if l.content_size.is_none() {
+                    ctx.content_size = ctx.packet_size;
+                }
+                got
+            }
+        };
+        if !ctx.content_size.is_multiple_of(8)
+            || ctx.content_size < bits
             || ctx.content_size > ctx.packet_size
         {
             return Err(self.err(
-                at + 48,
+                content_at,
                 format!(
                     "bad content size {} bits (packet {} bits)",
                     ctx.content_size, ctx.packet_size
                 ),
             ));
         }
+        // The buffer grew as the bytes arrived, never to what the header
+        // claims: an 84-byte file claiming a 1 GiB packet costs 84 bytes.
         let size = (ctx.packet_size / 8) as usize;
         let content = (ctx.content_size / 8) as usize;
-        // The buffer grows as the bytes arrive, never to what the header
-        // claims: an 84-byte file claiming a 1 GiB packet costs 84 bytes.
-        let got = PACKET_HEADER_SIZE + self.fill_to(size - PACKET_HEADER_SIZE)?;
         self.content_end = content.min(got);
         if got < size {
-            self.packet.truncate(got);
             self.truncated = Some(format!("packet truncated: {got} of {size} bytes present"));
         }
         self.class_idx = ci;
         self.kind = self.classes[ci].1;
-        self.pos = PACKET_HEADER_SIZE;
+        self.big_endian = l.big_endian;
+        self.pos = head;
         self.prev_ts = ctx.timestamp_begin;
         self.ctx = ctx;
         Ok(true)
@@ -345,6 +371,7 @@ impl StreamReader {
                 values: &self.class_values[class],
                 context: &self.context_values[self.class_idx],
                 cpu,
+                packet: &self.packet_values,
             }),
             Head::Discarded {
                 events,
@@ -377,6 +404,7 @@ impl StreamReader {
                 values: std::mem::take(&mut self.class_values[class]),
                 context: self.context_values[self.class_idx].clone(),
                 cpu,
+                packet: self.packet_values.clone(),
             }),
             Head::Discarded { .. } => self.head().to_owned(),
         }
@@ -390,8 +418,7 @@ impl StreamReader {
             if self.done {
                 return Ok(false);
             }
-            if self.pos < self.content_end {
-                self.decode_event()?;
+            if self.pos < self.content_end && self.decode_event()? {
                 return Ok(true);
             }
             if let Some(msg) = self.truncated.take() {
@@ -423,10 +450,25 @@ impl StreamReader {
         }
     }
 
-    fn decode_event(&mut self) -> Result<(), ReadError> {
+    /// Decodes the event at `pos`; `Ok(false)` when the packet's content
+    /// held only alignment padding there.
+    fn decode_event(&mut self) -> Result<bool, ReadError> {
+        if let HeaderKind::Plain(p) = self.kind {
+            self.pos = self.pos.next_multiple_of(p.align as usize);
+            if self.pos >= self.content_end {
+                // Only padding was left.
+                self.pos = self.content_end;
+                return Ok(false);
+            }
+        }
         let at = self.offset + self.pos as u64;
         let content = &self.packet[..self.content_end];
-        let Some(h) = read_event_header(&content[self.pos..], self.kind) else {
+        let h = if self.big_endian {
+            read_event_header_be(&content[self.pos..], self.kind)
+        } else {
+            read_event_header(&content[self.pos..], self.kind)
+        };
+        let Some(h) = h else {
             return Err(self.cut(at, "event header"));
         };
         let ts = extend_timestamp(self.prev_ts, h.ts, h.ts_bits);
@@ -481,7 +523,7 @@ impl StreamReader {
             class,
             cpu: self.ctx.cpu_id,
         };
-        Ok(())
+        Ok(true)
     }
 
     /// The error of a part of an event (`part`, named `what` in messages)

@@ -157,11 +157,7 @@ pub fn one_stream(uuid: [u8; 16], header: HeaderKind, events: Vec<EventClass>) -
         uuid,
         clock: clock_ns(),
         env: vec![],
-        streams: vec![StreamClass {
-            id: 0,
-            header,
-            context: vec![],
-        }],
+        streams: vec![StreamClass::new(0, header, vec![])],
         events,
     }
 }

@@ -62,11 +62,7 @@ pub fn trace_desc(
         ],
         streams: (0u32..)
             .zip(channels)
-            .map(|(id, c)| StreamClass {
-                id,
-                header: HEADER,
-                context: c.fields(),
-            })
+            .map(|(id, c)| StreamClass::new(id, HEADER, c.fields()))
             .collect(),
         events: Vec::new(),
     }
