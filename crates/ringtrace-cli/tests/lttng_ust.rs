@@ -4,8 +4,9 @@
 //! strings, integer and text arrays, sequences with `size_t` and `uint16_t`
 //! lengths, text sequences, an enumeration with a range), recorded by a
 //! real session daemon with the `vtid`, `vpid`, `procname` and `ip`
-//! contexts, per-user and per-process buffers, discard and a flight
-//! recorder snapshot. Our reader finds the trace under LTTng's folders,
+//! contexts, per-user and per-process buffers, discard, overwrite and a
+//! flight recorder snapshot; and each of those rewritten by babeltrace2's
+//! `sink.ctf.fs` (other packet and event header layouts). Our reader finds the trace under LTTng's folders,
 //! reads its packetized metadata, and decodes every event: the same counts
 //! of events and discarded events as babeltrace2, and `ringtrace view
 //! --format babeltrace` prints babeltrace2's lines, times and deltas
@@ -97,8 +98,16 @@ fn build(dir: &Path) -> PathBuf {
     exe
 }
 
-/// Records `prog ROUNDS 2` in an LTTng session; returns the trace folder.
-fn record(exe: &Path, dir: &Path, name: &str, buffers: &str, snapshot: bool) -> PathBuf {
+/// Records `prog ROUNDS 2` in an LTTng session (a snapshot session
+/// overwrites); returns the trace folder.
+fn record(
+    exe: &Path,
+    dir: &Path,
+    name: &str,
+    buffers: &str,
+    overwrite: bool,
+    snapshot: bool,
+) -> PathBuf {
     let out = dir.join(name);
     let session = format!("rt{}{name}", std::process::id());
     let o = format!("--output={}", out.display());
@@ -108,7 +117,7 @@ fn record(exe: &Path, dir: &Path, name: &str, buffers: &str, snapshot: bool) -> 
     }
     lttng(&create);
     let mut ch = vec!["enable-channel", "-u", "-s", &session, buffers, "ch"];
-    if snapshot {
+    if overwrite || snapshot {
         ch.insert(5, "--overwrite");
     }
     lttng(&ch);
@@ -187,18 +196,35 @@ fn lttng_ust_traces_read_as_babeltrace2_reads_them() {
     std::fs::create_dir_all(&dir).unwrap();
     let exe = build(&dir);
     let _daemon = Daemon::start();
-    for (name, buffers, snapshot) in [
-        ("per-uid", "--buffers-uid", false),
-        ("per-pid", "--buffers-pid", false),
-        ("snapshot", "--buffers-uid", true),
+    for (name, buffers, overwrite, snapshot) in [
+        ("per-uid", "--buffers-uid", false, false),
+        ("per-pid", "--buffers-pid", false, false),
+        ("overwrite", "--buffers-pid", true, false),
+        ("snapshot", "--buffers-uid", true, true),
     ] {
-        let trace = record(&exe, &dir, name, buffers, snapshot);
-        // `ringtrace view --format babeltrace` prints babeltrace2's lines.
-        let (lines, stderr) = same_as_babeltrace2(&trace);
-        let (events, lost) = ours(&trace);
+        let recorded = record(&exe, &dir, name, buffers, overwrite, snapshot);
+        let rewritten = dir.join(format!("{name}-rewritten"));
+        rewrite_with_babeltrace2(&recorded, &rewritten);
+        for (trace, name) in [
+            (&recorded, name.to_owned()),
+            (&rewritten, format!("{name}, rewritten")),
+        ] {
+            check_trace(trace, &name, !overwrite);
+        }
+    }
+}
+
+/// `ringtrace view --format babeltrace` prints babeltrace2's lines for
+/// `trace`, and our reader and `ringtrace stats` count its events and
+/// discarded events as babeltrace2 does (all that the program recorded
+/// when the buffers `discard`).
+fn check_trace(trace: &Path, name: &str, discard: bool) {
+    {
+        let (lines, stderr) = same_as_babeltrace2(trace);
+        let (events, lost) = ours(trace);
         assert_eq!(events, lines as u64, "{name}: event count");
         assert_eq!(lost, their_discarded(&stderr), "{name}: events discarded");
-        if !snapshot {
+        if discard {
             // Per-process buffers are small by default: LTTng may discard.
             assert_eq!(events + lost, ROUNDS * 3 * 2, "{name}: every event");
         }

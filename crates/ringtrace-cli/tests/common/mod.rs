@@ -230,3 +230,23 @@ pub fn same_as_babeltrace2(trace: &Path) -> (usize, String) {
     }
     (a.len(), stderr)
 }
+
+/// Rewrites `trace` with babeltrace2's `sink.ctf.fs` into `out` (emptied
+/// first), as a user converting a trace would: its own packet header,
+/// packet context and event header layouts (`struct { uint64 id; uint64
+/// timestamp; }`), its own field declarations.
+pub fn rewrite_with_babeltrace2(trace: &Path, out: &Path) {
+    let _ = std::fs::remove_dir_all(out);
+    let o = Command::new("babeltrace2")
+        .arg("convert")
+        .arg(trace)
+        .args(["--component", "sink.ctf.fs", "--params"])
+        .arg(format!("path=\"{}\"", out.display()))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "babeltrace2 sink.ctf.fs: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
