@@ -128,10 +128,8 @@ pub fn preamble(t: &TraceDesc) -> String {
         let _ = write!(s, "stream {{\n\tid = {};\n{header}{context}", st.id);
         if !st.context.is_empty() {
             s.push_str("\tevent.context := struct {\n");
-            for f in &st.context {
-                field_decl(&mut s, f);
-            }
-            s.push_str("\t};\n");
+            struct_fields(&mut s, &st.context);
+            let _ = writeln!(s, "\t}}{};", struct_align(&st.context));
         }
         s.push_str("};\n\n");
     }
@@ -158,10 +156,8 @@ pub fn event_block(e: &EventClass) -> String {
         e.stream_id,
         e.loglevel
     );
-    for f in &e.fields {
-        field_decl(&mut s, f);
-    }
-    s.push_str("\t};\n};\n\n");
+    struct_fields(&mut s, &e.fields);
+    let _ = write!(s, "\t}}{};\n}};\n\n", struct_align(&e.fields));
     s
 }
 
@@ -285,6 +281,37 @@ fn plain_header(p: &PlainHeader, clock: &str) -> Option<String> {
 /// Field names get one leading underscore, as LTTng writes them: readers
 /// strip it, and it keeps names clear of TSDL keywords.
 fn field_decl(s: &mut String, f: &Field) {
+    let mut d = String::new();
+    field_decl_unaligned(&mut d, f);
+    if f.align > 1 {
+        // Its first declaration (a sequence's length) carries the alignment.
+        d = d.replacen("align = 8;", &format!("align = {};", f.align as u32 * 8), 1);
+    }
+    s.push_str(&d);
+}
+
+/// A structure's field declarations: the first one's alignment is the
+/// structure's (`struct_align`: a string cannot say it itself, and an
+/// array's would be its elements'), the others' their own.
+fn struct_fields(s: &mut String, fields: &[Field]) {
+    for (k, f) in fields.iter().enumerate() {
+        if k == 0 {
+            field_decl_unaligned(s, f);
+        } else {
+            field_decl(s, f);
+        }
+    }
+}
+
+/// The `align(n)` of a structure whose first field is aligned.
+fn struct_align(fields: &[Field]) -> String {
+    match fields.first() {
+        Some(f) if f.align > 1 => format!(" align({})", f.align as u32 * 8),
+        _ => String::new(),
+    }
+}
+
+fn field_decl_unaligned(s: &mut String, f: &Field) {
     let name = format!("_{}", f.name);
     let _ = match &f.ty {
         FieldType::Int(t) => writeln!(s, "\t\t{} {name};", int_decl(t)),

@@ -108,6 +108,9 @@ pub struct Field {
     /// A sequence's length field, when it is not named `_<name>_length`
     /// (ringtrace's and LTTng's convention): its name.
     pub length: Option<String>,
+    /// Alignment of its first byte in the packet, in bytes (1: none;
+    /// CTF's `align` beyond 8 bits, natural alignment in some producers).
+    pub align: u8,
 }
 
 impl Field {
@@ -117,6 +120,7 @@ impl Field {
             name: name.into(),
             ty,
             length: None,
+            align: 1,
         }
     }
 

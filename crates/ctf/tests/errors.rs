@@ -163,12 +163,23 @@ fn metadata_errors_name_line_and_column() {
     assert!(l.big_endian && l.magic.unwrap().ty.be && l.cpu_id.unwrap().ty.be);
     assert_eq!((l.len, l.cpu_id.unwrap().offset), (84, 80));
     assert_eq!(be.events, desc.events, "fields say their byte order");
-    let bad = good.replacen(
+    // A field aligned on 32 bits is read there (natural alignment).
+    let aligned = good.replacen(
         "integer { size = 64; align = 8; signed = 0;",
         "integer { size = 64; align = 32; signed = 0;",
         1,
     );
-    let line = bad.lines().position(|l| l.contains("align = 32")).unwrap() + 1;
+    assert_eq!(
+        ctf::parse_metadata(&aligned).unwrap().events[0].fields[0].align,
+        4
+    );
+    // A 12-bit integer is not read yet: named, with where it is.
+    let bad = good.replacen(
+        "integer { size = 64; align = 8; signed = 0;",
+        "integer { size = 12; align = 8; signed = 0;",
+        1,
+    );
+    let line = bad.lines().position(|l| l.contains("size = 12")).unwrap() + 1;
     assert!(
         meta_err(&bad).starts_with(&format!("line {line}, column ")),
         "{}",

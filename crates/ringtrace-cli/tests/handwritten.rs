@@ -6,7 +6,8 @@
 //! compact event header (big-endian bit fields, and its extended form
 //! for ids above 30) in one stream class and a plain `{ uint16 id;
 //! uint32 timestamp; }` header whose time wraps in the other, big- and
-//! little-endian integers of every size, hexadecimal, strings, a text
+//! little-endian integers of every size, integers aligned on 32 and 64
+//! bits after a header aligned on 32, hexadecimal, strings, a text
 //! array, a sequence with a 16-bit length, an enumeration; events
 //! discarded between packets. `ringtrace view --format babeltrace` prints
 //! what babeltrace2 prints, and our reader decodes each value exactly.
@@ -84,7 +85,7 @@ stream {{
 
 stream {{
 	id = 1;
-	event.header := struct {{ uint16_t id; uint32_clock_t timestamp; }} align(8);
+	event.header := struct {{ uint16_t id; uint32_clock_t timestamp; }} align(32);
 	packet.context := struct {{
 		uint64_clock_t timestamp_begin;
 		uint64_clock_t timestamp_end;
@@ -126,6 +127,9 @@ event {{
 	stream_id = 1;
 	fields := struct {{
 		uint32_t v;
+		uint8_t small;
+		integer {{ size = 32; align = 32; signed = false; }} a32;
+		integer {{ size = 64; align = 64; signed = true; }} a64;
 	}};
 }};
 "#
@@ -166,6 +170,11 @@ impl Packet {
     }
     fn put(&mut self, bytes: &[u8]) -> &mut Self {
         self.b.extend(bytes);
+        self
+    }
+    /// Zero bytes up to a multiple of `n` from the packet's start.
+    fn align(&mut self, n: usize) -> &mut Self {
+        self.b.resize(self.b.len().next_multiple_of(n), 0);
         self
     }
 }
@@ -254,9 +263,16 @@ fn write_trace(dir: &Path) {
         .put(&0u64.to_be_bytes());
     for k in 0..3u64 {
         let ts = b1 + 1_000 * k;
-        p.put(&7u16.to_be_bytes())
+        p.align(4) // the header is `align(32)`
+            .put(&7u16.to_be_bytes())
             .put(&(ts as u32).to_be_bytes())
-            .put(&(k as u32 * 11).to_be_bytes());
+            .align(8) // the payload structure is aligned as its `a64`
+            .put(&(k as u32 * 11).to_be_bytes())
+            .put(&[k as u8 + 1])
+            .align(4)
+            .put(&(0xA000_0000u32 + k as u32).to_be_bytes())
+            .align(8)
+            .put(&(-(k as i64) - 1).to_be_bytes());
     }
     let content = p.b.len() as u64;
     p.b.extend([0; 8]);
@@ -299,9 +315,17 @@ fn a_big_endian_trace_of_other_layouts_reads_as_babeltrace2_reads_it() {
     let plain: Vec<&String> = lines.iter().filter(|l| l.contains("hand:plain")).collect();
     let b1 = (1u64 << 32) - 1_500;
     for (k, l) in plain.iter().enumerate() {
-        // The 32-bit time went past 2^32 and was extended.
+        // The 32-bit time went past 2^32 and was extended; the aligned
+        // fields were found after their padding.
         let ts = b1 + 1_000 * k as u64;
-        assert!(l.starts_with(&format!("{ts} hand:plain")), "{l}");
+        let a32 = 0xA000_0000u64 + k as u64;
+        let want = format!(
+            "{ts} hand:plain cpu0 [] [Uint({}), Uint({}), Uint({a32}), Int({})]",
+            k * 11,
+            k + 1,
+            -(k as i64) - 1
+        );
+        assert_eq!(**l, want);
     }
     // Byte-exact values: big-endian integers of each size and sign, a
     // little-endian one, a text array cut at its NUL, a sequence with a

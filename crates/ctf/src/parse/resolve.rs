@@ -255,6 +255,12 @@ pub(super) fn event_header_kind(t: Option<&Ty>) -> Result<HeaderKind, String> {
     Ok(HeaderKind::Plain(h))
 }
 
+/// Alignment of a type in bytes (1 for bit alignments: the reader's
+/// fields are whole bytes, always at byte boundaries).
+fn bytes_align(t: &Ty) -> u8 {
+    (t.align() / 8).clamp(1, 64) as u8
+}
+
 fn int_type(t: &Ty) -> Option<IntType> {
     match t {
         Ty::Int {
@@ -264,7 +270,7 @@ fn int_type(t: &Ty) -> Option<IntType> {
             align,
             be,
             ..
-        } if size % 8 == 0 && *align == 8 => Some(IntType {
+        } if size.is_multiple_of(8) && *align <= 64 * 8 => Some(IntType {
             bits: *size as u8,
             signed: *signed,
             base: *base as u8,
@@ -299,7 +305,7 @@ fn enumeration(it: IntType, maps: &[(String, i128, i128)]) -> FieldType {
 }
 
 pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
-    let Ty::Struct { fields, align } = t else {
+    let Ty::Struct { fields, .. } = t else {
         return Err(("event fields must be a structure".into(), Pos::default()));
     };
     let mut out: Vec<Field> = Vec::new();
@@ -308,14 +314,12 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
         let clean = unescape(name).to_owned();
         let unsupported = |what: &str| (format!("unsupported field `{name}`: {what}"), *pos);
         let mut length = None;
+        let mut seq_align = None;
         let fty = match ty {
             Ty::Int { .. } => FieldType::Int(
                 int_type(ty).ok_or_else(|| unsupported("integer not byte-sized or aligned"))?,
             ),
             Ty::Float { be: true, .. } => return Err(unsupported("big-endian floating point")),
-            Ty::Float { align, .. } if *align != 8 => {
-                return Err(unsupported("floating point aligned beyond a byte"))
-            }
             Ty::Float { exp: 8, .. } => FieldType::F32,
             Ty::Float { .. } => FieldType::F64,
             Ty::Str => FieldType::String,
@@ -352,6 +356,16 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
                         "sequence length must be the unsigned integer field just before",
                     ));
                 };
+                // The length's alignment is where the sequence starts; the
+                // elements follow it unpadded, so they may need no more.
+                let la = bytes_align(&fields[k - 1].1);
+                let ea = bytes_align(elem);
+                if ea > 1 && !(la.is_multiple_of(ea) && len.bytes().is_multiple_of(ea as usize)) {
+                    return Err(unsupported(
+                        "sequence elements aligned beyond their length field",
+                    ));
+                }
+                seq_align = Some(la);
                 out.pop();
                 if is_char(elem) {
                     FieldType::TextSequence { len }
@@ -364,16 +378,29 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
             Ty::Struct { .. } => return Err(unsupported("nested structures")),
             Ty::Variant { .. } => return Err(unsupported("variants in payloads")),
         };
+        let align = match ty {
+            Ty::Array { elem, .. } => {
+                let ea = bytes_align(elem);
+                let size = fixed_bits(elem).unwrap_or(0);
+                if !size.is_multiple_of(ea as u64 * 8) {
+                    return Err(unsupported("array elements smaller than their alignment"));
+                }
+                ea
+            }
+            _ => seq_align.unwrap_or_else(|| bytes_align(ty)),
+        };
+        // A structure aligned beyond its first field starts its first field there.
+        let align = if out.is_empty() {
+            align.max(bytes_align(t))
+        } else {
+            align
+        };
         out.push(Field {
             name: clean,
             ty: fty,
             length,
+            align,
         });
-    }
-    if *align > 8 {
-        // Its fields are byte-aligned: the structure itself was `align(n)`.
-        let msg = format!("unsupported: a structure aligned on {align} bits");
-        return Err((msg, fields.first().map_or(Pos::default(), |f| f.2)));
     }
     Ok(out)
 }

@@ -151,7 +151,9 @@ impl StreamReader {
                 .events
                 .iter()
                 .map(|c| {
+                    // An aligned field's padding depends on where it is.
                     c.fields.iter().try_fold(0usize, |n, f| {
+                        (f.align == 1).then_some(())?;
                         n.checked_add(crate::value::fixed_size(&f.ty)?)
                     })
                 })
@@ -508,6 +510,9 @@ impl StreamReader {
                 }
                 Some(_) => Err((DecodeError::Truncated, 0)),
                 None => fields.iter().enumerate().try_for_each(|(i, f)| {
+                    if f.align > 1 {
+                        pos = pos.next_multiple_of(f.align as usize);
+                    }
                     crate::value::skip(&f.ty, content, &mut pos).map_err(|e| (e, i))
                 }),
             },
@@ -556,6 +561,9 @@ fn decode_fields(
     values: &mut Vec<Value>,
 ) -> Result<(), (DecodeError, usize)> {
     for (i, f) in fields.iter().enumerate() {
+        if f.align > 1 {
+            *pos = pos.next_multiple_of(f.align as usize);
+        }
         if let Err(e) = decode_at(&f.ty, content, pos, values, i) {
             values.clear();
             return Err((e, i));
