@@ -315,6 +315,14 @@ fn field_decl_unaligned(s: &mut String, f: &Field) {
     let name = format!("_{}", f.name);
     let _ = match &f.ty {
         FieldType::Int(t) => writeln!(s, "\t\t{} {name};", int_decl(t)),
+        FieldType::F32Be => writeln!(
+            s,
+            "\t\tfloating_point {{ exp_dig = 8; mant_dig = 24; align = 8; byte_order = be; }} {name};"
+        ),
+        FieldType::F64Be => writeln!(
+            s,
+            "\t\tfloating_point {{ exp_dig = 11; mant_dig = 53; align = 8; byte_order = be; }} {name};"
+        ),
         FieldType::F32 => writeln!(
             s,
             "\t\tfloating_point {{ exp_dig = 8; mant_dig = 24; align = 8; byte_order = le; }} {name};"

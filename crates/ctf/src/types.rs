@@ -63,6 +63,10 @@ pub enum FieldType {
     F32,
     /// IEEE 754 binary64.
     F64,
+    /// binary32, big-endian (a big-endian machine's `float`).
+    F32Be,
+    /// binary64, big-endian.
+    F64Be,
     /// Boolean, stored as an 8-bit enumeration { false = 0, true = 1 }
     /// (CTF 1.8 has no boolean type).
     Bool,

@@ -41,6 +41,16 @@ pub enum DecodeError {
     SequenceLength(u64),
 }
 
+/// The bits of big-endian floats.
+const BE32: IntType = IntType {
+    be: true,
+    ..IntType::unsigned(32)
+};
+const BE64: IntType = IntType {
+    be: true,
+    ..IntType::unsigned(64)
+};
+
 #[inline(always)]
 fn read_int(t: &IntType, b: &[u8], off: &mut usize) -> Result<u64, DecodeError> {
     let n = t.bytes();
@@ -190,8 +200,8 @@ fn text<'a>(b: &'a [u8], off: &mut usize, n: u32) -> Result<&'a [u8], DecodeErro
 pub fn fixed_size(ty: &FieldType) -> Option<usize> {
     match ty {
         FieldType::Int(t) | FieldType::Enum(t, _) => Some(t.bytes()),
-        FieldType::F32 => Some(4),
-        FieldType::F64 => Some(8),
+        FieldType::F32 | FieldType::F32Be => Some(4),
+        FieldType::F64 | FieldType::F64Be => Some(8),
         FieldType::Bool => Some(1),
         FieldType::Array(t, n) => t.bytes().checked_mul(*n as usize),
         FieldType::Text(n) => Some(*n as usize),
@@ -252,6 +262,8 @@ pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, Decode
             read_int(&IntType::unsigned(32), b, off)? as u32
         )),
         FieldType::F64 => Value::F64(f64::from_bits(read_int(&IntType::unsigned(64), b, off)?)),
+        FieldType::F32Be => Value::F32(f32::from_bits(read_int(&BE32, b, off)? as u32)),
+        FieldType::F64Be => Value::F64(f64::from_bits(read_int(&BE64, b, off)?)),
         FieldType::Bool => Value::Bool(read_int(&IntType::unsigned(8), b, off)? != 0),
         FieldType::Enum(t, _) => Value::Enum(if t.signed {
             sign_extend(read_int(t, b, off)?, t.bits)
@@ -329,6 +341,8 @@ pub fn encode(ty: &FieldType, v: &Value, out: &mut Vec<u8>) -> Result<(), TypeMi
         (FieldType::Int(t), Value::Int(x)) if t.signed => put_int(t, *x as u64, out),
         (FieldType::F32, Value::F32(x)) => out.extend_from_slice(&x.to_bits().to_le_bytes()),
         (FieldType::F64, Value::F64(x)) => out.extend_from_slice(&x.to_bits().to_le_bytes()),
+        (FieldType::F32Be, Value::F32(x)) => out.extend_from_slice(&x.to_bits().to_be_bytes()),
+        (FieldType::F64Be, Value::F64(x)) => out.extend_from_slice(&x.to_bits().to_be_bytes()),
         (FieldType::Bool, Value::Bool(x)) => out.push(u8::from(*x)),
         (FieldType::Enum(t, _), Value::Enum(x)) => put_int(t, *x as u64, out),
         (FieldType::String, Value::Str(s)) => {

@@ -28,6 +28,8 @@ fn field_type() -> impl Strategy<Value = FieldType> {
         int_type().prop_map(FieldType::Int),
         Just(FieldType::F32),
         Just(FieldType::F64),
+        Just(FieldType::F32Be),
+        Just(FieldType::F64Be),
         Just(FieldType::Bool),
         Just(FieldType::String),
         int_type().prop_map(|t| FieldType::Enum(
@@ -92,11 +94,11 @@ fn value(ty: &FieldType) -> BoxedStrategy<Value> {
                 }
             })
             .boxed(),
-        FieldType::F32 => any::<f32>()
+        FieldType::F32 | FieldType::F32Be => any::<f32>()
             .prop_filter("not NaN", |x| !x.is_nan())
             .prop_map(Value::F32)
             .boxed(),
-        FieldType::F64 => any::<f64>()
+        FieldType::F64 | FieldType::F64Be => any::<f64>()
             .prop_filter("not NaN", |x| !x.is_nan())
             .prop_map(Value::F64)
             .boxed(),

@@ -6,7 +6,7 @@
 //! compact event header (big-endian bit fields, and its extended form
 //! for ids above 30) in one stream class and a plain `{ uint16 id;
 //! uint32 timestamp; }` header whose time wraps in the other, big- and
-//! little-endian integers of every size, integers aligned on 32 and 64
+//! little-endian integers of every size, big-endian floats, integers aligned on 32 and 64
 //! bits after a header aligned on 32, hexadecimal, strings, a text
 //! array, a sequence with a 16-bit length, an enumeration; events
 //! discarded between packets. `ringtrace view --format babeltrace` prints
@@ -105,6 +105,8 @@ event {{
 		integer {{ size = 32; align = 8; signed = false; base = 16; }} c;
 		integer {{ size = 64; align = 8; signed = true; }} d;
 		integer {{ size = 32; align = 8; signed = false; byte_order = le; }} le32;
+		floating_point {{ exp_dig = 8; mant_dig = 24; align = 8; }} f;
+		floating_point {{ exp_dig = 11; mant_dig = 53; align = 8; }} g;
 	}};
 }};
 
@@ -218,7 +220,9 @@ fn ints(p: &mut Packet, vtid: i32, ts: u64, k: u64) {
         .put(&(-(k as i16) * 300).to_be_bytes())
         .put(&(0xDEAD_0000u32 + k as u32).to_be_bytes())
         .put(&(-(k as i64) << 40).to_be_bytes())
-        .put(&(0x0102_0304u32 + k as u32).to_le_bytes());
+        .put(&(0x0102_0304u32 + k as u32).to_le_bytes())
+        .put(&(k as f32 * 1.5).to_be_bytes())
+        .put(&(-(k as f64) / 3.0).to_be_bytes());
 }
 
 fn texts(p: &mut Packet, vtid: i32, ts: u64, k: u64) {
@@ -338,7 +342,7 @@ fn a_big_endian_trace_of_other_layouts_reads_as_babeltrace2_reads_it() {
     let t1 = t0 + (1 << 28);
     assert!(lines.contains(&format!(
         "{t1} hand:ints cpu2 [Int(42)] [Uint(4), Int(-1200), Uint(3735879684), \
-         Int(-4398046511104), Uint(16909064)]"
+         Int(-4398046511104), Uint(16909064), F32(6.0), F64(-1.3333333333333333)]"
     )));
     if !babeltrace2_present() {
         return;

@@ -319,9 +319,20 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
             Ty::Int { .. } => FieldType::Int(
                 int_type(ty).ok_or_else(|| unsupported("integer not byte-sized or aligned"))?,
             ),
-            Ty::Float { be: true, .. } => return Err(unsupported("big-endian floating point")),
-            Ty::Float { exp: 8, .. } => FieldType::F32,
-            Ty::Float { .. } => FieldType::F64,
+            Ty::Float { exp: 8, be, .. } => {
+                if *be {
+                    FieldType::F32Be
+                } else {
+                    FieldType::F32
+                }
+            }
+            Ty::Float { be, .. } => {
+                if *be {
+                    FieldType::F64Be
+                } else {
+                    FieldType::F64
+                }
+            }
             Ty::Str => FieldType::String,
             Ty::Enum { container, maps } => enumeration(
                 int_type(container).ok_or_else(|| {
