@@ -52,6 +52,10 @@ struct Args {
     /// overhead, ring, reading, contexts. Default: all.
     #[arg(long, value_delimiter = ',')]
     tables: Vec<String>,
+    /// Keep the `reading` table's traces in SCRATCH/reading (to profile
+    /// the reader on them).
+    #[arg(long)]
+    keep_traces: bool,
 }
 
 const TRACERS: [&str; 5] = [
@@ -224,6 +228,7 @@ fn run() -> Result<(), String> {
             n,
             if a.quick { 1 } else { runs.min(3) },
             &scratch,
+            a.keep_traces,
         )?);
     }
     if let Some(path) = &a.json {

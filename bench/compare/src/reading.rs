@@ -57,6 +57,7 @@ pub fn table(
     events: u64,
     runs: usize,
     scratch: &Path,
+    keep_traces: bool,
 ) -> Result<Vec<serde_json::Value>, String> {
     let rt = ringtrace()?;
     // Both traces kept out of `settle`'s way.
@@ -133,6 +134,8 @@ pub fn table(
             "stats_s": stats, "babeltrace2_counter_s": counter,
         }));
     }
-    let _ = std::fs::remove_dir_all(&keep);
+    if !keep_traces {
+        let _ = std::fs::remove_dir_all(&keep);
+    }
     Ok(out)
 }

@@ -111,7 +111,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 continue;
             }
         };
-        let mut packet = None;
+        let has_who = who.any();
         loop {
             match s.advance() {
                 Ok(true) => {}
@@ -121,23 +121,19 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                     break;
                 }
             }
-            let pc = s.packet_context();
-            let key = (pc.stream_instance_id, pc.packet_seq_num, pc.timestamp_begin);
-            if packet != Some(key) {
-                packet = Some(key);
-                st.packets += 1;
-            }
             match s.head() {
                 ItemRef::Event(e) => {
                     st.events += 1;
                     per_class[e.class] += 1;
-                    let w = who.who(e.class, e.context);
-                    if let (Some(p), Some(t)) = (w.pid, w.tid) {
-                        let row = per_thread.entry((p, t)).or_default();
-                        row.0 += 1;
-                        if let Some(n) = w.name {
-                            if row.1 != n {
-                                row.1 = n.to_string();
+                    if has_who {
+                        let w = who.who(e.class, e.context);
+                        if let (Some(p), Some(t)) = (w.pid, w.tid) {
+                            let row = per_thread.entry((p, t)).or_default();
+                            row.0 += 1;
+                            if let Some(n) = w.name {
+                                if row.1 != n {
+                                    row.1 = n.to_string();
+                                }
                             }
                         }
                     }
@@ -150,6 +146,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 ItemRef::Discarded { events, .. } => st.discarded += events,
             }
         }
+        st.packets = s.packets_read();
         done_before += s.bytes_read();
         pb.set_position(done_before);
         // Named from the directory given: `chan_0`, or `app-4242-…/chan_0`
