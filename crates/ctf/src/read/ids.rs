@@ -5,7 +5,7 @@
 /// dense (ringtrace's and LTTng's are: 0, 1, 2, …), sorted pairs searched
 /// otherwise, so that a metadata naming ids in the millions costs memory
 /// for the classes it declares, not for the ids' range.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) enum IdTable {
     Dense(Vec<Option<usize>>),
     Sparse(Vec<(u64, usize)>),
