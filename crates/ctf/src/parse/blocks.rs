@@ -87,6 +87,7 @@ impl Parser {
 
     /// `clock { name = …; freq = …; offset_s = …; offset = …; … };`
     pub(super) fn clock_block(&mut self) -> R<ClockDesc> {
+        let at = self.pos();
         let mut c = ClockDesc {
             name: String::new(),
             freq: 1_000_000_000,
@@ -123,6 +124,9 @@ impl Parser {
             }
         }
         self.expect(";")?;
+        if c.name.is_empty() {
+            return self.err_at(at, "clock without a `name`");
+        }
         Ok(c)
     }
 

@@ -19,7 +19,7 @@ mod grammar;
 mod resolve;
 mod type_spec;
 
-use grammar::{Parser, Pos};
+use grammar::Parser;
 pub use grammar::{MAX_NESTING, MAX_TYPE_NODES, TYPE_NODES_PER_TOKEN};
 use resolve::packet_layout;
 
@@ -60,7 +60,7 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
     p.budget += TYPE_NODES_PER_TOKEN * p.toks.len();
     let mut uuid = None;
     let mut packet_header = None;
-    let mut trace_pos = Pos::default();
+    let mut trace_pos = None;
     let mut clock: Option<ClockDesc> = None;
     let mut env = Vec::new();
     let mut streams = Vec::new();
@@ -71,7 +71,7 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
         match kw.as_str() {
             "typealias" => p.typealias()?,
             "trace" => {
-                trace_pos = at;
+                trace_pos = Some(at);
                 p.trace_block(&mut uuid, &mut packet_header)?;
             }
             "env" => p.env_block(&mut env)?,
@@ -92,6 +92,13 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
             other => return p.err_at(at, format!("unsupported metadata block `{other}`")),
         }
     }
+    let Some(trace_pos) = trace_pos else {
+        return Err(MetadataError {
+            line: 0,
+            col: 0,
+            msg: "no trace block".into(),
+        });
+    };
     let mut classes = Vec::with_capacity(streams.len());
     for (mut class, context) in streams {
         let at = context.as_ref().map_or(trace_pos, |c| c.1);
