@@ -314,6 +314,18 @@ fn struct_align(fields: &[Field]) -> String {
 fn field_decl_unaligned(s: &mut String, f: &Field) {
     let name = format!("_{}", f.name);
     let _ = match &f.ty {
+        FieldType::Struct(fields) => {
+            s.push_str("\t\tstruct {\n");
+            struct_fields(s, fields);
+            writeln!(s, "\t\t}}{} {name};", struct_align(fields))
+        }
+        FieldType::Variant(v) => {
+            let _ = writeln!(s, "\t\tvariant <_{}> {{", v.tag_name);
+            for o in &v.options {
+                field_decl(s, o);
+            }
+            writeln!(s, "\t\t}} {name};")
+        }
         FieldType::Int(t) => writeln!(s, "\t\t{} {name};", int_decl(t)),
         FieldType::F32Be => writeln!(
             s,

@@ -96,10 +96,30 @@ pub enum FieldType {
         /// The length's type.
         len: IntType,
     },
+    /// A structure: its fields, in order (a value of
+    /// [`crate::value::Value::Struct`]).
+    Struct(Vec<Field>),
+    /// A variant: one of `options`, the one whose name is the label of
+    /// the value of `tag`, an enumeration decoded before it in the same
+    /// structure (a value of [`crate::value::Value::Variant`]).
+    Variant(Box<VariantType>),
     /// Fixed-length text: an array of `n` 8-bit integers with UTF-8
     /// encoding, its text ending at the first NUL (LTTng's `procname`
     /// context is one).
     Text(u32),
+}
+
+/// What a variant is made of.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct VariantType {
+    /// The index of its tag among the fields before it in its structure.
+    pub tag: usize,
+    /// The tag's name (its field's).
+    pub tag_name: String,
+    /// The tag's values (inclusive ranges) and the option each selects.
+    pub choices: Vec<(i64, i64, usize)>,
+    /// The options.
+    pub options: Vec<Field>,
 }
 
 /// A named, typed field.

@@ -2,7 +2,7 @@
 //! decoding back. Integers are little-endian and byte-aligned, strings
 //! NUL-terminated, sequences preceded by a 32-bit length.
 
-use crate::types::{FieldType, IntType};
+use crate::types::{FieldType, IntType, VariantType};
 
 /// A decoded field value.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +28,10 @@ pub enum Value {
     UintArray(Vec<u64>),
     /// Array or sequence of signed integers.
     IntArray(Vec<i64>),
+    /// A structure's values, in the order of its fields.
+    Struct(Vec<Value>),
+    /// A variant: the index of the option its tag chose, and its value.
+    Variant(usize, Box<Value>),
 }
 
 /// Why a payload could not be decoded.
@@ -39,6 +43,9 @@ pub enum DecodeError {
     /// A sequence is longer than the rest of the packet could hold.
     #[error("sequence length {0} exceeds the packet content")]
     SequenceLength(u64),
+    /// A variant's tag has a value that selects none of its options.
+    #[error("variant tag `{0}` has a value ({1}) that names no option")]
+    VariantTag(String, i64),
 }
 
 /// The bits of big-endian floats.
@@ -114,6 +121,11 @@ pub fn decode_into(
         unsafe { out.set_len(out.len() + 1) };
         return Ok(());
     }
+    if let FieldType::Variant(v) = ty {
+        let val = decode_variant(v, out, b, off)?;
+        out.push(val);
+        return Ok(());
+    }
     out.push(decode(ty, b, off)?);
     Ok(())
 }
@@ -132,6 +144,10 @@ pub fn decode_at(
     if i >= out.len() {
         out.truncate(i);
         return decode_into(ty, b, off, out);
+    }
+    if let FieldType::Variant(v) = ty {
+        out[i] = decode_variant(v, &out[..i], b, off)?;
+        return Ok(());
     }
     match (ty, &mut out[i]) {
         (FieldType::String | FieldType::Text(_), slot) => {
@@ -168,6 +184,7 @@ pub fn decode_at(
                 Value::Uint(v)
             };
         }
+        (FieldType::Variant(_), _) => {}
         (_, slot) => *slot = decode(ty, b, off)?,
     }
     Ok(())
@@ -205,11 +222,65 @@ pub fn fixed_size(ty: &FieldType) -> Option<usize> {
         FieldType::Bool => Some(1),
         FieldType::Array(t, n) => t.bytes().checked_mul(*n as usize),
         FieldType::Text(n) => Some(*n as usize),
+        FieldType::Struct(fields) => fields.iter().try_fold(0usize, |n, f| {
+            (f.align == 1).then_some(())?;
+            n.checked_add(fixed_size(&f.ty)?)
+        }),
         FieldType::String
         | FieldType::Sequence(_)
         | FieldType::SequenceOf { .. }
-        | FieldType::TextSequence { .. } => None,
+        | FieldType::TextSequence { .. }
+        | FieldType::Variant(_) => None,
     }
+}
+
+/// Whether a field of `ty` holds a variant, whose size depends on a value
+/// before it (stepping over it means decoding its tag).
+pub fn has_variant(ty: &FieldType) -> bool {
+    match ty {
+        FieldType::Variant(_) => true,
+        FieldType::Struct(fields) => fields.iter().any(|f| has_variant(&f.ty)),
+        _ => false,
+    }
+}
+
+/// Decodes the fields of a structure at `*off` (each at its alignment).
+fn decode_struct(
+    fields: &[crate::types::Field],
+    b: &[u8],
+    off: &mut usize,
+) -> Result<Value, DecodeError> {
+    let mut vals = Vec::with_capacity(fields.len());
+    for f in fields {
+        *off = off.next_multiple_of(f.align as usize);
+        decode_into(&f.ty, b, off, &mut vals)?;
+    }
+    Ok(Value::Struct(vals))
+}
+
+/// Decodes a variant at `*off`, its tag among `before` (the values of
+/// the fields before it in its structure).
+fn decode_variant(
+    v: &VariantType,
+    before: &[Value],
+    b: &[u8],
+    off: &mut usize,
+) -> Result<Value, DecodeError> {
+    let tag = match before.get(v.tag) {
+        Some(Value::Enum(x)) => *x,
+        _ => return Err(DecodeError::VariantTag(v.tag_name.clone(), i64::MIN)),
+    };
+    let Some(&(_, _, i)) = v.choices.iter().find(|c| c.0 <= tag && tag <= c.1) else {
+        return Err(DecodeError::VariantTag(v.tag_name.clone(), tag));
+    };
+    let f = &v.options[i];
+    *off = off.next_multiple_of(f.align as usize);
+    let mut one = Vec::with_capacity(1);
+    decode_into(&f.ty, b, off, &mut one)?;
+    Ok(Value::Variant(
+        i,
+        Box::new(one.pop().expect("one value decoded")),
+    ))
 }
 
 /// Moves `*off` past one field of `ty` without decoding its value (what a
@@ -239,6 +310,20 @@ pub fn skip(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<(), DecodeError
             let count = read_int(len, b, off)?;
             usize::try_from(count).map_err(|_| DecodeError::SequenceLength(count))?
         }
+        FieldType::Struct(fields) => {
+            if has_variant(ty) {
+                decode_struct(fields, b, off)?;
+            } else {
+                for f in fields {
+                    *off = off.next_multiple_of(f.align as usize);
+                    skip(&f.ty, b, off)?;
+                }
+            }
+            return Ok(());
+        }
+        // Its tag is a value before it: `StreamReader` decodes such a
+        // payload instead of stepping over it.
+        FieldType::Variant(v) => return Err(DecodeError::VariantTag(v.tag_name.clone(), i64::MIN)),
         other => fixed_size(other).ok_or(DecodeError::Truncated)?,
     };
     let end = off.checked_add(n).ok_or(DecodeError::Truncated)?;
@@ -281,6 +366,9 @@ pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, Decode
             }
         }
         FieldType::Array(t, n) => int_array(t, *n as u64, b, off)?,
+        FieldType::Struct(fields) => decode_struct(fields, b, off)?,
+        // A variant alone has no tag to read (see `decode_into`).
+        FieldType::Variant(v) => return Err(DecodeError::VariantTag(v.tag_name.clone(), i64::MIN)),
         FieldType::Sequence(t) => {
             let n = read_int(&IntType::unsigned(32), b, off)?;
             int_array(t, n, b, off)?
@@ -372,6 +460,18 @@ pub fn encode(ty: &FieldType, v: &Value, out: &mut Vec<u8>) -> Result<(), TypeMi
             }
             out.extend_from_slice(bytes);
             out.resize(out.len() + (*n as usize - bytes.len()), 0);
+        }
+        (FieldType::Struct(fs), Value::Struct(vs)) if fs.len() == vs.len() => {
+            for (f, v) in fs.iter().zip(vs) {
+                // Byte-aligned fields only: the encoder knows no position.
+                if f.align > 1 {
+                    return Err(mismatch());
+                }
+                encode(&f.ty, v, out)?;
+            }
+        }
+        (FieldType::Variant(vt), Value::Variant(i, v)) if *i < vt.options.len() => {
+            encode(&vt.options[*i].ty, v, out)?
         }
         (FieldType::Array(t, n), Value::UintArray(xs)) if !t.signed && xs.len() == *n as usize => {
             xs.iter().for_each(|x| put_int(t, *x, out))

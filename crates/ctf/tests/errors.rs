@@ -196,13 +196,28 @@ fn metadata_errors_name_line_and_column() {
         meta_err(&bad),
         format!("line {line}, column 1: unsupported metadata block `callsite`")
     );
+    // A variant whose tag is not a field before it, named with where.
     let bad = good.replacen(
         "string { encoding = UTF8; } _s;",
-        "struct { uint8_t x; } _s;",
+        "variant <nope> { uint8_t a; string b; } _s;",
+        1,
+    );
+    let line = bad.lines().position(|l| l.contains("<nope>")).unwrap() + 1;
+    assert_eq!(
+        meta_err(&bad),
+        format!(
+            "line {line}, column 3: unsupported field `_s`: variant tag `nope` is not a \
+             field before it in its structure"
+        )
+    );
+    // A sequence of structures is not read yet.
+    let bad = good.replacen(
+        "string { encoding = UTF8; } _s;",
+        "struct { uint8_t x; } _s[_v];",
         1,
     );
     assert!(
-        meta_err(&bad).contains("unsupported field `_s`: nested structures"),
+        meta_err(&bad).contains("unsupported field `_s`: sequences hold integers only"),
         "{}",
         meta_err(&bad)
     );

@@ -24,6 +24,20 @@ fn int_type() -> impl Strategy<Value = IntType> {
 }
 
 fn field_type() -> impl Strategy<Value = FieldType> {
+    // Structures of the other types, nested once.
+    let leaf = leaf_type();
+    prop_oneof![
+        6 => leaf_type(),
+        1 => proptest::collection::vec(leaf, 1..4).prop_map(|tys| FieldType::Struct(
+            tys.into_iter()
+                .enumerate()
+                .map(|(k, ty)| Field::new(format!("m{k}"), ty))
+                .collect()
+        )),
+    ]
+}
+
+fn leaf_type() -> impl Strategy<Value = FieldType> {
     prop_oneof![
         int_type().prop_map(FieldType::Int),
         Just(FieldType::F32),
@@ -84,6 +98,13 @@ fn value(ty: &FieldType) -> BoxedStrategy<Value> {
         })
     };
     match ty.clone() {
+        FieldType::Struct(fs) => fs
+            .iter()
+            .map(|f| value(&f.ty))
+            .collect::<Vec<_>>()
+            .prop_map(Value::Struct)
+            .boxed(),
+        FieldType::Variant(_) => unreachable!("not generated: `handwritten.rs` has variants"),
         FieldType::Int(t) => int_value(t)
             .prop_map(move |x| {
                 let (s, i, u) = as_value(&t, x);

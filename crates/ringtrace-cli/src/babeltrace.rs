@@ -261,8 +261,23 @@ fn field(s: &mut String, f: &Field, v: &Value) {
         _ => {}
     }
     let _ = write!(s, "{name} = ");
+    value(s, ty, v);
+}
+
+/// A value of type `ty`, as babeltrace2 prints it after `name = `.
+fn value(s: &mut String, ty: &FieldType, v: &Value) {
     match (ty, v) {
         (FieldType::Int(t), v) => int(s, t, v),
+        (FieldType::Struct(fields), Value::Struct(vs)) => block(s, fields, vs),
+        // babeltrace2 shows the option's value, not its name.
+        (FieldType::Variant(vt), Value::Variant(i, inner)) => match vt.options.get(*i) {
+            Some(o) => {
+                s.push_str("{ ");
+                value(s, &o.ty, inner);
+                s.push_str(" }");
+            }
+            None => s.push_str("{ }"),
+        },
         (_, Value::F32(x)) => s.push_str(&g6(*x as f64)),
         (_, Value::F64(x)) => s.push_str(&g6(*x)),
         (FieldType::Bool, Value::Bool(b)) => {

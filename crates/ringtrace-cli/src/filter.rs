@@ -83,7 +83,8 @@ fn value(v: &Value) -> Option<Val<'_>> {
         Value::F64(x) => Val::Float(*x),
         Value::Str(s) => Val::Text(s.as_bytes()),
         Value::RawStr(s) => Val::Text(s),
-        Value::UintArray(_) | Value::IntArray(_) => return None,
+        Value::Variant(_, v) => return value(v),
+        Value::UintArray(_) | Value::IntArray(_) | Value::Struct(_) => return None,
     })
 }
 

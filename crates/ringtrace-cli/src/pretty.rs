@@ -172,6 +172,26 @@ pub fn value(ty: &FieldType, v: &Value, out: &mut String) {
             write!(out, "]")
         }
         Value::IntArray(xs) => write!(out, "{xs:?}"),
+        Value::Struct(vs) => {
+            out.push('{');
+            if let FieldType::Struct(fields) = ty {
+                for (k, (f, v)) in fields.iter().zip(vs).enumerate() {
+                    out.push_str(if k == 0 { " " } else { ", " });
+                    out.push_str(&f.name);
+                    out.push_str(" = ");
+                    value(&f.ty, v, out);
+                }
+            }
+            write!(out, " }}")
+        }
+        Value::Variant(i, v) => {
+            if let FieldType::Variant(vt) = ty {
+                if let Some(o) = vt.options.get(*i) {
+                    value(&o.ty, v, out);
+                }
+            }
+            Ok(())
+        }
     };
 }
 

@@ -8,7 +8,8 @@
 //! uint32 timestamp; }` header whose time wraps in the other, big- and
 //! little-endian integers of every size, big-endian floats, integers aligned on 32 and 64
 //! bits after a header aligned on 32, hexadecimal, strings, a text
-//! array, a sequence with a 16-bit length, an enumeration; events
+//! array, a sequence with a 16-bit length, an enumeration, a nested
+//! structure and a variant selected by an enumeration; events
 //! discarded between packets. `ringtrace view --format babeltrace` prints
 //! what babeltrace2 prints, and our reader decodes each value exactly.
 
@@ -120,6 +121,25 @@ event {{
 		uint16_t len;
 		integer {{ size = 16; align = 8; signed = true; }} seq[len];
 		enum : uint8_t {{ "off" = 0, "on" = 1, "many" = 2 ... 10 }} e;
+	}};
+}};
+
+event {{
+	name = "hand:compound";
+	id = 5;
+	stream_id = 0;
+	fields := struct {{
+		struct {{
+			uint8_t a;
+			integer {{ size = 32; align = 32; signed = false; }} b;
+		}} s;
+		enum : uint8_t {{ "num" = 1, "text" = 2, "pair" = 3 }} tag;
+		variant <tag> {{
+			uint32_t num;
+			string text;
+			struct {{ uint8_t x; uint8_t y; }} pair;
+		}} v;
+		uint8_t after;
 	}};
 }};
 
@@ -236,6 +256,24 @@ fn texts(p: &mut Packet, vtid: i32, ts: u64, k: u64) {
         .put(&[(k % 4) as u8]);
 }
 
+/// A structure, an enumeration and the variant it selects (1: an
+/// integer, 2: a string, 3: a structure).
+fn compound(p: &mut Packet, vtid: i32, ts: u64, tag: u8) {
+    compact(p, 5, ts);
+    p.put(&vtid.to_be_bytes())
+        .align(4) // `s` is aligned as its `b`
+        .put(&[tag * 10])
+        .align(4)
+        .put(&(tag as u32 * 1000).to_be_bytes())
+        .put(&[tag]);
+    match tag {
+        1 => p.put(&42u32.to_be_bytes()),
+        2 => p.put(b"chosen\0"),
+        _ => p.put(&[7, 8]),
+    };
+    p.put(&[0xEE]);
+}
+
 /// Writes the trace into `dir`.
 fn write_trace(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
@@ -248,6 +286,9 @@ fn write_trace(dir: &Path) {
     for k in 0..4 {
         ints(&mut p, 41, t0 + 1_000 * k, k);
         texts(&mut p, 41, t0 + 1_000 * k + 500, k);
+    }
+    for tag in 1..=3 {
+        compound(&mut p, 41, t0 + 4_000 + 100 * tag as u64, tag);
     }
     file.extend(finish0(p, 16));
     let t1 = t0 + (1 << 28); // past what a compact header's 27 bits hold
@@ -312,8 +353,24 @@ fn a_big_endian_trace_of_other_layouts_reads_as_babeltrace2_reads_it() {
         }
     }
     assert_eq!(discarded, 3);
-    assert_eq!(lines.len(), 4 * 2 + 2 + 3, "{lines:#?}");
+    assert_eq!(lines.len(), 4 * 2 + 3 + 2 + 3, "{lines:#?}");
     let t0 = 1_000_000_000u64;
+    // A structure and each option of a variant, chosen by its tag.
+    for (tag, v) in [
+        (1, "Uint(42)"),
+        (2, "Str(\"chosen\")"),
+        (3, "Struct([Uint(7), Uint(8)])"),
+    ] {
+        let want = format!(
+            "{} hand:compound cpu2 [Int(41)] [Struct([Uint({}), Uint({})]), Enum({tag}), \
+             Variant({}, {v}), Uint(238)]",
+            t0 + 4_000 + 100 * tag,
+            tag * 10,
+            tag * 1000,
+            tag - 1
+        );
+        assert!(lines.contains(&want), "{want}\n{lines:#?}");
+    }
     let want_first = format!("{t0} hand:ints cpu2");
     assert!(lines[0].starts_with(&want_first), "{}", lines[0]);
     let plain: Vec<&String> = lines.iter().filter(|l| l.contains("hand:plain")).collect();

@@ -46,6 +46,8 @@ pub(super) enum Ty {
         align: u32,
     },
     Variant {
+        /// `<tag>`: the enumeration field that selects the option.
+        tag: Option<String>,
         options: Vec<(String, Ty, Pos)>,
     },
     Array {
@@ -96,7 +98,7 @@ impl Ty {
         };
         match self {
             Ty::Struct { fields, .. } => fields.iter().for_each(|f| add(&f.1, &mut n)),
-            Ty::Variant { options } => options.iter().for_each(|f| add(&f.1, &mut n)),
+            Ty::Variant { options, .. } => options.iter().for_each(|f| add(&f.1, &mut n)),
             Ty::Array { elem, .. } | Ty::Sequence { elem, .. } => add(elem, &mut n),
             _ => {}
         }
@@ -110,7 +112,7 @@ impl Ty {
             Ty::Int { align, .. } | Ty::Float { align, .. } | Ty::Struct { align, .. } => *align,
             Ty::Str => 8,
             Ty::Enum { container, .. } => container.align(),
-            Ty::Variant { options } => options.iter().map(|f| f.1.align()).max().unwrap_or(1),
+            Ty::Variant { options, .. } => options.iter().map(|f| f.1.align()).max().unwrap_or(1),
             Ty::Array { elem, .. } | Ty::Sequence { elem, .. } => elem.align(),
         }
     }
@@ -119,7 +121,7 @@ impl Ty {
     pub(super) fn depth(&self) -> u32 {
         1 + match self {
             Ty::Struct { fields, .. } => fields.iter().map(|f| f.1.depth()).max().unwrap_or(0),
-            Ty::Variant { options } => options.iter().map(|f| f.1.depth()).max().unwrap_or(0),
+            Ty::Variant { options, .. } => options.iter().map(|f| f.1.depth()).max().unwrap_or(0),
             Ty::Array { elem, .. } | Ty::Sequence { elem, .. } => elem.depth(),
             _ => 0,
         }

@@ -5,6 +5,7 @@
 use super::grammar::{Pos, Ty};
 use crate::types::{
     EnumMapping, Field, FieldType, HeaderKind, IntType, PacketLayout, PlainHeader, Slot,
+    VariantType,
 };
 
 pub(super) fn is_identifier(s: &str) -> bool {
@@ -219,7 +220,7 @@ pub(super) fn event_header_kind(t: Option<&Ty>) -> Result<HeaderKind, String> {
     };
     if let Ty::Struct { fields, .. } = t {
         if names(fields) == ["id", "v"] {
-            if let (Ty::Enum { container, .. }, Ty::Variant { options }) =
+            if let (Ty::Enum { container, .. }, Ty::Variant { options, .. }) =
                 (&fields[0].1, &fields[1].1)
             {
                 if names(options) == ["compact", "extended"] {
@@ -304,6 +305,52 @@ fn enumeration(it: IntType, maps: &[(String, i128, i128)]) -> FieldType {
     }
 }
 
+/// A variant whose tag is the enumeration `tag` among the fields `before`
+/// it in its structure (sibling scope: the tags real producers write).
+fn variant(
+    tag: Option<&str>,
+    options: &[(String, Ty, Pos)],
+    before: &[Field],
+) -> Result<VariantType, String> {
+    let Some(tag_name) = tag else {
+        return Err("variant without a tag".into());
+    };
+    let Some(k) = before.iter().rposition(|f| f.name == unescape(tag_name)) else {
+        return Err(format!(
+            "variant tag `{tag_name}` is not a field before it in its structure"
+        ));
+    };
+    let FieldType::Enum(_, maps) = &before[k].ty else {
+        return Err(format!("variant tag `{tag_name}` is not an enumeration"));
+    };
+    let mut fields = Vec::with_capacity(options.len());
+    for o in options {
+        // Each option alone, as a structure of one field would be.
+        let one = Ty::Struct {
+            fields: vec![o.clone()],
+            align: 8,
+        };
+        let mut f = event_fields(&one).map_err(|e| e.0)?;
+        fields.push(f.pop().expect("one field in, one out"));
+    }
+    let mut choices = Vec::new();
+    for m in maps {
+        let label = unescape(&m.label);
+        if let Some(i) = fields
+            .iter()
+            .position(|f| f.name == label || f.name == m.label)
+        {
+            choices.push((m.start, m.end, i));
+        }
+    }
+    Ok(VariantType {
+        tag: k,
+        tag_name: before[k].name.clone(),
+        choices,
+        options: fields,
+    })
+}
+
 pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
     let Ty::Struct { fields, .. } = t else {
         return Err(("event fields must be a structure".into(), Pos::default()));
@@ -386,8 +433,10 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
                     FieldType::SequenceOf { len, elem: it }
                 }
             }
-            Ty::Struct { .. } => return Err(unsupported("nested structures")),
-            Ty::Variant { .. } => return Err(unsupported("variants in payloads")),
+            Ty::Struct { .. } => FieldType::Struct(event_fields(ty)?),
+            Ty::Variant { tag, options } => FieldType::Variant(Box::new(
+                variant(tag.as_deref(), options, &out).map_err(|m| unsupported(&m))?,
+            )),
         };
         let align = match ty {
             Ty::Array { elem, .. } => {
@@ -398,6 +447,8 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
                 }
                 ea
             }
+            // A variant is aligned as the option it holds.
+            Ty::Variant { .. } => 1,
             _ => seq_align.unwrap_or_else(|| bytes_align(ty)),
         };
         // A structure aligned beyond its first field starts its first field there.

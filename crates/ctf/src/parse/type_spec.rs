@@ -267,14 +267,15 @@ impl Parser {
             let n = self.ident()?;
             return self.err_at(p, format!("unsupported: named variant `{n}`"));
         }
+        let mut tag = None;
         if self.is_punct("<") {
             self.i += 1;
-            self.key()?;
+            tag = Some(self.key()?);
             self.expect(">")?;
         }
         self.expect("{")?;
         let options = self.fields()?;
-        Ok(Ty::Variant { options })
+        Ok(Ty::Variant { tag, options })
     }
 
     /// A type alias, possibly several words (`unsigned long`); in a field

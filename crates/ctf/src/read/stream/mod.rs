@@ -5,11 +5,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod packet;
+
 use super::ids::IdTable;
-use super::{ClockMap, Event, EventRef, Item, ItemRef, ReadError, MAX_PACKET};
-use crate::layout::{
-    extend_timestamp, read_event_header, read_event_header_be, PacketContext, MAGIC,
-};
+use super::{ClockMap, Event, EventRef, Item, ItemRef, ReadError};
+use crate::layout::{extend_timestamp, read_event_header, read_event_header_be, PacketContext};
 use crate::types::{HeaderKind, TraceDesc};
 use crate::value::{decode_at, DecodeError, Value};
 
@@ -68,7 +68,18 @@ pub struct StreamReader {
     clock: ClockMap,
     /// Set by [`StreamReader::skip_payloads`]: per event class, the bytes
     /// of its payload when they are always the same.
-    fixed_payload: Option<Vec<Option<usize>>>,
+    fixed_payload: Option<Vec<Skip>>,
+}
+
+/// How [`StreamReader::skip_payloads`] steps over an event class's payload.
+#[derive(Debug, Clone, Copy)]
+enum Skip {
+    /// It always takes this many bytes.
+    Fixed(usize),
+    /// Field by field, measuring strings and sequences.
+    Walk,
+    /// It holds a variant: decoded.
+    Decode,
 }
 
 /// The current item of a stream, without its values.
@@ -159,10 +170,18 @@ impl StreamReader {
                 .iter()
                 .map(|c| {
                     // An aligned field's padding depends on where it is.
-                    c.fields.iter().try_fold(0usize, |n, f| {
+                    let fixed = c.fields.iter().try_fold(0usize, |n, f| {
                         (f.align == 1).then_some(())?;
                         n.checked_add(crate::value::fixed_size(&f.ty)?)
-                    })
+                    });
+                    match fixed {
+                        Some(n) => Skip::Fixed(n),
+                        // A variant's size is its tag's doing: decoded.
+                        None if c.fields.iter().any(|f| crate::value::has_variant(&f.ty)) => {
+                            Skip::Decode
+                        }
+                        None => Skip::Walk,
+                    }
                 })
                 .collect(),
         );
@@ -226,153 +245,6 @@ impl StreamReader {
                 })
             }
         }
-    }
-
-    /// Loads the next packet; `Ok(false)` at the end of the file. The
-    /// packet header (common to the stream classes) says which stream
-    /// class it is; that class's layout says where the rest is.
-    fn next_packet(&mut self) -> Result<bool, ReadError> {
-        self.offset += self.packet.len() as u64;
-        self.packet.clear();
-        let at = self.offset;
-        let first = self
-            .desc
-            .streams
-            .iter()
-            .map(|c| c.packet.len)
-            .min()
-            .unwrap_or(0) as usize;
-        let got = self.fill_to(first.max(1))?;
-        if got == 0 {
-            return Ok(false);
-        }
-        if got < first {
-            return Err(self.err(
-                at,
-                format!("truncated packet header ({got} of {first} bytes)"),
-            ));
-        }
-        let Some(class0) = self.desc.streams.first() else {
-            return Err(self.err(at, "the metadata declares no stream class"));
-        };
-        let l0 = class0.packet;
-        if let Some(magic) = l0.magic.and_then(|s| s.read(&self.packet)) {
-            if magic != MAGIC as u64 {
-                return Err(self.err(at, format!("bad packet magic {magic:#010x}")));
-            }
-        }
-        if let Some(u) = l0.uuid {
-            let u = u as usize;
-            if self.packet.get(u..u + 16) != Some(&self.desc.uuid[..]) {
-                return Err(self.err(at + u as u64, "packet uuid differs from the trace uuid"));
-            }
-        }
-        let (ci, stream_id) = match l0.stream_id {
-            Some(slot) => {
-                let id = slot.read(&self.packet).unwrap_or(u64::MAX);
-                match self.classes.iter().position(|c| c.0 as u64 == id) {
-                    Some(ci) => (ci, id as u32),
-                    None => {
-                        let o = at + slot.offset as u64;
-                        return Err(self.err(o, format!("unknown stream class {id}")));
-                    }
-                }
-            }
-            None => (0, self.classes[0].0),
-        };
-        let l = self.desc.streams[ci].packet;
-        let head = l.len as usize;
-        let got = got + self.fill_to(head.saturating_sub(got))?;
-        if got < head {
-            return Err(self.err(
-                at,
-                format!("truncated packet header ({got} of {head} bytes)"),
-            ));
-        }
-        let field = |s: Option<crate::types::Slot>| s.and_then(|s| s.read(&self.packet));
-        let bits = head as u64 * 8;
-        let packet_size = field(l.packet_size);
-        let mut ctx = PacketContext {
-            stream_id,
-            stream_instance_id: field(l.stream_instance_id).unwrap_or(0),
-            timestamp_begin: field(l.timestamp_begin).unwrap_or(self.prev_ts),
-            timestamp_end: field(l.timestamp_end).unwrap_or(0),
-            content_size: field(l.content_size).or(packet_size).unwrap_or(0),
-            packet_size: packet_size.unwrap_or(0),
-            packet_seq_num: field(l.packet_seq_num)
-                .unwrap_or(self.last_seq.map_or(0, |s| s.saturating_add(1))),
-            events_discarded: field(l.events_discarded).unwrap_or(0),
-            cpu_id: field(l.cpu_id).map_or(0, |c| c as u32),
-        };
-        let class = &self.desc.streams[ci];
-        self.packet_values.clear();
-        for (i, (f, &off)) in class
-            .packet_fields
-            .iter()
-            .zip(&class.packet_field_offsets)
-            .enumerate()
-        {
-            // Inside the header bytes read (placed there by the metadata's
-            // layout), integers only: this cannot fail.
-            let mut pos = off as usize;
-            let _ = decode_at(
-                &f.ty,
-                &self.packet[..head],
-                &mut pos,
-                &mut self.packet_values,
-                i,
-            );
-        }
-        let size_at = at + l.packet_size.map_or(0, |s| s.offset as u64);
-        let content_at = at + l.content_size.map_or(0, |s| s.offset as u64);
-        let got = match packet_size {
-            Some(size) => {
-                if !size.is_multiple_of(8) || size < bits || size / 8 > MAX_PACKET {
-                    return Err(self.err(size_at, format!("bad packet size {size} bits")));
-                }
-                got + self.fill_to(((size / 8) as usize).saturating_sub(got))?
-            }
-            None => {
-                // No packet size: the packet is the rest of the file.
-                let got = got + self.fill_to(MAX_PACKET as usize - got)?;
-                ctx.packet_size = got as u64 * 8;
-                if l.content_size.is_none() {
-                    ctx.content_size = ctx.packet_size;
-                }
-                got
-            }
-        };
-        if !ctx.content_size.is_multiple_of(8)
-            || ctx.content_size < bits
-            || ctx.content_size > ctx.packet_size
-        {
-            return Err(self.err(
-                content_at,
-                format!(
-                    "bad content size {} bits (packet {} bits)",
-                    ctx.content_size, ctx.packet_size
-                ),
-            ));
-        }
-        // The buffer grew as the bytes arrived, never to what the header
-        // claims: an 84-byte file claiming a 1 GiB packet costs 84 bytes.
-        let size = (ctx.packet_size / 8) as usize;
-        let content = (ctx.content_size / 8) as usize;
-        self.content_end = content.min(got);
-        if got < size {
-            self.truncated = Some(format!("packet truncated: {got} of {size} bytes present"));
-        }
-        self.class_idx = ci;
-        self.kind = self.classes[ci].1;
-        if self.ids.is_none() || ci != self.class_idx {
-            self.ids = Some(self.classes[ci].2.clone());
-        }
-        self.big_endian = l.big_endian;
-        self.pos = head;
-        self.prev_ts = ctx.timestamp_begin;
-        self.ctx = ctx;
-        self.packets += 1;
-        Ok(true)
     }
 
     /// The next item, `Ok(None)` at the end of the stream. After an error
@@ -523,21 +395,23 @@ impl StreamReader {
             ));
         }
         let fields = &self.desc.events[class].fields;
-        let payload = match &self.fixed_payload {
-            None => decode_fields(fields, content, &mut pos, &mut self.class_values[class]),
-            Some(fixed) => match fixed[class] {
-                Some(n) if pos.checked_add(n).is_some_and(|e| e <= content.len()) => {
-                    pos += n;
-                    Ok(())
+        let skip = self
+            .fixed_payload
+            .as_ref()
+            .map_or(Skip::Decode, |f| f[class]);
+        let payload = match skip {
+            Skip::Decode => decode_fields(fields, content, &mut pos, &mut self.class_values[class]),
+            Skip::Fixed(n) if pos.checked_add(n).is_some_and(|e| e <= content.len()) => {
+                pos += n;
+                Ok(())
+            }
+            Skip::Fixed(_) => Err((DecodeError::Truncated, 0)),
+            Skip::Walk => fields.iter().enumerate().try_for_each(|(i, f)| {
+                if f.align > 1 {
+                    pos = pos.next_multiple_of(f.align as usize);
                 }
-                Some(_) => Err((DecodeError::Truncated, 0)),
-                None => fields.iter().enumerate().try_for_each(|(i, f)| {
-                    if f.align > 1 {
-                        pos = pos.next_multiple_of(f.align as usize);
-                    }
-                    crate::value::skip(&f.ty, content, &mut pos).map_err(|e| (e, i))
-                }),
-            },
+                crate::value::skip(&f.ty, content, &mut pos).map_err(|e| (e, i))
+            }),
         };
         if let Err((e, i)) = payload {
             let name = fields[i].name.clone();

@@ -1,0 +1,158 @@
+//! A stream's next packet: its header says which stream class it is, that
+//! class's layout ([`crate::types::PacketLayout`]) says where its sizes,
+//! times and counts are; every value is checked against what the file
+//! holds before the packet buffer grows.
+
+use super::StreamReader;
+use crate::layout::{PacketContext, MAGIC};
+use crate::read::{ReadError, MAX_PACKET};
+use crate::value::decode_at;
+
+impl StreamReader {
+    /// Loads the next packet; `Ok(false)` at the end of the file. The
+    /// packet header (common to the stream classes) says which stream
+    /// class it is; that class's layout says where the rest is.
+    pub(super) fn next_packet(&mut self) -> Result<bool, ReadError> {
+        self.offset += self.packet.len() as u64;
+        self.packet.clear();
+        let at = self.offset;
+        let first = self
+            .desc
+            .streams
+            .iter()
+            .map(|c| c.packet.len)
+            .min()
+            .unwrap_or(0) as usize;
+        let got = self.fill_to(first.max(1))?;
+        if got == 0 {
+            return Ok(false);
+        }
+        if got < first {
+            return Err(self.err(
+                at,
+                format!("truncated packet header ({got} of {first} bytes)"),
+            ));
+        }
+        let Some(class0) = self.desc.streams.first() else {
+            return Err(self.err(at, "the metadata declares no stream class"));
+        };
+        let l0 = class0.packet;
+        if let Some(magic) = l0.magic.and_then(|s| s.read(&self.packet)) {
+            if magic != MAGIC as u64 {
+                return Err(self.err(at, format!("bad packet magic {magic:#010x}")));
+            }
+        }
+        if let Some(u) = l0.uuid {
+            let u = u as usize;
+            if self.packet.get(u..u + 16) != Some(&self.desc.uuid[..]) {
+                return Err(self.err(at + u as u64, "packet uuid differs from the trace uuid"));
+            }
+        }
+        let (ci, stream_id) = match l0.stream_id {
+            Some(slot) => {
+                let id = slot.read(&self.packet).unwrap_or(u64::MAX);
+                match self.classes.iter().position(|c| c.0 as u64 == id) {
+                    Some(ci) => (ci, id as u32),
+                    None => {
+                        let o = at + slot.offset as u64;
+                        return Err(self.err(o, format!("unknown stream class {id}")));
+                    }
+                }
+            }
+            None => (0, self.classes[0].0),
+        };
+        let l = self.desc.streams[ci].packet;
+        let head = l.len as usize;
+        let got = got + self.fill_to(head.saturating_sub(got))?;
+        if got < head {
+            return Err(self.err(
+                at,
+                format!("truncated packet header ({got} of {head} bytes)"),
+            ));
+        }
+        let field = |s: Option<crate::types::Slot>| s.and_then(|s| s.read(&self.packet));
+        let bits = head as u64 * 8;
+        let packet_size = field(l.packet_size);
+        let mut ctx = PacketContext {
+            stream_id,
+            stream_instance_id: field(l.stream_instance_id).unwrap_or(0),
+            timestamp_begin: field(l.timestamp_begin).unwrap_or(self.prev_ts),
+            timestamp_end: field(l.timestamp_end).unwrap_or(0),
+            content_size: field(l.content_size).or(packet_size).unwrap_or(0),
+            packet_size: packet_size.unwrap_or(0),
+            packet_seq_num: field(l.packet_seq_num)
+                .unwrap_or(self.last_seq.map_or(0, |s| s.saturating_add(1))),
+            events_discarded: field(l.events_discarded).unwrap_or(0),
+            cpu_id: field(l.cpu_id).map_or(0, |c| c as u32),
+        };
+        let class = &self.desc.streams[ci];
+        self.packet_values.clear();
+        for (i, (f, &off)) in class
+            .packet_fields
+            .iter()
+            .zip(&class.packet_field_offsets)
+            .enumerate()
+        {
+            // Inside the header bytes read (placed there by the metadata's
+            // layout), integers only: this cannot fail.
+            let mut pos = off as usize;
+            let _ = decode_at(
+                &f.ty,
+                &self.packet[..head],
+                &mut pos,
+                &mut self.packet_values,
+                i,
+            );
+        }
+        let size_at = at + l.packet_size.map_or(0, |s| s.offset as u64);
+        let content_at = at + l.content_size.map_or(0, |s| s.offset as u64);
+        let got = match packet_size {
+            Some(size) => {
+                if !size.is_multiple_of(8) || size < bits || size / 8 > MAX_PACKET {
+                    return Err(self.err(size_at, format!("bad packet size {size} bits")));
+                }
+                got + self.fill_to(((size / 8) as usize).saturating_sub(got))?
+            }
+            None => {
+                // No packet size: the packet is the rest of the file.
+                let got = got + self.fill_to(MAX_PACKET as usize - got)?;
+                ctx.packet_size = got as u64 * 8;
+                if l.content_size.is_none() {
+                    ctx.content_size = ctx.packet_size;
+                }
+                got
+            }
+        };
+        if !ctx.content_size.is_multiple_of(8)
+            || ctx.content_size < bits
+            || ctx.content_size > ctx.packet_size
+        {
+            return Err(self.err(
+                content_at,
+                format!(
+                    "bad content size {} bits (packet {} bits)",
+                    ctx.content_size, ctx.packet_size
+                ),
+            ));
+        }
+        // The buffer grew as the bytes arrived, never to what the header
+        // claims: an 84-byte file claiming a 1 GiB packet costs 84 bytes.
+        let size = (ctx.packet_size / 8) as usize;
+        let content = (ctx.content_size / 8) as usize;
+        self.content_end = content.min(got);
+        if got < size {
+            self.truncated = Some(format!("packet truncated: {got} of {size} bytes present"));
+        }
+        self.class_idx = ci;
+        self.kind = self.classes[ci].1;
+        if self.ids.is_none() || ci != self.class_idx {
+            self.ids = Some(self.classes[ci].2.clone());
+        }
+        self.big_endian = l.big_endian;
+        self.pos = head;
+        self.prev_ts = ctx.timestamp_begin;
+        self.ctx = ctx;
+        self.packets += 1;
+        Ok(true)
+    }
+}
