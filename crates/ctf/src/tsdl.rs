@@ -303,6 +303,20 @@ fn struct_fields(s: &mut String, fields: &[Field]) {
     }
 }
 
+/// The declaration of an array or sequence `f` of elements `e`: the
+/// element's, its name followed by `[count]`.
+fn element_decl(f: &Field, e: &Field, count: &str) -> String {
+    let mut one = Field::new(f.name.clone(), e.ty.clone());
+    one.align = e.align;
+    let mut d = String::new();
+    field_decl(&mut d, &one);
+    let end = format!(" _{};\n", f.name);
+    match d.strip_suffix(&end) {
+        Some(head) => format!("{head} _{}[{count}];\n", f.name),
+        None => d,
+    }
+}
+
 /// The `align(n)` of a structure whose first field is aligned.
 fn struct_align(fields: &[Field]) -> String {
     match fields.first() {
@@ -314,6 +328,16 @@ fn struct_align(fields: &[Field]) -> String {
 fn field_decl_unaligned(s: &mut String, f: &Field) {
     let name = format!("_{}", f.name);
     let _ = match &f.ty {
+        FieldType::ArrayOf(e, n) => {
+            s.push_str(&element_decl(f, e, &n.to_string()));
+            Ok(())
+        }
+        FieldType::SequenceOfAny { len: lt, elem } => {
+            let len = format!("_{}", f.length_name());
+            let _ = writeln!(s, "\t\t{} {len};", int_decl(lt));
+            s.push_str(&element_decl(f, elem, &format!(" {len} ")));
+            Ok(())
+        }
         FieldType::Struct(fields) => {
             s.push_str("\t\tstruct {\n");
             struct_fields(s, fields);

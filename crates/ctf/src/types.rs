@@ -96,6 +96,17 @@ pub enum FieldType {
         /// The length's type.
         len: IntType,
     },
+    /// An array of `n` elements of a type other than an integer (the
+    /// element a [`Field`], for its alignment; a value of
+    /// [`crate::value::Value::Array`]).
+    ArrayOf(Box<Field>, u32),
+    /// A sequence of such elements, its length (of type `len`) just before.
+    SequenceOfAny {
+        /// The length's type.
+        len: IntType,
+        /// The element.
+        elem: Box<Field>,
+    },
     /// A structure: its fields, in order (a value of
     /// [`crate::value::Value::Struct`]).
     Struct(Vec<Field>),

@@ -68,7 +68,9 @@ fn bt2_text(f: &Field, v: &Value) -> String {
         Value::RawStr(b) => format!("\"{}\"", String::from_utf8_lossy(b)),
         Value::UintArray(xs) => ints(xs.iter().map(|x| x.to_string()).collect()),
         Value::IntArray(xs) => ints(xs.iter().map(|x| x.to_string()).collect()),
-        Value::Struct(_) | Value::Variant(..) => unreachable!("this trace has none"),
+        Value::Struct(_) | Value::Variant(..) | Value::Array(_) => {
+            unreachable!("this trace has none")
+        }
     };
     match (&f.ty, v) {
         (FieldType::Sequence(_), Value::UintArray(xs)) => {

@@ -104,7 +104,9 @@ fn value(ty: &FieldType) -> BoxedStrategy<Value> {
             .collect::<Vec<_>>()
             .prop_map(Value::Struct)
             .boxed(),
-        FieldType::Variant(_) => unreachable!("not generated: `handwritten.rs` has variants"),
+        FieldType::Variant(_) | FieldType::ArrayOf(..) | FieldType::SequenceOfAny { .. } => {
+            unreachable!("not generated: `handwritten.rs` has them")
+        }
         FieldType::Int(t) => int_value(t)
             .prop_map(move |x| {
                 let (s, i, u) = as_value(&t, x);

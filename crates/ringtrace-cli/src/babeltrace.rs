@@ -227,6 +227,27 @@ fn items(s: &mut String, t: &IntType, v: &Value) -> usize {
     xs.len()
 }
 
+/// `[ [0] = …, [1] = … ]` of elements of any type (`[ ]` when empty).
+fn elements(s: &mut String, e: &FieldType, v: &Value) {
+    let xs: &[Value] = match v {
+        Value::Array(xs) => xs,
+        _ => &[],
+    };
+    if xs.is_empty() {
+        s.push_str("[ ]");
+        return;
+    }
+    s.push_str("[ ");
+    for (k, x) in xs.iter().enumerate() {
+        if k > 0 {
+            s.push_str(", ");
+        }
+        let _ = write!(s, "[{k}] = ");
+        value(s, e, x);
+    }
+    s.push_str(" ]");
+}
+
 fn text_of(v: &Value) -> &[u8] {
     match v {
         Value::Str(x) => x.as_bytes(),
@@ -252,6 +273,18 @@ fn field(s: &mut String, f: &Field, v: &Value) {
             items(s, t, v);
             return;
         }
+        FieldType::SequenceOfAny { elem, .. } => {
+            len_field(
+                s,
+                if let Value::Array(xs) = v {
+                    xs.len()
+                } else {
+                    0
+                },
+            );
+            elements(s, &elem.ty, v);
+            return;
+        }
         FieldType::TextSequence { .. } => {
             let bytes = text_of(v);
             len_field(s, bytes.len());
@@ -269,6 +302,7 @@ fn value(s: &mut String, ty: &FieldType, v: &Value) {
     match (ty, v) {
         (FieldType::Int(t), v) => int(s, t, v),
         (FieldType::Struct(fields), Value::Struct(vs)) => block(s, fields, vs),
+        (FieldType::ArrayOf(e, _), v) => elements(s, &e.ty, v),
         // babeltrace2 shows the option's value, not its name.
         (FieldType::Variant(vt), Value::Variant(i, inner)) => match vt.options.get(*i) {
             Some(o) => {

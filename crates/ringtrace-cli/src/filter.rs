@@ -84,7 +84,9 @@ fn value(v: &Value) -> Option<Val<'_>> {
         Value::Str(s) => Val::Text(s.as_bytes()),
         Value::RawStr(s) => Val::Text(s),
         Value::Variant(_, v) => return value(v),
-        Value::UintArray(_) | Value::IntArray(_) | Value::Struct(_) => return None,
+        Value::UintArray(_) | Value::IntArray(_) | Value::Struct(_) | Value::Array(_) => {
+            return None
+        }
     })
 }
 

@@ -184,6 +184,16 @@ pub fn value(ty: &FieldType, v: &Value, out: &mut String) {
             }
             write!(out, " }}")
         }
+        Value::Array(vs) => {
+            out.push('[');
+            if let FieldType::ArrayOf(e, _) | FieldType::SequenceOfAny { elem: e, .. } = ty {
+                for (k, v) in vs.iter().enumerate() {
+                    out.push_str(if k == 0 { "" } else { ", " });
+                    value(&e.ty, v, out);
+                }
+            }
+            write!(out, "]")
+        }
         Value::Variant(i, v) => {
             if let FieldType::Variant(vt) = ty {
                 if let Some(o) = vt.options.get(*i) {

@@ -9,7 +9,8 @@
 //! little-endian integers of every size, big-endian floats, integers aligned on 32 and 64
 //! bits after a header aligned on 32, hexadecimal, strings, a text
 //! array, a sequence with a 16-bit length, an enumeration, a nested
-//! structure and a variant selected by an enumeration; events
+//! structure, a variant selected by an enumeration, a sequence of
+//! structures and an array of aligned floats; events
 //! discarded between packets. `ringtrace view --format babeltrace` prints
 //! what babeltrace2 prints, and our reader decodes each value exactly.
 
@@ -140,6 +141,9 @@ event {{
 			struct {{ uint8_t x; uint8_t y; }} pair;
 		}} v;
 		uint8_t after;
+		uint8_t n;
+		struct {{ uint16_t x; string name; }} items[n];
+		floating_point {{ exp_dig = 8; mant_dig = 24; align = 32; }} reals[2];
 	}};
 }};
 
@@ -271,7 +275,16 @@ fn compound(p: &mut Packet, vtid: i32, ts: u64, tag: u8) {
         2 => p.put(b"chosen\0"),
         _ => p.put(&[7, 8]),
     };
-    p.put(&[0xEE]);
+    // `tag` structures, then 2 floats aligned on 32 bits.
+    p.put(&[0xEE, tag]);
+    for k in 0..tag {
+        p.put(&(k as u16 * 256 + 1).to_be_bytes())
+            .put(format!("item{k}\0").as_bytes());
+    }
+    p.align(4)
+        .put(&0.5f32.to_be_bytes())
+        .align(4)
+        .put(&(tag as f32).to_be_bytes());
 }
 
 /// Writes the trace into `dir`.
@@ -363,11 +376,15 @@ fn a_big_endian_trace_of_other_layouts_reads_as_babeltrace2_reads_it() {
     ] {
         let want = format!(
             "{} hand:compound cpu2 [Int(41)] [Struct([Uint({}), Uint({})]), Enum({tag}), \
-             Variant({}, {v}), Uint(238)]",
+             Variant({}, {v}), Uint(238), Array([{}]), Array([F32(0.5), F32({tag}.0)])]",
             t0 + 4_000 + 100 * tag,
             tag * 10,
             tag * 1000,
-            tag - 1
+            tag - 1,
+            (0..tag)
+                .map(|k| format!("Struct([Uint({}), Str(\"item{k}\")])", k * 256 + 1))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         assert!(lines.contains(&want), "{want}\n{lines:#?}");
     }

@@ -305,6 +305,39 @@ fn enumeration(it: IntType, maps: &[(String, i128, i128)]) -> FieldType {
     }
 }
 
+fn holds_variant(t: &Ty) -> bool {
+    match t {
+        Ty::Variant { .. } => true,
+        Ty::Struct { fields, .. } => fields.iter().any(|f| holds_variant(&f.1)),
+        Ty::Array { elem, .. } | Ty::Sequence { elem, .. } => holds_variant(elem),
+        _ => false,
+    }
+}
+
+/// The element of an array or sequence of other things than integers:
+/// neither a variant (its tag would be among the elements) nor empty
+/// (each element takes a byte at least, which bounds a count by the bytes
+/// left).
+fn element(elem: &Ty, pos: Pos) -> Result<Field, String> {
+    if matches!(elem, Ty::Variant { .. }) {
+        return Err("arrays of variants".into());
+    }
+    if fixed_bits(elem) == Some(0) {
+        return Err("arrays of empty elements".into());
+    }
+    let one = Ty::Struct {
+        fields: vec![("element".to_owned(), elem.clone(), pos)],
+        align: 8,
+    };
+    let mut f = event_fields(&one).map_err(|e| e.0)?;
+    let mut e = f.pop().expect("one field in, one out");
+    if holds_variant(elem) {
+        return Err("arrays of structures holding variants".into());
+    }
+    e.align = bytes_align(elem);
+    Ok(e)
+}
+
 /// A variant whose tag is the enumeration `tag` among the fields `before`
 /// it in its structure (sibling scope: the tags real producers write).
 fn variant(
@@ -390,13 +423,18 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
             Ty::Array { elem, len } if is_char(elem) => {
                 FieldType::Text(u32::try_from(*len).map_err(|_| unsupported("array too long"))?)
             }
-            Ty::Array { elem, len } => FieldType::Array(
-                int_type(elem).ok_or_else(|| unsupported("arrays hold integers only"))?,
-                u32::try_from(*len).map_err(|_| unsupported("array too long"))?,
-            ),
+            Ty::Array { elem, len } => {
+                let n = u32::try_from(*len).map_err(|_| unsupported("array too long"))?;
+                match int_type(elem) {
+                    Some(it) => FieldType::Array(it, n),
+                    None => FieldType::ArrayOf(
+                        Box::new(element(elem, *pos).map_err(|m| unsupported(&m))?),
+                        n,
+                    ),
+                }
+            }
             Ty::Sequence { elem, len_field } => {
-                let it =
-                    int_type(elem).ok_or_else(|| unsupported("sequences hold integers only"))?;
+                let it = int_type(elem);
                 // The length must be the unsigned integer field just before
                 // (where ringtrace and LTTng put it); it becomes part of the
                 // sequence, as `_<name>_length` is in ringtrace's own.
@@ -425,12 +463,14 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
                 }
                 seq_align = Some(la);
                 out.pop();
-                if is_char(elem) {
-                    FieldType::TextSequence { len }
-                } else if len == IntType::unsigned(32) {
-                    FieldType::Sequence(it)
-                } else {
-                    FieldType::SequenceOf { len, elem: it }
+                match it {
+                    _ if is_char(elem) => FieldType::TextSequence { len },
+                    Some(it) if len == IntType::unsigned(32) => FieldType::Sequence(it),
+                    Some(it) => FieldType::SequenceOf { len, elem: it },
+                    None => FieldType::SequenceOfAny {
+                        len,
+                        elem: Box::new(element(elem, *pos).map_err(|m| unsupported(&m))?),
+                    },
                 }
             }
             Ty::Struct { .. } => FieldType::Struct(event_fields(ty)?),
@@ -440,9 +480,11 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
         };
         let align = match ty {
             Ty::Array { elem, .. } => {
+                // Integer elements are read one after the other, unpadded;
+                // other elements each at their alignment.
                 let ea = bytes_align(elem);
                 let size = fixed_bits(elem).unwrap_or(0);
-                if !size.is_multiple_of(ea as u64 * 8) {
+                if int_type(elem).is_some() && !size.is_multiple_of(ea as u64 * 8) {
                     return Err(unsupported("array elements smaller than their alignment"));
                 }
                 ea

@@ -31,7 +31,9 @@ pub(crate) fn json_value(v: &Value) -> serde_json::Value {
         Value::IntArray(xs) => json!(xs),
         // Structures as arrays of their values (their field names are in
         // the metadata), variants as the value of their option.
-        Value::Struct(vs) => serde_json::Value::Array(vs.iter().map(json_value).collect()),
+        Value::Struct(vs) | Value::Array(vs) => {
+            serde_json::Value::Array(vs.iter().map(json_value).collect())
+        }
         Value::Variant(_, v) => json_value(v),
     }
 }

@@ -183,8 +183,10 @@ pub(super) fn annotation(name: &str, v: &Value) -> DebugAnnotation {
         Value::RawStr(b) => a.string_value = Some(crate::export::escaped(b)),
         Value::UintArray(xs) => a.string_value = Some(format!("{xs:?}")),
         Value::IntArray(xs) => a.string_value = Some(format!("{xs:?}")),
-        // A structure as the JSON array of its values.
-        Value::Struct(_) => a.string_value = Some(crate::export::chrome::json_value(v).to_string()),
+        // A structure or array as the JSON array of its values.
+        Value::Struct(_) | Value::Array(_) => {
+            a.string_value = Some(crate::export::chrome::json_value(v).to_string())
+        }
         Value::Variant(_, v) => {
             let mut inner = annotation(name, v);
             inner.name = a.name.take();

@@ -2,7 +2,12 @@
 //! decoding back. Integers are little-endian and byte-aligned, strings
 //! NUL-terminated, sequences preceded by a 32-bit length.
 
-use crate::types::{FieldType, IntType, VariantType};
+mod compound;
+
+pub use compound::has_variant;
+use compound::{decode_elements, decode_struct, decode_variant};
+
+use crate::types::{FieldType, IntType};
 
 /// A decoded field value.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +35,8 @@ pub enum Value {
     IntArray(Vec<i64>),
     /// A structure's values, in the order of its fields.
     Struct(Vec<Value>),
+    /// An array or sequence of elements other than integers.
+    Array(Vec<Value>),
     /// A variant: the index of the option its tag chose, and its value.
     Variant(usize, Box<Value>),
 }
@@ -226,61 +233,14 @@ pub fn fixed_size(ty: &FieldType) -> Option<usize> {
             (f.align == 1).then_some(())?;
             n.checked_add(fixed_size(&f.ty)?)
         }),
+        FieldType::ArrayOf(e, n) if e.align == 1 => fixed_size(&e.ty)?.checked_mul(*n as usize),
+        FieldType::ArrayOf(..) | FieldType::SequenceOfAny { .. } => None,
         FieldType::String
         | FieldType::Sequence(_)
         | FieldType::SequenceOf { .. }
         | FieldType::TextSequence { .. }
         | FieldType::Variant(_) => None,
     }
-}
-
-/// Whether a field of `ty` holds a variant, whose size depends on a value
-/// before it (stepping over it means decoding its tag).
-pub fn has_variant(ty: &FieldType) -> bool {
-    match ty {
-        FieldType::Variant(_) => true,
-        FieldType::Struct(fields) => fields.iter().any(|f| has_variant(&f.ty)),
-        _ => false,
-    }
-}
-
-/// Decodes the fields of a structure at `*off` (each at its alignment).
-fn decode_struct(
-    fields: &[crate::types::Field],
-    b: &[u8],
-    off: &mut usize,
-) -> Result<Value, DecodeError> {
-    let mut vals = Vec::with_capacity(fields.len());
-    for f in fields {
-        *off = off.next_multiple_of(f.align as usize);
-        decode_into(&f.ty, b, off, &mut vals)?;
-    }
-    Ok(Value::Struct(vals))
-}
-
-/// Decodes a variant at `*off`, its tag among `before` (the values of
-/// the fields before it in its structure).
-fn decode_variant(
-    v: &VariantType,
-    before: &[Value],
-    b: &[u8],
-    off: &mut usize,
-) -> Result<Value, DecodeError> {
-    let tag = match before.get(v.tag) {
-        Some(Value::Enum(x)) => *x,
-        _ => return Err(DecodeError::VariantTag(v.tag_name.clone(), i64::MIN)),
-    };
-    let Some(&(_, _, i)) = v.choices.iter().find(|c| c.0 <= tag && tag <= c.1) else {
-        return Err(DecodeError::VariantTag(v.tag_name.clone(), tag));
-    };
-    let f = &v.options[i];
-    *off = off.next_multiple_of(f.align as usize);
-    let mut one = Vec::with_capacity(1);
-    decode_into(&f.ty, b, off, &mut one)?;
-    Ok(Value::Variant(
-        i,
-        Box::new(one.pop().expect("one value decoded")),
-    ))
 }
 
 /// Moves `*off` past one field of `ty` without decoding its value (what a
@@ -309,6 +269,21 @@ pub fn skip(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<(), DecodeError
         FieldType::TextSequence { len } => {
             let count = read_int(len, b, off)?;
             usize::try_from(count).map_err(|_| DecodeError::SequenceLength(count))?
+        }
+        FieldType::ArrayOf(e, _) | FieldType::SequenceOfAny { elem: e, .. } => {
+            let n = match ty {
+                FieldType::SequenceOfAny { len, .. } => read_int(len, b, off)?,
+                FieldType::ArrayOf(_, n) => *n as u64,
+                _ => 0,
+            };
+            if n > b.len().saturating_sub(*off) as u64 {
+                return Err(DecodeError::SequenceLength(n));
+            }
+            for _ in 0..n {
+                *off = off.next_multiple_of(e.align as usize);
+                skip(&e.ty, b, off)?;
+            }
+            return Ok(());
         }
         FieldType::Struct(fields) => {
             if has_variant(ty) {
@@ -367,6 +342,11 @@ pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, Decode
         }
         FieldType::Array(t, n) => int_array(t, *n as u64, b, off)?,
         FieldType::Struct(fields) => decode_struct(fields, b, off)?,
+        FieldType::ArrayOf(e, n) => decode_elements(e, *n as u64, b, off)?,
+        FieldType::SequenceOfAny { len, elem } => {
+            let n = read_int(len, b, off)?;
+            decode_elements(elem, n, b, off)?
+        }
         // A variant alone has no tag to read (see `decode_into`).
         FieldType::Variant(v) => return Err(DecodeError::VariantTag(v.tag_name.clone(), i64::MIN)),
         FieldType::Sequence(t) => {
@@ -468,6 +448,17 @@ pub fn encode(ty: &FieldType, v: &Value, out: &mut Vec<u8>) -> Result<(), TypeMi
                     return Err(mismatch());
                 }
                 encode(&f.ty, v, out)?;
+            }
+        }
+        (FieldType::ArrayOf(e, n), Value::Array(vs)) if vs.len() == *n as usize && e.align == 1 => {
+            for v in vs {
+                encode(&e.ty, v, out)?;
+            }
+        }
+        (FieldType::SequenceOfAny { len, elem }, Value::Array(vs)) if elem.align == 1 => {
+            put_int(len, vs.len() as u64, out);
+            for v in vs {
+                encode(&elem.ty, v, out)?;
             }
         }
         (FieldType::Variant(vt), Value::Variant(i, v)) if *i < vt.options.len() => {
