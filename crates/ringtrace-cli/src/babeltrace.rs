@@ -211,28 +211,12 @@ fn items(s: &mut String, t: &IntType, v: &Value) -> usize {
         Value::IntArray(xs) => xs.iter().map(|x| Value::Int(*x)).collect(),
         _ => Vec::new(),
     };
-    if xs.is_empty() {
-        s.push_str("[ ]");
-        return 0;
-    }
-    s.push_str("[ ");
-    for (k, x) in xs.iter().enumerate() {
-        if k > 0 {
-            s.push_str(", ");
-        }
-        let _ = write!(s, "[{k}] = ");
-        int(s, t, x);
-    }
-    s.push_str(" ]");
+    list(s, &xs, |s, x| int(s, t, x));
     xs.len()
 }
 
-/// `[ [0] = …, [1] = … ]` of elements of any type (`[ ]` when empty).
-fn elements(s: &mut String, e: &FieldType, v: &Value) {
-    let xs: &[Value] = match v {
-        Value::Array(xs) => xs,
-        _ => &[],
-    };
+/// `[ [0] = …, [1] = … ]`, each item written by `each` (`[ ]` when empty).
+fn list(s: &mut String, xs: &[Value], mut each: impl FnMut(&mut String, &Value)) {
     if xs.is_empty() {
         s.push_str("[ ]");
         return;
@@ -243,9 +227,18 @@ fn elements(s: &mut String, e: &FieldType, v: &Value) {
             s.push_str(", ");
         }
         let _ = write!(s, "[{k}] = ");
-        value(s, e, x);
+        each(s, x);
     }
     s.push_str(" ]");
+}
+
+/// The elements of an array of any type.
+fn elements(s: &mut String, e: &FieldType, v: &Value) {
+    let xs: &[Value] = match v {
+        Value::Array(xs) => xs,
+        _ => &[],
+    };
+    list(s, xs, |s, x| value(s, e, x));
 }
 
 fn text_of(v: &Value) -> &[u8] {
