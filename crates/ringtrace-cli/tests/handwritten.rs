@@ -418,6 +418,26 @@ fn a_big_endian_trace_of_other_layouts_reads_as_babeltrace2_reads_it() {
         "{t1} hand:ints cpu2 [Int(42)] [Uint(4), Int(-1200), Uint(3735879684), \
          Int(-4398046511104), Uint(16909064), F32(6.0), F64(-1.3333333333333333)]"
     )));
+    // Packets of both stream classes in one file: each packet's own
+    // class decodes it (its header, its event ids).
+    let mixed = tmp("handwritten-mixed");
+    let _ = std::fs::remove_dir_all(&mixed);
+    std::fs::create_dir_all(&mixed).unwrap();
+    std::fs::copy(dir.join("metadata"), mixed.join("metadata")).unwrap();
+    let mut bytes = std::fs::read(dir.join("chan_0")).unwrap();
+    bytes.extend(std::fs::read(dir.join("plain_0")).unwrap());
+    bytes.extend(std::fs::read(dir.join("chan_0")).unwrap());
+    std::fs::write(mixed.join("both_0"), bytes).unwrap();
+    let m = ctf::read::Trace::open(&mixed).unwrap();
+    let mut names = Vec::new();
+    for item in ctf::merge::Merger::new(&m) {
+        if let ctf::read::Item::Event(e) = item.unwrap_or_else(|e| panic!("{e}")).1 {
+            names.push(m.desc.events[e.class].name.clone());
+        }
+    }
+    assert_eq!(names.len(), 2 * (lines.len() - 3) + 3);
+    assert_eq!(names.iter().filter(|n| *n == "hand:plain").count(), 3);
+    let _ = std::fs::remove_dir_all(&mixed);
     if !babeltrace2_present() {
         return;
     }

@@ -143,11 +143,11 @@ impl StreamReader {
         if got < size {
             self.truncated = Some(format!("packet truncated: {got} of {size} bytes present"));
         }
-        self.class_idx = ci;
-        self.kind = self.classes[ci].1;
         if self.ids.is_none() || ci != self.class_idx {
             self.ids = Some(self.classes[ci].2.clone());
         }
+        self.class_idx = ci;
+        self.kind = self.classes[ci].1;
         self.big_endian = l.big_endian;
         self.pos = head;
         self.prev_ts = ctx.timestamp_begin;
