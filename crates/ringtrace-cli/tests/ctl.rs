@@ -247,10 +247,11 @@ fn slow_clients_do_not_block_control() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    let o = run(&["ctl", &pid.to_string(), "sessions"]);
-    assert!(o.ok && o.stdout.contains("demo"), "{}", o.stderr);
+    std::thread::sleep(Duration::from_millis(100));
     // More clients than the server serves at once: the extra ones are told.
+    // (Right after the slow ones connected, well inside their deadline: a
+    // slow client cut between the last held connection and the extra one
+    // would free a slot, and the extra one would be served instead.)
     let held: Vec<UnixStream> = (0..ringtrace::ctl::server::MAX_CONNECTIONS)
         .map(|_| UnixStream::connect(&sock).unwrap())
         .collect();
@@ -261,6 +262,11 @@ fn slow_clients_do_not_block_control() {
     let text = String::from_utf8_lossy(reply.get(4..).unwrap_or_default());
     assert!(text.contains("busy"), "{text:?}");
     drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    // The held connections gone, `ringtrace ctl` is answered while the
+    // slow clients still trickle (or after the server cut them).
+    let o = run(&["ctl", &pid.to_string(), "sessions"]);
+    assert!(o.ok && o.stdout.contains("demo"), "{}", o.stderr);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for h in slow {
         let lasted = h.join().unwrap();
