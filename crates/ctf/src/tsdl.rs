@@ -6,8 +6,8 @@
 use std::fmt::Write;
 
 use crate::types::{
-    EnvValue, EventClass, Field, FieldType, HeaderKind, IntType, PlainHeader, Slot, StreamClass,
-    TraceDesc,
+    EnumMapping, EnvValue, EventClass, Field, FieldType, HeaderKind, IntType, PlainHeader, Slot,
+    StreamClass, TraceDesc,
 };
 
 /// The preamble: type aliases, trace, env, clock, packet context, event
@@ -64,24 +64,33 @@ pub fn preamble(t: &TraceDesc) -> String {
         }
         s.push_str("};\n\n");
     }
-    let c = &t.clock;
-    let _ = write!(
-        s,
-        "clock {{\n\tname = \"{}\";\n\tdescription = \"{}\";\n\tfreq = {};\n\tprecision = {};\n\
-         \toffset_s = {};\n\toffset = {};\n\tabsolute = FALSE;\n}};\n\n",
-        c.name,
-        escape(&c.description),
-        c.freq,
-        c.precision,
-        c.offset_s,
-        c.offset
-    );
-    for (bits, align) in [(27, 1), (32, 8), (64, 8)] {
+    // The trace's clock, then those of stream classes that count another.
+    let mut clocks = vec![(&t.clock, "_clock_t".to_owned())];
+    for c in t.streams.iter().filter_map(|st| st.clock.as_ref()) {
+        if clocks.iter().all(|(o, _)| o.name != c.name) {
+            clocks.push((c, format!("_clock_{}_t", c.name)));
+        }
+    }
+    for (c, sfx) in &clocks {
         let _ = write!(
             s,
-            "typealias integer {{\n\tsize = {bits}; align = {align}; signed = false;\n\
-             \tmap = clock.{clock}.value;\n}} := uint{bits}_clock_t;\n\n"
+            "clock {{\n\tname = \"{}\";\n\tdescription = \"{}\";\n\tfreq = {};\n\tprecision = {};\n\
+             \toffset_s = {};\n\toffset = {};\n\tabsolute = FALSE;\n}};\n\n",
+            c.name,
+            escape(&c.description),
+            c.freq,
+            c.precision,
+            c.offset_s,
+            c.offset
         );
+        for (bits, align) in [(27, 1), (32, 8), (64, 8)] {
+            let _ = write!(
+                s,
+                "typealias integer {{\n\tsize = {bits}; align = {align}; signed = false;\n\
+                 \tmap = clock.{}.value;\n}} := uint{bits}{sfx};\n\n",
+                c.name
+            );
+        }
     }
     s.push_str(
         "struct packet_context {\n\
@@ -93,24 +102,26 @@ pub fn preamble(t: &TraceDesc) -> String {
          \tunsigned long events_discarded;\n\
          \tuint32_t cpu_id;\n};\n\n",
     );
-    s.push_str(
-        "struct event_header_compact {\n\
-         \tenum : uint5_t { compact = 0 ... 30, extended = 31 } id;\n\
-         \tvariant <id> {\n\
-         \t\tstruct {\n\t\t\tuint27_clock_t timestamp;\n\t\t} compact;\n\
-         \t\tstruct {\n\t\t\tuint32_t id;\n\t\t\tuint64_clock_t timestamp;\n\t\t} extended;\n\
-         \t} v;\n} align(8);\n\n",
+    let _ = write!(
+        s,
+        "struct event_header_compact {};\n\n",
+        lttng_header(false, "_clock_t")
     );
-    s.push_str(
-        "struct event_header_large {\n\
-         \tenum : uint16_t { compact = 0 ... 65534, extended = 65535 } id;\n\
-         \tvariant <id> {\n\
-         \t\tstruct {\n\t\t\tuint32_clock_t timestamp;\n\t\t} compact;\n\
-         \t\tstruct {\n\t\t\tuint32_t id;\n\t\t\tuint64_clock_t timestamp;\n\t\t} extended;\n\
-         \t} v;\n} align(8);\n\n",
+    let _ = write!(
+        s,
+        "struct event_header_large {};\n\n",
+        lttng_header(true, "_clock_t")
     );
     for st in &t.streams {
+        let (clock, sfx) = match &st.clock {
+            Some(c) => (&c.name, format!("_clock_{}_t", c.name)),
+            None => (clock, String::new()),
+        };
         let header = match st.header {
+            HeaderKind::Compact | HeaderKind::Large if !sfx.is_empty() => format!(
+                "\tevent.header := struct {};\n",
+                lttng_header(st.header == HeaderKind::Large, &sfx)
+            ),
             HeaderKind::Compact => "\tevent.header := struct event_header_compact;\n".to_owned(),
             HeaderKind::Large => "\tevent.header := struct event_header_large;\n".to_owned(),
             HeaderKind::Plain(p) => plain_header(&p, clock)
@@ -170,6 +181,24 @@ fn int_decl(t: &IntType) -> String {
         u8::from(t.signed),
         t.base,
         if t.be { "be" } else { "le" }
+    )
+}
+
+/// LTTng's compact (5-bit id, 27-bit time) or large (16-bit id, 32-bit
+/// time) event header, its times of the clock whose aliases end in `sfx`.
+fn lttng_header(large: bool, sfx: &str) -> String {
+    let (id, max, ts) = if large {
+        ("uint16_t", 65534, 32)
+    } else {
+        ("uint5_t", 30, 27)
+    };
+    format!(
+        "{{\n\tenum : {id} {{ compact = 0 ... {max}, extended = {} }} id;\n\
+         \tvariant <id> {{\n\
+         \t\tstruct {{\n\t\t\tuint{ts}{sfx} timestamp;\n\t\t}} compact;\n\
+         \t\tstruct {{\n\t\t\tuint32_t id;\n\t\t\tuint64{sfx} timestamp;\n\t\t}} extended;\n\
+         \t}} v;\n}} align(8)",
+        max + 1
     )
 }
 
@@ -344,13 +373,31 @@ fn field_decl_unaligned(s: &mut String, f: &Field) {
             writeln!(s, "\t\t}}{} {name};", struct_align(fields))
         }
         FieldType::Variant(v) => {
-            let _ = writeln!(s, "\t\tvariant <_{}> {{", v.tag_name);
+            // Each name of the path escaped, an absolute prefix kept.
+            let (abs, rel) = match v.tag_name.strip_prefix("event.fields.") {
+                Some(rel) => ("event.fields.", rel),
+                None => ("", v.tag_name.as_str()),
+            };
+            let path: Vec<String> = rel.split('.').map(|n| format!("_{n}")).collect();
+            let _ = writeln!(s, "\t\tvariant <{abs}{}> {{", path.join("."));
             for o in &v.options {
                 field_decl(s, o);
             }
             writeln!(s, "\t\t}} {name};")
         }
         FieldType::Int(t) => writeln!(s, "\t\t{} {name};", int_decl(t)),
+        FieldType::Bits(b) => {
+            // A run's first field starts at a byte; the others follow bit
+            // after bit.
+            let mut d = int_decl(&b.int);
+            if b.at > 0 {
+                d = d.replacen("align = 8;", "align = 1;", 1);
+            }
+            match &b.maps {
+                Some(maps) => writeln!(s, "\t\tenum : {d} {{ {} }} {name};", mappings(maps)),
+                None => writeln!(s, "\t\t{d} {name};"),
+            }
+        }
         FieldType::F32Be => writeln!(
             s,
             "\t\tfloating_point {{ exp_dig = 8; mant_dig = 24; align = 8; byte_order = be; }} {name};"
@@ -372,24 +419,12 @@ fn field_decl_unaligned(s: &mut String, f: &Field) {
             "\t\tenum : {} {{ \"false\" = 0, \"true\" = 1 }} {name};",
             int_decl(&IntType::unsigned(8))
         ),
-        FieldType::Enum(t, maps) => {
-            let m: Vec<String> = maps
-                .iter()
-                .map(|m| {
-                    if m.start == m.end {
-                        format!("\"{}\" = {}", escape(&m.label), m.start)
-                    } else {
-                        format!("\"{}\" = {} ... {}", escape(&m.label), m.start, m.end)
-                    }
-                })
-                .collect();
-            writeln!(
-                s,
-                "\t\tenum : {} {{ {} }} {name};",
-                int_decl(t),
-                m.join(", ")
-            )
-        }
+        FieldType::Enum(t, maps) => writeln!(
+            s,
+            "\t\tenum : {} {{ {} }} {name};",
+            int_decl(t),
+            mappings(maps)
+        ),
         FieldType::String => writeln!(s, "\t\tstring {{ encoding = UTF8; }} {name};"),
         FieldType::Array(t, n) => writeln!(s, "\t\t{} {name}[{n}];", int_decl(t)),
         FieldType::Text(n) => writeln!(
@@ -416,6 +451,21 @@ fn field_decl_unaligned(s: &mut String, f: &Field) {
             })
         }
     };
+}
+
+/// An enumeration's mappings, `"label" = a ... b` each.
+fn mappings(maps: &[EnumMapping]) -> String {
+    let m: Vec<String> = maps
+        .iter()
+        .map(|m| {
+            if m.start == m.end {
+                format!("\"{}\" = {}", escape(&m.label), m.start)
+            } else {
+                format!("\"{}\" = {} ... {}", escape(&m.label), m.start, m.end)
+            }
+        })
+        .collect();
+    m.join(", ")
 }
 
 fn escape(s: &str) -> String {

@@ -118,14 +118,66 @@ pub enum FieldType {
     /// encoding, its text ending at the first NUL (LTTng's `procname`
     /// context is one).
     Text(u32),
+    /// An integer or enumeration placed at a bit, in a run of bit fields
+    /// (CTF integers of any size with `align` below 8 bits, packed one
+    /// after the other: LTTng kernel's IPv4 `version`/`ihl` nibbles, bare
+    /// metal producers' flags). A value of [`crate::value::Value::Uint`],
+    /// `Int`, or `Enum` when it has mappings.
+    Bits(Box<BitField>),
+}
+
+/// Where a bit field sits in its run, the bytes that hold consecutive bit
+/// fields (the run starts at a byte boundary: every other field ends on
+/// one). CTF 1.8 section 4.1.5: in little-endian order bit 0 of a run is
+/// the least significant bit of its first byte; in big-endian order it is
+/// the most significant one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BitField {
+    /// Its integer type (`bits` 1..=64, any; `be` its byte order).
+    pub int: IntType,
+    /// An enumeration's mappings (`None`: a plain integer).
+    pub maps: Option<Vec<EnumMapping>>,
+    /// Its first bit, counted from the run's start.
+    pub at: u32,
+    /// Bytes the run takes (its bits rounded up to a byte).
+    pub run: u32,
+    /// The run's last field: the reader moves past the run after it.
+    pub last: bool,
+}
+
+impl FieldType {
+    /// The integer type of an integer, an enumeration or a bit field.
+    pub fn int(&self) -> Option<&IntType> {
+        match self {
+            FieldType::Int(t) | FieldType::Enum(t, _) => Some(t),
+            FieldType::Bits(b) => Some(&b.int),
+            _ => None,
+        }
+    }
+
+    /// The mappings of an enumeration (also one in bit fields).
+    pub fn enum_maps(&self) -> Option<&[EnumMapping]> {
+        match self {
+            FieldType::Enum(_, m) => Some(m),
+            FieldType::Bits(b) => b.maps.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// What a variant is made of.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct VariantType {
-    /// The index of its tag among the fields before it in its structure.
-    pub tag: usize,
-    /// The tag's name (its field's).
+    /// Where its tag is: `up` structures out from the one holding the
+    /// variant (0: among the fields before it in its own), the field at
+    /// `tag[0]` there, and inside it (a structure) the field at `tag[1]`,
+    /// and so on (CTF 1.8 section 7.3.2: a relative path, looked up in the
+    /// variant's structure, then in the ones around it).
+    pub up: u8,
+    /// See `up`.
+    pub tag: Vec<usize>,
+    /// The tag's path as the metadata writes it (`tag`, `s.tag`,
+    /// `event.fields.tag`), without escaping underscores.
     pub tag_name: String,
     /// The tag's values (inclusive ranges) and the option each selects.
     pub choices: Vec<(i64, i64, usize)>,
@@ -340,6 +392,10 @@ pub struct StreamClass {
     pub packet_fields: Vec<Field>,
     /// The byte offset of each of `packet_fields` in the packet.
     pub packet_field_offsets: Vec<u32>,
+    /// The clock its timestamps count, when it is not the trace's
+    /// ([`TraceDesc::clock`]): a trace may declare several clocks, each
+    /// stream class mapping its times to one of them.
+    pub clock: Option<ClockDesc>,
 }
 
 impl StreamClass {
@@ -353,6 +409,7 @@ impl StreamClass {
             packet: PacketLayout::RINGTRACE,
             packet_fields: vec![Field::new("cpu_id", FieldType::Int(cpu.ty))],
             packet_field_offsets: vec![cpu.offset],
+            clock: None,
         }
     }
 
@@ -360,6 +417,7 @@ impl StreamClass {
     pub fn has_ringtrace_packets(&self) -> bool {
         let r = StreamClass::new(self.id, self.header, Vec::new());
         self.packet == r.packet
+            && self.clock.is_none()
             && self.packet_fields == r.packet_fields
             && self.packet_field_offsets == r.packet_field_offsets
     }

@@ -173,10 +173,20 @@ fn metadata_errors_name_line_and_column() {
         ctf::parse_metadata(&aligned).unwrap().events[0].fields[0].align,
         4
     );
-    // A 12-bit integer is not read yet: named, with where it is.
-    let bad = good.replacen(
+    // A 12-bit integer is a bit field; one aligned on 4 bits is not read:
+    // named, with where it is.
+    let bits = good.replacen(
         "integer { size = 64; align = 8; signed = 0;",
         "integer { size = 12; align = 8; signed = 0;",
+        1,
+    );
+    assert!(matches!(
+        &ctf::parse_metadata(&bits).unwrap().events[0].fields[0].ty,
+        FieldType::Bits(b) if b.int.bits == 12 && b.run == 2 && b.last
+    ));
+    let bad = good.replacen(
+        "integer { size = 64; align = 8; signed = 0;",
+        "integer { size = 12; align = 4; signed = 0;",
         1,
     );
     let line = bad.lines().position(|l| l.contains("size = 12")).unwrap() + 1;
@@ -186,7 +196,7 @@ fn metadata_errors_name_line_and_column() {
         meta_err(&bad)
     );
     assert!(
-        meta_err(&bad).ends_with("integer not byte-sized or aligned"),
+        meta_err(&bad).ends_with("integer aligned on 2 to 7 bits"),
         "{}",
         meta_err(&bad)
     );
@@ -207,8 +217,21 @@ fn metadata_errors_name_line_and_column() {
         meta_err(&bad),
         format!(
             "line {line}, column 3: unsupported field `_s`: variant tag `nope` is not a \
-             field before it in its structure"
+             field before it in its structure or those around it"
         )
+    );
+    // A tag in another scope than the payload is not read.
+    let bad = good.replacen(
+        "string { encoding = UTF8; } _s;",
+        "variant <stream.event.context.x> { uint8_t a; } _s;",
+        1,
+    );
+    assert!(
+        meta_err(&bad).ends_with(
+            "variant tag `stream.event.context.x` is in another scope than the event's fields"
+        ),
+        "{}",
+        meta_err(&bad)
     );
     // An array of variants is not read (whose tag would it be?).
     let bad = good.replacen(

@@ -34,7 +34,56 @@ fn field_type() -> impl Strategy<Value = FieldType> {
                 .map(|(k, ty)| Field::new(format!("m{k}"), ty))
                 .collect()
         )),
+        1 => bit_run(),
     ]
+}
+
+/// A structure of bit fields packed one after the other (1 to 64 bits
+/// each, integers and enumerations, one byte order), as the reader places
+/// them: each at its bit, the run's size in bytes on each, the last one
+/// marked.
+fn bit_run() -> impl Strategy<Value = FieldType> {
+    (
+        proptest::collection::vec((1u8..=64, any::<bool>(), any::<bool>()), 1..6),
+        any::<bool>(),
+    )
+        .prop_map(|(mut fields, be)| {
+            // A run starts with a field not of whole bytes (one of whole
+            // bytes at a byte boundary is a plain integer).
+            if fields[0].0.is_multiple_of(8) {
+                fields[0].0 -= 1;
+            }
+            let total: u32 = fields.iter().map(|f| f.0 as u32).sum();
+            let n = fields.len();
+            let mut at = 0;
+            let fields = fields
+                .into_iter()
+                .enumerate()
+                .map(|(k, (bits, signed, is_enum))| {
+                    let f = BitField {
+                        int: IntType {
+                            bits,
+                            signed,
+                            base: 10,
+                            be,
+                        },
+                        maps: is_enum.then(|| {
+                            vec![EnumMapping {
+                                label: "low".into(),
+                                start: 0,
+                                end: 1,
+                            }]
+                        }),
+                        at,
+                        run: total.div_ceil(8),
+                        last: k + 1 == n,
+                    };
+                    at += bits as u32;
+                    Field::new(format!("b{k}"), FieldType::Bits(Box::new(f)))
+                })
+                .collect();
+            FieldType::Struct(fields)
+        })
 }
 
 fn leaf_type() -> impl Strategy<Value = FieldType> {
@@ -127,6 +176,21 @@ fn value(ty: &FieldType) -> BoxedStrategy<Value> {
             .boxed(),
         FieldType::Bool => any::<bool>().prop_map(Value::Bool).boxed(),
         FieldType::String => "[a-zA-Z0-9 /é_-]{0,24}".prop_map(Value::Str).boxed(),
+        FieldType::Bits(b) => {
+            let t = b.int;
+            let is_enum = b.maps.is_some();
+            int_value(t)
+                .prop_map(move |x| {
+                    let (s, i, u) = as_value(&t, x);
+                    match (is_enum, s) {
+                        (true, true) => Value::Enum(i),
+                        (true, false) => Value::Enum(u as i64),
+                        (false, true) => Value::Int(i),
+                        (false, false) => Value::Uint(u),
+                    }
+                })
+                .boxed()
+        }
         FieldType::Enum(t, _) => int_value(t)
             .prop_map(move |x| {
                 Value::Enum(if t.signed {

@@ -294,6 +294,7 @@ fn field(s: &mut String, f: &Field, v: &Value) {
 fn value(s: &mut String, ty: &FieldType, v: &Value) {
     match (ty, v) {
         (FieldType::Int(t), v) => int(s, t, v),
+        (FieldType::Bits(b), v) if b.maps.is_none() => int(s, &b.int, v),
         (FieldType::Struct(fields), Value::Struct(vs)) => block(s, fields, vs),
         (FieldType::ArrayOf(e, _), v) => elements(s, &e.ty, v),
         // babeltrace2 shows the option's value, not its name.
@@ -310,7 +311,8 @@ fn value(s: &mut String, ty: &FieldType, v: &Value) {
         (FieldType::Bool, Value::Bool(b)) => {
             let _ = write!(s, "( \"{b}\" : container = {} )", u8::from(*b));
         }
-        (FieldType::Enum(_, maps), Value::Enum(x)) => {
+        (FieldType::Enum(..) | FieldType::Bits(_), Value::Enum(x)) => {
+            let maps = ty.enum_maps().unwrap_or_default();
             let labels: Vec<&str> = maps
                 .iter()
                 .filter(|m| m.start <= *x && *x <= m.end)

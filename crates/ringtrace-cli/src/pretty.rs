@@ -113,7 +113,7 @@ pub fn lossless_into(bytes: &[u8], out: &mut String) {
 /// metadata shows in base 16 in hex).
 pub fn value(ty: &FieldType, v: &Value, out: &mut String) {
     let _ = match v {
-        Value::Uint(x) if matches!(ty, FieldType::Int(t) if t.base == 16) => write!(out, "{x:#x}"),
+        Value::Uint(x) if ty.int().is_some_and(|t| t.base == 16) => write!(out, "{x:#x}"),
         Value::Uint(x) => {
             push_u64(out, *x, 1);
             Ok(())
@@ -128,12 +128,12 @@ pub fn value(ty: &FieldType, v: &Value, out: &mut String) {
         Value::F32(x) => write!(out, "{x}"),
         Value::F64(x) => write!(out, "{x}"),
         Value::Bool(b) => write!(out, "{b}"),
-        Value::Enum(x) => match ty {
-            FieldType::Enum(_, maps) => match maps.iter().find(|m| m.start <= *x && *x <= m.end) {
-                Some(m) => write!(out, "{}", m.label),
-                None => write!(out, "{x}"),
-            },
-            _ => write!(out, "{x}"),
+        Value::Enum(x) => match ty
+            .enum_maps()
+            .and_then(|maps| maps.iter().find(|m| m.start <= *x && *x <= m.end))
+        {
+            Some(m) => write!(out, "{}", m.label),
+            None => write!(out, "{x}"),
         },
         // A text sequence holds all its bytes; its text ends at a NUL.
         Value::Str(s) if matches!(ty, FieldType::TextSequence { .. }) => {

@@ -4,10 +4,20 @@
 
 use super::grammar::Ty;
 use super::grammar::{Parser, Pos, Value, R};
-use super::resolve::{event_fields, event_header_kind, is_identifier};
+use super::resolve::{clock_of, event_fields, event_header_kind, is_identifier};
 use super::MetadataError;
 use crate::lex::Tok;
 use crate::types::{parse_uuid, ClockDesc, EnvValue, EventClass, StreamClass};
+
+/// What a `stream` block declares.
+pub(super) struct StreamBlock {
+    /// The class.
+    pub class: StreamClass,
+    /// Its packet context's type, and where it is.
+    pub packet_context: Option<(Ty, Pos)>,
+    /// The clock its times count, and where that is said.
+    pub clock: Option<(String, Pos)>,
+}
 
 impl Parser {
     /// `typealias <type> := <name>;`
@@ -133,10 +143,13 @@ impl Parser {
     /// `stream { id = …; event.header := …; packet.context := …; };`,
     /// and its packet context with where it is (its layout needs the
     /// trace's packet header: `mod.rs`).
-    pub(super) fn stream_block(&mut self) -> R<(StreamClass, Option<(Ty, Pos)>)> {
+    /// `stream { … };`: the class, its packet context's type, and the
+    /// clock its event header's (or else packet context's) times count.
+    pub(super) fn stream_block(&mut self) -> R<StreamBlock> {
         self.expect("{")?;
         let (mut id, mut header, mut context) = (0u32, None, Vec::new());
         let mut packet_context = None;
+        let mut clock: Option<(String, Pos)> = None;
         while !self.is_punct("}") {
             let kp = self.pos();
             let k = self.key()?;
@@ -146,9 +159,18 @@ impl Parser {
                 self.expect(";")?;
                 match k.as_str() {
                     "event.header" => {
-                        header = Some(event_header_kind(Some(&ty)).or_else(|m| self.err_at(kp, m))?)
+                        header =
+                            Some(event_header_kind(Some(&ty)).or_else(|m| self.err_at(kp, m))?);
+                        if let Some(c) = clock_of(&ty) {
+                            clock = Some((c.to_owned(), kp));
+                        }
                     }
-                    "packet.context" => packet_context = Some((ty, kp)),
+                    "packet.context" => {
+                        if let (None, Some(c)) = (&clock, clock_of(&ty)) {
+                            clock = Some((c.to_owned(), kp));
+                        }
+                        packet_context = Some((ty, kp))
+                    }
                     "event.context" => {
                         context = event_fields(&ty).map_err(|(m, fp)| MetadataError {
                             line: fp.line,
@@ -180,7 +202,11 @@ impl Parser {
             Some(h) => h,
             None => event_header_kind(None).expect("no header is a plain one"),
         };
-        Ok((StreamClass::new(id, header, context), packet_context))
+        Ok(StreamBlock {
+            class: StreamClass::new(id, header, context),
+            packet_context,
+            clock,
+        })
     }
 
     /// `event { name = …; id = …; stream_id = …; loglevel = …;

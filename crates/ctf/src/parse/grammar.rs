@@ -341,3 +341,9 @@ impl Value {
         }
     }
 }
+
+/// One leading underscore is an escape (CTF 1.8 section 4.2: `_cpu_id`
+/// is `cpu_id`), as LTTng and babeltrace2 write field names.
+pub(super) fn unescape(name: &str) -> &str {
+    name.strip_prefix('_').unwrap_or(name)
+}

@@ -4,21 +4,28 @@
 //! fields it knows by name: [`crate::types::PacketLayout`]), compact,
 //! large or plain event headers, type aliases, `trace`, `env`,
 //! `clock`, named structs, `stream` and `event` blocks, integers, floats,
-//! strings, enumerations, structures, variants, arrays and sequences.
-//! Anything else is reported by name, with its line and column.
+//! strings, enumerations, structures, variants, arrays and sequences, bit
+//! fields, several clocks (the first is the trace's; a stream class whose
+//! times count another carries it). Anything else is reported by name,
+//! with its line and column.
 //!
 //! ```text
 //!   parse_metadata (this file) ─► blocks.rs (trace, env, clock, stream, event)
 //!          │                        ├─► type_spec.rs (integer, enum, struct, … ─► Ty)
 //!          │                        └─► resolve.rs (what a Ty means to the reader)
+//!          │                              ├─► bits.rs (runs of bit fields)
+//!          │                              └─► variant.rs (tags by path, options)
 //!          └─► lex ─► grammar.rs (tokens, positions, limits; the Ty tree)
 //! ```
 
+mod bits;
 mod blocks;
 mod grammar;
 mod resolve;
 mod type_spec;
+mod variant;
 
+use blocks::StreamBlock;
 use grammar::Parser;
 pub use grammar::{MAX_NESTING, MAX_TYPE_NODES, TYPE_NODES_PER_TOKEN};
 use resolve::packet_layout;
@@ -61,7 +68,7 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
     let mut uuid = None;
     let mut packet_header = None;
     let mut trace_pos = None;
-    let mut clock: Option<ClockDesc> = None;
+    let mut clocks: Vec<ClockDesc> = Vec::new();
     let mut env = Vec::new();
     let mut streams = Vec::new();
     let mut events = Vec::new();
@@ -77,10 +84,10 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
             "env" => p.env_block(&mut env)?,
             "clock" => {
                 let c = p.clock_block()?;
-                if clock.is_some() {
-                    return p.err_at(at, "unsupported: more than one clock");
+                if clocks.iter().any(|o| o.name == c.name) {
+                    return p.err_at(at, format!("a second clock named `{}`", c.name));
                 }
-                clock = Some(c);
+                clocks.push(c);
             }
             "struct" => {
                 p.i -= 1;
@@ -100,7 +107,33 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
         });
     };
     let mut classes = Vec::with_capacity(streams.len());
-    for (mut class, context) in streams {
+    // The trace's clock is the first one; a stream class whose times
+    // count another carries it.
+    let Some(clock) = clocks.first().cloned() else {
+        return Err(MetadataError {
+            line: 0,
+            col: 0,
+            msg: "no clock block".into(),
+        });
+    };
+    for StreamBlock {
+        mut class,
+        packet_context: context,
+        clock: class_clock,
+    } in streams
+    {
+        if let Some((name, at)) = class_clock {
+            match clocks.iter().find(|c| c.name == name) {
+                Some(c) if c.name == clock.name => {}
+                Some(c) => class.clock = Some(c.clone()),
+                None => {
+                    return p.err_at(
+                        at,
+                        format!("times mapped to `clock.{name}.value`, but no clock is named so"),
+                    )
+                }
+            }
+        }
         let at = context.as_ref().map_or(trace_pos, |c| c.1);
         let (layout, shown) = packet_layout(
             packet_header.as_ref(),
@@ -124,11 +157,6 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
     }
     // A trace without a uuid gets the nil one (its packets' are not checked).
     let uuid = uuid.unwrap_or([0; 16]);
-    let clock = clock.ok_or(MetadataError {
-        line: 0,
-        col: 0,
-        msg: "no clock block".into(),
-    })?;
     Ok(TraceDesc {
         uuid,
         clock,

@@ -2,10 +2,11 @@
 //! header and context it relies on, the event header's kind, and event
 //! fields as [`Field`]s.
 
-use super::grammar::{Pos, Ty};
+use super::bits::{bit_int, close_run, ends_mid_byte, place_bit_field, Run};
+use super::grammar::{unescape, Pos, Ty};
+use super::variant::{variant, Outer};
 use crate::types::{
     EnumMapping, Field, FieldType, HeaderKind, IntType, PacketLayout, PlainHeader, Slot,
-    VariantType,
 };
 
 pub(super) fn is_identifier(s: &str) -> bool {
@@ -33,12 +34,6 @@ fn is_char(t: &Ty) -> bool {
 
 fn names(fields: &[(String, Ty, Pos)]) -> Vec<&str> {
     fields.iter().map(|f| f.0.as_str()).collect()
-}
-
-/// One leading underscore is an escape (CTF 1.8 section 4.2: `_cpu_id`
-/// is `cpu_id`), as LTTng and babeltrace2 write field names.
-fn unescape(name: &str) -> &str {
-    name.strip_prefix('_').unwrap_or(name)
 }
 
 fn align_up(bits: u64, align: u32) -> u64 {
@@ -206,6 +201,18 @@ pub(super) fn packet_layout(
     Ok((l, shown))
 }
 
+/// The clock that the first integer of `t` mapped to a clock counts
+/// (`map = clock.NAME.value`), depth first.
+pub(super) fn clock_of(t: &Ty) -> Option<&str> {
+    match t {
+        Ty::Int { clock, .. } => clock.as_deref(),
+        Ty::Enum { container, .. } => clock_of(container),
+        Ty::Struct { fields, .. } => fields.iter().find_map(|f| clock_of(&f.1)),
+        Ty::Variant { options, .. } => options.iter().find_map(|f| clock_of(&f.1)),
+        _ => None,
+    }
+}
+
 /// The event header: LTTng's compact or large one (an enumeration `id`
 /// and a variant `v`), or any other structure of fixed size with an `id`
 /// and a `timestamp` (either may be missing), or none.
@@ -322,6 +329,9 @@ fn element(elem: &Ty, pos: Pos) -> Result<Field, String> {
     if matches!(elem, Ty::Variant { .. }) {
         return Err("arrays of variants".into());
     }
+    if bit_int(elem).is_some_and(|(it, align, _)| !it.bits.is_multiple_of(8) || align < 8) {
+        return Err("arrays of integers that are not whole bytes at byte boundaries".into());
+    }
     if fixed_bits(elem) == Some(0) {
         return Err("arrays of empty elements".into());
     }
@@ -338,61 +348,46 @@ fn element(elem: &Ty, pos: Pos) -> Result<Field, String> {
     Ok(e)
 }
 
-/// A variant whose tag is the enumeration `tag` among the fields `before`
-/// it in its structure (sibling scope: the tags real producers write).
-fn variant(
-    tag: Option<&str>,
-    options: &[(String, Ty, Pos)],
-    before: &[Field],
-) -> Result<VariantType, String> {
-    let Some(tag_name) = tag else {
-        return Err("variant without a tag".into());
-    };
-    let Some(k) = before.iter().rposition(|f| f.name == unescape(tag_name)) else {
-        return Err(format!(
-            "variant tag `{tag_name}` is not a field before it in its structure"
-        ));
-    };
-    let FieldType::Enum(_, maps) = &before[k].ty else {
-        return Err(format!("variant tag `{tag_name}` is not an enumeration"));
-    };
-    let mut fields = Vec::with_capacity(options.len());
-    for o in options {
-        // Each option alone, as a structure of one field would be.
-        let one = Ty::Struct {
-            fields: vec![o.clone()],
-            align: 8,
-        };
-        let mut f = event_fields(&one).map_err(|e| e.0)?;
-        fields.push(f.pop().expect("one field in, one out"));
-    }
-    let mut choices = Vec::new();
-    for m in maps {
-        let label = unescape(&m.label);
-        if let Some(i) = fields
-            .iter()
-            .position(|f| f.name == label || f.name == m.label)
-        {
-            choices.push((m.start, m.end, i));
-        }
-    }
-    Ok(VariantType {
-        tag: k,
-        tag_name: before[k].name.clone(),
-        choices,
-        options: fields,
-    })
+pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
+    fields_in(t, None)
 }
 
-pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
+/// The fields of structure `t`, inside the structures `outer` (where
+/// variant tags are looked up after `t`'s own fields).
+pub(super) fn fields_in(t: &Ty, outer: Option<&Outer>) -> Result<Vec<Field>, (String, Pos)> {
     let Ty::Struct { fields, .. } = t else {
         return Err(("event fields must be a structure".into(), Pos::default()));
     };
     let mut out: Vec<Field> = Vec::new();
+    let mut run: Option<Run> = None;
     for (k, (name, ty, pos)) in fields.iter().enumerate() {
         // One leading underscore is an escape, as in LTTng's metadata.
         let clean = unescape(name).to_owned();
         let unsupported = |what: &str| (format!("unsupported field `{name}`: {what}"), *pos);
+        if ty.align() < 8 && run.is_none() && out.last().is_some_and(|f| ends_mid_byte(&f.ty)) {
+            return Err(unsupported(
+                "a field aligned below a byte after a structure ending inside a byte",
+            ));
+        }
+        // Bit fields: an integer not of whole bytes, or one aligned below
+        // a byte right after one, is placed at a bit of a run.
+        if place_bit_field(
+            &mut run,
+            &mut out,
+            &clean,
+            ty,
+            bytes_align(ty).max(bytes_align(t)),
+        )
+        .map_err(|m| unsupported(&m))?
+        {
+            continue;
+        }
+        if ty.align() < 8 && run.is_some() {
+            return Err(unsupported(
+                "a field aligned below a byte that is not an integer, after bit fields",
+            ));
+        }
+        close_run(run.take(), &mut out);
         let mut length = None;
         let mut seq_align = None;
         let fty = match ty {
@@ -473,9 +468,16 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
                     },
                 }
             }
-            Ty::Struct { .. } => FieldType::Struct(event_fields(ty)?),
+            Ty::Struct { .. } => FieldType::Struct(fields_in(
+                ty,
+                Some(&Outer {
+                    fields: &out,
+                    up: outer,
+                }),
+            )?),
             Ty::Variant { tag, options } => FieldType::Variant(Box::new(
-                variant(tag.as_deref(), options, &out).map_err(|m| unsupported(&m))?,
+                variant(tag.as_deref(), options, &out, outer, fields_in)
+                    .map_err(|m| unsupported(&m))?,
             )),
         };
         let align = match ty {
@@ -506,5 +508,6 @@ pub(super) fn event_fields(t: &Ty) -> Result<Vec<Field>, (String, Pos)> {
             align,
         });
     }
+    close_run(run, &mut out);
     Ok(out)
 }

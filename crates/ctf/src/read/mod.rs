@@ -247,7 +247,7 @@ impl Trace {
     pub fn stream(&self, k: usize) -> Result<StreamReader, ReadError> {
         let p = self.part_of(k);
         let s = StreamReader::open(p.desc.clone(), &self.streams[k])?;
-        Ok(s.mapped(p.class_offset, p.clock))
+        Ok(s.mapped(p.class_offset, &self.desc.clock))
     }
 }
 

@@ -1,11 +1,16 @@
 //! Field values: encoding into the payload bytes the metadata describes, and
-//! decoding back. Integers are little-endian and byte-aligned, strings
-//! NUL-terminated, sequences preceded by a 32-bit length.
+//! decoding back. Integers are whole bytes in either byte order (bit
+//! fields: `bits.rs`), strings NUL-terminated, sequences preceded by their
+//! length; structures, variants and arrays of other things than integers
+//! in `compound.rs`.
 
+mod bits;
 mod compound;
 
 pub use compound::has_variant;
-use compound::{decode_elements, decode_struct, decode_variant};
+use compound::{decode_elements, decode_in, decode_struct, decode_variant, Scope};
+
+use bits::{bits_value, put_bits, read_bits};
 
 use crate::types::{FieldType, IntType};
 
@@ -128,10 +133,9 @@ pub fn decode_into(
         unsafe { out.set_len(out.len() + 1) };
         return Ok(());
     }
-    if let FieldType::Variant(v) = ty {
-        let val = decode_variant(v, out, b, off)?;
-        out.push(val);
-        return Ok(());
+    if let FieldType::Variant(_) | FieldType::Struct(_) = ty {
+        // Their tags may be among the values before.
+        return decode_in(ty, b, off, out, None);
     }
     out.push(decode(ty, b, off)?);
     Ok(())
@@ -152,8 +156,22 @@ pub fn decode_at(
         out.truncate(i);
         return decode_into(ty, b, off, out);
     }
-    if let FieldType::Variant(v) = ty {
-        out[i] = decode_variant(v, &out[..i], b, off)?;
+    if let FieldType::Variant(_) | FieldType::Struct(_) = ty {
+        // Their tags may be among the values before.
+        let (before, rest) = out.split_at_mut(i);
+        rest[0] = match ty {
+            FieldType::Variant(v) => decode_variant(v, before, None, b, off)?,
+            FieldType::Struct(fields) => decode_struct(
+                fields,
+                b,
+                off,
+                Some(&Scope {
+                    vals: before,
+                    up: None,
+                }),
+            )?,
+            _ => unreachable!("matched above"),
+        };
         return Ok(());
     }
     match (ty, &mut out[i]) {
@@ -191,7 +209,6 @@ pub fn decode_at(
                 Value::Uint(v)
             };
         }
-        (FieldType::Variant(_), _) => {}
         (_, slot) => *slot = decode(ty, b, off)?,
     }
     Ok(())
@@ -227,6 +244,8 @@ pub fn fixed_size(ty: &FieldType) -> Option<usize> {
         FieldType::F32 | FieldType::F32Be => Some(4),
         FieldType::F64 | FieldType::F64Be => Some(8),
         FieldType::Bool => Some(1),
+        // A run's bytes are passed after its last field.
+        FieldType::Bits(f) => Some(if f.last { f.run as usize } else { 0 }),
         FieldType::Array(t, n) => t.bytes().checked_mul(*n as usize),
         FieldType::Text(n) => Some(*n as usize),
         FieldType::Struct(fields) => fields.iter().try_fold(0usize, |n, f| {
@@ -287,7 +306,7 @@ pub fn skip(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<(), DecodeError
         }
         FieldType::Struct(fields) => {
             if has_variant(ty) {
-                decode_struct(fields, b, off)?;
+                decode_struct(fields, b, off, None)?;
             } else {
                 for f in fields {
                     *off = off.next_multiple_of(f.align as usize);
@@ -325,6 +344,7 @@ pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, Decode
         FieldType::F32Be => Value::F32(f32::from_bits(read_int(&BE32, b, off)? as u32)),
         FieldType::F64Be => Value::F64(f64::from_bits(read_int(&BE64, b, off)?)),
         FieldType::Bool => Value::Bool(read_int(&IntType::unsigned(8), b, off)? != 0),
+        FieldType::Bits(f) => bits_value(f, read_bits(f, b, off)?),
         FieldType::Enum(t, _) => Value::Enum(if t.signed {
             sign_extend(read_int(t, b, off)?, t.bits)
         } else {
@@ -341,7 +361,7 @@ pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, Decode
             }
         }
         FieldType::Array(t, n) => int_array(t, *n as u64, b, off)?,
-        FieldType::Struct(fields) => decode_struct(fields, b, off)?,
+        FieldType::Struct(fields) => decode_struct(fields, b, off, None)?,
         FieldType::ArrayOf(e, n) => decode_elements(e, *n as u64, b, off)?,
         FieldType::SequenceOfAny { len, elem } => {
             let n = read_int(len, b, off)?;
@@ -413,6 +433,13 @@ pub fn encode(ty: &FieldType, v: &Value, out: &mut Vec<u8>) -> Result<(), TypeMi
         (FieldType::F64Be, Value::F64(x)) => out.extend_from_slice(&x.to_bits().to_be_bytes()),
         (FieldType::Bool, Value::Bool(x)) => out.push(u8::from(*x)),
         (FieldType::Enum(t, _), Value::Enum(x)) => put_int(t, *x as u64, out),
+        (FieldType::Bits(f), Value::Enum(x)) if f.maps.is_some() => put_bits(f, *x as u64, out)?,
+        (FieldType::Bits(f), Value::Uint(x)) if f.maps.is_none() && !f.int.signed => {
+            put_bits(f, *x, out)?
+        }
+        (FieldType::Bits(f), Value::Int(x)) if f.maps.is_none() && f.int.signed => {
+            put_bits(f, *x as u64, out)?
+        }
         (FieldType::String, Value::Str(s)) => {
             if s.as_bytes().contains(&0) {
                 return Err(mismatch());

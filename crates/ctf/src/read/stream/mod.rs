@@ -10,7 +10,7 @@ mod packet;
 use super::ids::IdTable;
 use super::{ClockMap, Event, EventRef, Item, ItemRef, ReadError};
 use crate::layout::{extend_timestamp, read_event_header, read_event_header_be, PacketContext};
-use crate::types::{HeaderKind, TraceDesc};
+use crate::types::{ClockDesc, HeaderKind, TraceDesc};
 use crate::value::{decode_at, DecodeError, Value};
 
 /// The bytes of a stream: a file, or any reader.
@@ -28,7 +28,10 @@ pub struct StreamReader {
     desc: Arc<TraceDesc>,
     /// Per stream class: its id, event header kind, and event id → index
     /// in `desc.events`.
-    classes: Vec<(u32, HeaderKind, IdTable)>,
+    /// Per stream class: its id, event header, event ids and the map of
+    /// its clock's times to those given out (a class may count another
+    /// clock than the trace's).
+    classes: Vec<(u32, HeaderKind, IdTable, ClockMap)>,
     /// The current packet's stream class's table, at hand: one load less
     /// per event than through `classes` (its stream class rarely changes).
     ids: Option<IdTable>,
@@ -121,7 +124,13 @@ impl StreamReader {
                     .filter(|(_, e)| e.stream_id == s.id)
                     .map(|(k, e)| (e.id as u64, k))
                     .collect();
-                (s.id, s.header, IdTable::new(ids))
+                let from = s.clock.as_ref().unwrap_or(&desc.clock);
+                (
+                    s.id,
+                    s.header,
+                    IdTable::new(ids),
+                    ClockMap::between(from, &desc.clock),
+                )
             })
             .collect();
         StreamReader {
@@ -189,10 +198,13 @@ impl StreamReader {
     }
 
     /// The reader of a stream of one trace of a set: class indices shifted
-    /// by `class_offset`, timestamps mapped by `clock`.
-    pub fn mapped(mut self, class_offset: usize, clock: ClockMap) -> Self {
+    /// by `class_offset`, timestamps given in clock `to` (the set's).
+    pub fn mapped(mut self, class_offset: usize, to: &ClockDesc) -> Self {
         self.class_offset = class_offset;
-        self.clock = clock;
+        for (c, s) in self.classes.iter_mut().zip(&self.desc.streams) {
+            c.3 = ClockMap::between(s.clock.as_ref().unwrap_or(&self.desc.clock), to);
+        }
+        self.clock = self.classes.first().map_or(ClockMap::Same, |c| c.3);
         self
     }
 

@@ -148,6 +148,7 @@ impl StreamReader {
         }
         self.class_idx = ci;
         self.kind = self.classes[ci].1;
+        self.clock = self.classes[ci].3;
         self.big_endian = l.big_endian;
         self.pos = head;
         self.prev_ts = ctx.timestamp_begin;
