@@ -128,10 +128,10 @@ cargo "+$MIRI_NIGHTLY" miri setup >/dev/null 2>&1 || cargo "+$MIRI_NIGHTLY" miri
 # The checkers' own environment, versions pinned: `perfetto` carries
 # Perfetto's generated trace protos (perfetto_trace_pb2, the messages
 # trace_processor reads), which need protobuf 6.31 or later, newer than
-# Debian's python3-protobuf.
+# Debian's python3-protobuf; `duckdb` queries the Parquet export.
 PYENV="target/python"
-PYPKGS=("perfetto==0.59.1" "protobuf==6.31.1")
-if ! "$PYENV/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' >/dev/null 2>&1; then
+PYPKGS=("perfetto==0.59.1" "protobuf==6.31.1" "duckdb==2.0.1")
+if ! "$PYENV/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2, duckdb' >/dev/null 2>&1; then
   say "installing the Python checkers' environment in $PYENV: ${PYPKGS[*]}"
   python3 -m venv "$PYENV"
   "$PYENV/bin/pip" install --quiet --disable-pip-version-check "${PYPKGS[@]}"

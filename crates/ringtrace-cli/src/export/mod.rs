@@ -5,9 +5,11 @@
 //! paired by `id` or `span_id`; a span's slice gets the span's fields,
 //! `spans.rs`) as slices. The category is the provider
 //! (a `tracing` target such as `app::db` kept whole). Two formats: Chrome trace-event JSON
-//! (`chrome.rs`) and Perfetto's protobuf trace (`perfetto.rs`).
+//! (`chrome.rs`) and Perfetto's protobuf trace (`perfetto.rs`). And a
+//! Parquet dataset of one row per event for SQL engines (`parquet/`).
 
 mod chrome;
+mod parquet;
 mod perfetto;
 mod spans;
 
@@ -22,6 +24,10 @@ pub enum Format {
     ChromeJson,
     /// Perfetto protobuf trace (`.pftrace`, opened by ui.perfetto.dev and trace_processor).
     Perfetto,
+    /// A Parquet dataset (`-o` a new folder): one row per event of every
+    /// trace below DIR, partitioned `host=…/date=…`, for DuckDB, Spark or
+    /// any Parquet engine.
+    Parquet,
 }
 
 /// Arguments of `export`.
@@ -29,7 +35,10 @@ pub enum Format {
 #[command(
     after_help = "Examples:\n  ringtrace export /tmp/t --format chrome-json -o trace.json\n  \
                         ringtrace export /tmp/t --format perfetto -o trace.pftrace\n\
-                        Then open the file in ui.perfetto.dev."
+                        Then open the file in ui.perfetto.dev.\n  \
+                        ringtrace export /srv/traces --format parquet -o /tmp/dataset\n\
+                        Then query it: duckdb -c \"SELECT event, count(*) FROM \
+                        read_parquet('/tmp/dataset/**/*.parquet', hive_partitioning = true) GROUP BY 1\""
 )]
 pub struct Args {
     /// Trace directory.
@@ -37,7 +46,8 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "chrome-json")]
     pub(crate) format: Format,
-    /// Output file (created 0600; an existing file is refused unless --force).
+    /// Output file (created 0600; an existing file is refused unless
+    /// --force); for parquet, a new or empty folder for the dataset.
     #[arg(short, long)]
     pub(crate) output: PathBuf,
     /// Replace the output file if it exists.
@@ -246,6 +256,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     match a.format {
         Format::ChromeJson => chrome::write(&a),
         Format::Perfetto => perfetto::write(&a),
+        Format::Parquet => parquet::write(&a),
     }
 }
 
