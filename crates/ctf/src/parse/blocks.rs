@@ -140,11 +140,10 @@ impl Parser {
         Ok(c)
     }
 
-    /// `stream { id = …; event.header := …; packet.context := …; };`,
-    /// and its packet context with where it is (its layout needs the
-    /// trace's packet header: `mod.rs`).
-    /// `stream { … };`: the class, its packet context's type, and the
-    /// clock its event header's (or else packet context's) times count.
+    /// `stream { id = …; event.header := …; packet.context := …; };`: the
+    /// class, its packet context with where it is (its layout needs the
+    /// trace's packet header: `mod.rs`), and the clock its event header's
+    /// (or else packet context's) times count.
     pub(super) fn stream_block(&mut self) -> R<StreamBlock> {
         self.expect("{")?;
         let (mut id, mut header, mut context) = (0u32, None, Vec::new());

@@ -26,11 +26,9 @@ impl std::fmt::Debug for Source {
 #[derive(Debug)]
 pub struct StreamReader {
     desc: Arc<TraceDesc>,
-    /// Per stream class: its id, event header kind, and event id → index
-    /// in `desc.events`.
-    /// Per stream class: its id, event header, event ids and the map of
-    /// its clock's times to those given out (a class may count another
-    /// clock than the trace's).
+    /// Per stream class: its id, event header kind, event id → index in
+    /// `desc.events`, and the map of its clock's times to those given out
+    /// (a class may count another clock than the trace's).
     classes: Vec<(u32, HeaderKind, IdTable, ClockMap)>,
     /// The current packet's stream class's table, at hand: one load less
     /// per event than through `classes` (its stream class rarely changes).

@@ -102,21 +102,27 @@ fn create_dir(out: &Path) -> Result<(), String> {
     }
 }
 
-/// Opens file `id` of one partition, new (`O_EXCL`, no link followed),
-/// 0600, and hands its writer to the sink.
-#[allow(clippy::too_many_arguments)]
+/// What every file of the dataset shares: its folder, schema, writer
+/// properties and columns.
+struct Dataset {
+    out: PathBuf,
+    schema: Arc<parquet::schema::types::Type>,
+    props: Arc<WriterProperties>,
+    columns: Vec<schema::Column>,
+}
+
+/// Opens file `id` of the partition of `host` and `day`, new (`O_EXCL`,
+/// no link followed), 0600, and hands its writer to the sink.
 fn open_part(
-    out: &Path,
+    d: &Dataset,
     host: &str,
     day: &str,
     id: usize,
-    schema: &Arc<parquet::schema::types::Type>,
-    props: &Arc<WriterProperties>,
-    columns: &[schema::Column],
     sink: &mut Sink,
 ) -> Result<Part, Box<dyn std::error::Error>> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let dir = out
+    let dir = d
+        .out
         .join(format!("host={}", partition_value(host)))
         .join(format!("date={day}"));
     std::fs::DirBuilder::new()
@@ -132,11 +138,11 @@ fn open_part(
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let w = SerializedFileWriter::new(file, schema.clone(), props.clone())?;
+    let w = SerializedFileWriter::new(file, d.schema.clone(), d.props.clone())?;
     sink.open(id, path.clone(), w)?;
     Ok(Part {
         id,
-        rows: Rows::new(columns),
+        rows: Rows::new(&d.columns),
         path,
         events: 0,
     })
@@ -208,7 +214,12 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    let props = Arc::new(props.build());
+    let dataset = Dataset {
+        out: a.output.clone(),
+        schema: ptype,
+        props: Arc::new(props.build()),
+        columns: schema.columns.clone(),
+    };
     create_dir(&a.output)?;
     let mut sink = Sink::start(&schema.columns);
     let (mut total, mut lost, mut files) = (0u64, 0u64, Vec::new());
@@ -254,7 +265,10 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                         return Ok(true);
                     }
                 };
-                let ns = crate::pretty::epoch_ns(&desc.clock, e.ts);
+                // Times a damaged or hostile clock puts beyond 1677-2262
+                // are clamped to what the column holds.
+                let ns = crate::pretty::epoch_ns(&desc.clock, e.ts)
+                    .clamp(i64::MIN as i128, i64::MAX as i128);
                 if ns < day_of.0 || ns >= day_of.1 {
                     let day_ns = 86_400 * 1_000_000_000;
                     let start = ns.div_euclid(day_ns) * day_ns;
@@ -263,16 +277,7 @@ pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                         Some(i) => i,
                         None => {
                             next_file += 1;
-                            let p = open_part(
-                                &a.output,
-                                &host,
-                                &day,
-                                next_file,
-                                &ptype,
-                                &props,
-                                &schema.columns,
-                                &mut sink,
-                            )?;
+                            let p = open_part(&dataset, &host, &day, next_file, &mut sink)?;
                             parts.push((day, p));
                             parts.len() - 1
                         }
@@ -381,6 +386,9 @@ mod tests {
         assert_eq!(date(d), "2026-11-24");
         assert_eq!(date(d - 1), "2026-11-23");
         assert_eq!(date(951_782_400 * 1_000_000_000), "2000-02-29");
+        // The column's whole range (what clamped times are) has a date.
+        assert_eq!(date(i64::MIN as i128), "1677-09-21");
+        assert_eq!(date(i64::MAX as i128), "2262-04-11");
         assert_eq!(partition_value("web-1.example"), "web-1.example");
         assert_eq!(partition_value("a/b c"), "a%2Fb%20c");
         assert_eq!(partition_value(".."), "%2");
