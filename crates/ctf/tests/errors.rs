@@ -373,3 +373,48 @@ fn sparse_event_ids_decode_to_their_classes() {
         .collect();
     assert_eq!(seen, want);
 }
+
+#[test]
+fn a_followed_stream_reads_whole_packets_as_they_arrive() {
+    let dir = tmpdir("follow");
+    write_trace(&dir, 80);
+    let full = std::fs::read(dir.join("chan_0")).unwrap();
+    assert!(full.len() > 4 * 512, "several packets");
+    let (want, errs) = read_all(&dir);
+    assert!(errs.is_empty());
+    // The file as a writer leaves it: cut inside a header, inside a
+    // packet, at a packet's end, then whole.
+    let path = dir.join("chan_0");
+    std::fs::write(&path, &full[..40]).unwrap();
+    let desc = std::sync::Arc::new(
+        ctf::parse_metadata(&std::fs::read_to_string(dir.join("metadata")).unwrap()).unwrap(),
+    );
+    let mut r = ctf::StreamReader::open(desc, &path).unwrap().following();
+    let mut got = Vec::new();
+    let mut read = |r: &mut ctf::StreamReader| loop {
+        match r.next_item() {
+            Ok(Some(Item::Event(e))) => match e.values[0] {
+                Value::Uint(v) => got.push(v),
+                _ => unreachable!(),
+            },
+            Ok(Some(_)) => {}
+            Ok(None) => return got.clone(),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(read(&mut r), Vec::<u64>::new(), "no whole packet yet");
+    for cut in [600, 1024, 1100, full.len()] {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let have = std::fs::metadata(&path).unwrap().len() as usize;
+        std::io::Write::write_all(&mut f, &full[have..cut]).unwrap();
+        assert!(r.resume());
+        let so_far = read(&mut r);
+        // Only whole packets: every event of each, in order, none twice.
+        assert_eq!(so_far[..], want[..so_far.len()]);
+        assert_eq!(r.packets_read() as usize, cut / 512, "at {cut} bytes");
+    }
+    assert_eq!(got, want);
+}

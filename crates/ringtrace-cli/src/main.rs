@@ -19,6 +19,7 @@ mod demo;
 mod docs;
 mod export;
 mod filter;
+mod follow;
 mod outdir;
 mod pretty;
 mod read;

@@ -18,7 +18,8 @@ use ctf::read::ItemRef;
                         Examples:\n  ringtrace view /tmp/t --events 'myapp:request_*' --cpu 1\n  \
                         ringtrace view /tmp/t --begin +0.5 --end +0.6 --limit 100\n  \
                         ringtrace view /tmp/t --pid 4242 --proc 'worker-*'\n  \
-                        ringtrace view /tmp/t --filter 'status >= 500 && path == \"/api/*\"'"
+                        ringtrace view /tmp/t --filter 'status >= 500 && path == \"/api/*\"'\n  \
+                        ringtrace view /tmp/t --follow --events 'myapp:*'   (while the program runs)"
 )]
 pub struct Args {
     /// Trace directory.
@@ -50,6 +51,10 @@ pub struct Args {
     /// stderr, as babeltrace2 does).
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// Keep reading the trace as the program writes it, until interrupted
+    /// (Ctrl-C): events merged by time as they come.
+    #[arg(long, short = 'f')]
+    follow: bool,
 }
 
 /// How `view` prints events.
@@ -120,7 +125,7 @@ fn resolve(t: TimeSpec, first: i128) -> i128 {
 }
 
 /// The line of a gap of discarded events.
-fn lost_line(
+pub(crate) fn lost_line(
     clock: &ctf::types::ClockDesc,
     ts: u64,
     cpu: u32,
@@ -223,6 +228,24 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 );
             }
         }
+    }
+    if a.follow {
+        let not_with = [
+            (a.begin.is_some(), "--begin"),
+            (a.end.is_some(), "--end"),
+            (a.limit.is_some(), "--limit"),
+            (a.format == Format::Babeltrace, "--format babeltrace"),
+        ];
+        if let Some((_, o)) = not_with.iter().find(|o| o.0) {
+            return Err(format!("{o} does not go with --follow: drop one of them").into());
+        }
+        let show = crate::follow::Show {
+            wanted: &wanted,
+            cpu: a.cpu,
+            who: &a.who,
+            filter: a.filter.as_ref(),
+        };
+        return crate::follow::run(&trace, &show);
     }
     let begin = a.begin.as_deref().map(parse_time).transpose()?;
     let end = a.end.as_deref().map(parse_time).transpose()?;

@@ -25,7 +25,7 @@ pub mod packetized;
 mod set;
 mod stream;
 
-pub use set::{find_traces, ClockMap, Part, MAX_DEPTH};
+pub use set::{find_traces, stream_files, ClockMap, Part, MAX_DEPTH};
 pub use stream::StreamReader;
 
 /// Largest packet accepted, whatever the file holds.

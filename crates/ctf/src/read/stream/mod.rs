@@ -53,6 +53,12 @@ pub struct StreamReader {
     /// Set when the current packet was cut short: reported after its events.
     truncated: Option<String>,
     done: bool,
+    /// Ended by an error (a followed stream is not resumed).
+    failed: bool,
+    /// Following a stream being written: a packet not yet whole is kept
+    /// (`partial`) and read again by [`StreamReader::resume`].
+    following: bool,
+    partial: bool,
     /// One value vector per event class, decoded into in place event after
     /// event: decoding allocates nothing once every class has been seen.
     class_values: Vec<Vec<Value>>,
@@ -151,6 +157,9 @@ impl StreamReader {
             packets: 0,
             truncated: None,
             done: false,
+            failed: false,
+            following: false,
+            partial: false,
             class_values: vec![Vec::new(); n_classes],
             context_values: vec![Vec::new(); n_streams],
             packet_values: Vec::new(),
@@ -229,8 +238,26 @@ impl StreamReader {
         &self.ctx
     }
 
+    /// Follows a stream file that is still being written: a packet not
+    /// whole yet ends the stream for now, without an error, and is read
+    /// again, whole, after [`StreamReader::resume`].
+    pub fn following(mut self) -> Self {
+        self.following = true;
+        self
+    }
+
+    /// Goes on after the end of what the file held (the packets added
+    /// since are read next); `false` if the stream ended with an error.
+    pub fn resume(&mut self) -> bool {
+        if !self.failed {
+            self.done = false;
+        }
+        !self.failed
+    }
+
     fn err(&mut self, at: u64, msg: impl Into<String>) -> ReadError {
         self.done = true;
+        self.failed = true;
         ReadError::Stream {
             path: self.path.clone(),
             offset: at,
@@ -249,6 +276,7 @@ impl StreamReader {
             Ok(_) => Ok(self.packet.len() - start),
             Err(source) => {
                 self.done = true;
+                self.failed = true;
                 Err(ReadError::Io {
                     path: self.path.clone(),
                     source,

@@ -13,9 +13,13 @@ impl StreamReader {
     /// packet header (common to the stream classes) says which stream
     /// class it is; that class's layout says where the rest is.
     pub(super) fn next_packet(&mut self) -> Result<bool, ReadError> {
-        self.offset += self.packet.len() as u64;
-        self.packet.clear();
+        // A followed packet not whole before is read on from its bytes.
+        if !std::mem::take(&mut self.partial) {
+            self.offset += self.packet.len() as u64;
+            self.packet.clear();
+        }
         let at = self.offset;
+        let had = self.packet.len();
         let first = self
             .desc
             .streams
@@ -23,8 +27,12 @@ impl StreamReader {
             .map(|c| c.packet.len)
             .min()
             .unwrap_or(0) as usize;
-        let got = self.fill_to(first.max(1))?;
+        let got = had + self.fill_to(first.max(1).saturating_sub(had))?;
         if got == 0 {
+            return Ok(false);
+        }
+        if got < first && self.following {
+            self.partial = true;
             return Ok(false);
         }
         if got < first {
@@ -64,6 +72,10 @@ impl StreamReader {
         let l = self.desc.streams[ci].packet;
         let head = l.len as usize;
         let got = got + self.fill_to(head.saturating_sub(got))?;
+        if got < head && self.following {
+            self.partial = true;
+            return Ok(false);
+        }
         if got < head {
             return Err(self.err(
                 at,
@@ -138,6 +150,10 @@ impl StreamReader {
         // The buffer grew as the bytes arrived, never to what the header
         // claims: an 84-byte file claiming a 1 GiB packet costs 84 bytes.
         let size = (ctx.packet_size / 8) as usize;
+        if got < size && self.following && packet_size.is_some() {
+            self.partial = true;
+            return Ok(false);
+        }
         let content = (ctx.content_size / 8) as usize;
         self.content_end = content.min(got);
         if got < size {
