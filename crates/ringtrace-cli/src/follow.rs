@@ -156,7 +156,7 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
                     if show.cpu.is_some_and(|c| c != *cpu) {
                         continue;
                     }
-                    crate::view::lost_line(clock, *ts, *cpu, *events, *packets)
+                    pretty::lost_line(clock, *ts, *cpu, *events, *packets)
                 }
             };
             if let Err(e) = writeln!(out, "{text}") {

@@ -300,6 +300,20 @@ impl LineWriter {
     }
 }
 
+/// The line of a gap of discarded events.
+pub fn lost_line(
+    clock: &ctf::types::ClockDesc,
+    ts: u64,
+    cpu: u32,
+    events: u64,
+    packets: u64,
+) -> String {
+    format!(
+        "{} [lost on cpu {cpu}: {events} events discarded, {packets} packets missing]",
+        wall_time(epoch_ns(clock, ts))
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

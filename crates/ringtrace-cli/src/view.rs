@@ -124,20 +124,6 @@ fn resolve(t: TimeSpec, first: i128) -> i128 {
     }
 }
 
-/// The line of a gap of discarded events.
-pub(crate) fn lost_line(
-    clock: &ctf::types::ClockDesc,
-    ts: u64,
-    cpu: u32,
-    events: u64,
-    packets: u64,
-) -> String {
-    format!(
-        "{} [lost on cpu {cpu}: {events} events discarded, {packets} packets missing]",
-        pretty::wall_time(pretty::epoch_ns(clock, ts))
-    )
-}
-
 /// What to say when no event was printed: which filters, if any, left
 /// nothing.
 fn nothing_matched(a: &Args, any: bool) -> String {
@@ -340,7 +326,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                     if a.cpu.is_some_and(|c| c != cpu) {
                         return Ok(true);
                     }
-                    let line = lost_line(clock, ts, cpu, events, packets);
+                    let line = pretty::lost_line(clock, ts, cpu, events, packets);
                     if bt2.is_some() {
                         // babeltrace2 says it on stderr, out of the events.
                         eprintln!("WARNING: {line}");
