@@ -40,6 +40,19 @@ pub struct Args {
     /// How many of the first events to print.
     #[arg(long, default_value_t = 20)]
     show: usize,
+    /// Also stream the trace to an lttng-relayd: net://HOST[:CTRL[:DATA]]
+    /// (relayd stores it as HOST/demo-<date>-<time>/ below its output).
+    #[arg(long, value_parser = parse_relay)]
+    relay: Option<ringtrace::RelayUrl>,
+    /// Live relay stream: flushed every MS milliseconds, so that
+    /// `babeltrace2 net://HOST/host/<hostname>/demo` shows the events while
+    /// the demo runs.
+    #[arg(long, value_name = "MS", requires = "relay")]
+    live: Option<u64>,
+}
+
+fn parse_relay(s: &str) -> Result<ringtrace::RelayUrl, String> {
+    ringtrace::RelayUrl::parse(s)
 }
 
 struct Queue {
@@ -211,19 +224,24 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         // as a live session's (`ringtrace view --follow` while it runs).
         ch = ch.switch_timer(std::time::Duration::from_millis(250));
     }
-    let session = Session::builder("demo")
+    let mut builder = Session::builder("demo")
         .output(&output)
         .mode(args.mode)
         .channel(ch)
-        .enable("demo:*")
-        .create()
-        .inspect_err(|_| {
-            // Nothing left behind: the folder, if this run created it and
-            // it is still empty.
-            if created {
-                let _ = std::fs::remove_dir(&output);
-            }
-        })?;
+        .enable("demo:*");
+    if let Some(url) = &args.relay {
+        builder = builder.relay(url.clone());
+        if let Some(ms) = args.live {
+            builder = builder.live(Duration::from_millis(ms.max(1)));
+        }
+    }
+    let session = builder.create().inspect_err(|_| {
+        // Nothing left behind: the folder, if this run created it and
+        // it is still empty.
+        if created {
+            let _ = std::fs::remove_dir(&output);
+        }
+    })?;
     session.start();
     let q = Arc::new(Queue {
         q: Mutex::new(VecDeque::new()),
@@ -285,6 +303,11 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     outln!("{:<26} {:>14}", "events in the trace", in_trace);
     outln!("{:<26} {:>14}", "discarded (trace says)", discarded);
     outln!("{:<26} {:>14}", "trace bytes", size);
+    if let Some(r) = &st.relay {
+        outln!("{:<26} {:>14}", "packets sent to relayd", r.packets_sent);
+        outln!("{:<26} {:>14}", "packets lost to relayd", r.packets_lost);
+        outln!("{:<26} {:>14}", "relayd folder", r.path);
+    }
     outln!(
         "{:<26} {:>14.1}",
         "bytes per event",

@@ -18,7 +18,8 @@ use ringtrace::Mode;
 #[command(
     after_help = "Examples:\n  ringtrace record -- ./myserver --port 8080\n  \
                   ringtrace record -o /tmp/t -e 'myapp:*' -e 'db:query_*' -- ./myserver\n  \
-                  ringtrace record --mode flight-recorder --buffer-dir /dev/shm/b -- ./myserver\n\
+                  ringtrace record --mode flight-recorder --buffer-dir /dev/shm/b -- ./myserver\n  \
+                  ringtrace record --relay net://collector --live 1000 -- ./myserver\n\
                   The exit status is the program's (128+N if signal N killed it)."
 )]
 pub struct Args {
@@ -58,9 +59,22 @@ pub struct Args {
     #[arg(long = "context", short = 'c', value_delimiter = ',', default_value = "vpid,vtid",
           value_parser = parse_context)]
     context: Vec<ringtrace::Contexts>,
+    /// Also stream every process's trace to an lttng-relayd:
+    /// net://HOST[:CTRL[:DATA]] (stored there as HOST/<program>-<pid>-<date>-<time>/).
+    #[arg(long, value_parser = parse_relay)]
+    relay: Option<ringtrace::RelayUrl>,
+    /// Live relay stream, flushed every MS milliseconds: `babeltrace2
+    /// net://HOST/host/<hostname>/<program>` shows events while it runs.
+    #[arg(long, value_name = "MS", requires = "relay")]
+    live: Option<u64>,
     /// The program and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
+}
+
+/// `--relay` values.
+fn parse_relay(s: &str) -> Result<ringtrace::RelayUrl, String> {
+    ringtrace::RelayUrl::parse(s)
 }
 
 /// `--subbuf` values.
@@ -322,6 +336,12 @@ fn session_spec(
         }
         None => None,
     };
+    if let Some(url) = &a.relay {
+        spec.push(format!("relay={url}"));
+        if let Some(ms) = a.live {
+            spec.push(format!("live={}", ms.max(1)));
+        }
+    }
     spec.extend(a.events.iter().map(|e| e.trim().to_string()));
     let spec = spec.join(",");
     // What the program will parse, checked here so that a mistake is told

@@ -73,12 +73,13 @@ mod session;
 mod sys;
 
 pub use consume::SnapshotInfo;
-pub use control::config::{Buffers, ChannelConfig, Mode, SessionBuilder};
+pub use control::config::{Buffers, ChannelConfig, Mode, RelayConfig, SessionBuilder};
 pub use control::pattern;
 pub use control::registry::{
     on_rules_change, register, register_all, rules_enable, rules_generation, MAX_HOOKS,
 };
-pub use control::stats::{BufferStats, ChannelStats, SessionStats};
+pub use control::stats::{BufferStats, ChannelStats, RelayStats, SessionStats};
+pub use output::relay::RelayUrl;
 pub use record::clock::clock;
 pub use record::context::{here, Contexts, ThreadIds};
 pub use record::desc::{all_events, EventDesc, FieldDesc, EVENTS};

@@ -108,6 +108,39 @@ fn bad_environment_is_reported_and_the_program_runs_untraced() {
     assert!(!std::path::Path::new("/tmp/never-created-by-ringtrace").exists());
 }
 
+#[test]
+fn unreachable_relay_alone_is_reported_and_the_program_runs_untraced() {
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = run_child(&format!("net://127.0.0.1:{port},discard,envtest:*"));
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "ringtrace: not tracing: cannot stream to relayd at net://127.0.0.1:{port}:{}:",
+            port + 1
+        )) && err.contains("is lttng-relayd running there"),
+        "{err}"
+    );
+    let e = ringtrace::env::parse("/tmp/x,live=100")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("live=<ms> goes with a relay"), "{e}");
+    let e = ringtrace::env::parse("/tmp/x,relay=http://h")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("relay URL 'http://h': unknown scheme"), "{e}");
+    let b = ringtrace::env::parse("net://h:1:2,live=250").unwrap();
+    let dbg = format!("{b:?}");
+    assert!(dbg.contains("output: None"), "{dbg}");
+    assert!(dbg.contains("control: 1, data: 2"), "{dbg}");
+    assert!(dbg.contains("live: Some(250ms)"), "{dbg}");
+}
+
 /// This test binary as a traced child running test `program`, with
 /// `RINGTRACE_SESSION=session` and files limited to `fsize` bytes (a file
 /// size limit stands for a full disk; SIGXFSZ ignored, so writes fail).

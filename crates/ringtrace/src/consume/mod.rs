@@ -9,6 +9,7 @@
 //!
 //! ```text
 //!   consumer thread ──► Recording::consume (sink.rs) ──► output/ (stream files)
+//!                                                   └─► relay.rs ──► output/relay (lttng-relayd)
 //!   Session, ctl ─────► ops.rs ──► control/registry (stop the writers)
 //!                              └─► sink.rs (drain, close, report)
 //! ```
@@ -21,6 +22,7 @@ use crate::control::state::SessionState;
 
 pub(crate) mod consumer;
 pub(crate) mod ops;
+pub(crate) mod relay;
 pub(crate) mod sink;
 
 pub use sink::SnapshotInfo;
@@ -34,9 +36,11 @@ pub(crate) struct Recording {
 }
 
 impl Recording {
-    /// The session's output, starting with nothing written.
-    pub(crate) fn new(state: Arc<SessionState>) -> Recording {
+    /// The session's output, starting with nothing written (and the
+    /// session's relay connection, if it streams).
+    pub(crate) fn new(state: Arc<SessionState>, relay: Option<relay::RelaySink>) -> Recording {
         let mut sink = sink::Sink::empty(&state.channels);
+        sink.relay = relay;
         if let (Some(dir), Mode::Discard) = (&state.output, state.mode) {
             sink.watch_dir(dir);
         }

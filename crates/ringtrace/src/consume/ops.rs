@@ -42,6 +42,9 @@ impl Recording {
         if self.mode == Mode::Discard {
             self.consume(Instant::now(), true);
             self.close_lost_tail();
+            if let Some(r) = &mut lock(&self.sink).relay {
+                r.wait_written();
+            }
             self.sync_output()?;
         }
         // Some thread is stuck inside a probe, maybe of another session:
@@ -80,6 +83,9 @@ impl Recording {
             return Ok(());
         }
         let r = self.stop();
+        if let Some(relay) = &mut lock(&self.sink).relay {
+            relay.close();
+        }
         registry::remove(&self.state);
         consumer::remove(self);
         r
@@ -157,6 +163,7 @@ impl Recording {
             packets_dropped_by_output: sink.dropped_packets,
             process_lost_no_reader_slot: crate::record::rcu::no_slot_drops(),
             forks_untraced: st.forks_untraced.load(Relaxed),
+            relay: sink.relay.as_ref().map(|r| r.stats()),
             channels: st
                 .channels
                 .iter()

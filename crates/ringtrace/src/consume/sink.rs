@@ -111,6 +111,8 @@ pub(crate) struct Sink {
     /// replaced while tracing (writes into its unlinked files would succeed
     /// and be lost without a word).
     out_dir: Option<(std::fs::File, std::path::PathBuf)>,
+    /// The stream to a relay daemon, beside or instead of the files.
+    pub(crate) relay: Option<super::relay::RelaySink>,
 }
 
 impl Sink {
@@ -147,6 +149,7 @@ impl Sink {
                 .map(|c| vec![None; c.chan.ops().buffers()])
                 .collect(),
             out_dir: None,
+            relay: None,
         }
     }
 
@@ -208,6 +211,17 @@ impl Recording {
         let mut sink = lock(&self.sink);
         sink.check_dir();
         let mut next: Option<Instant> = None;
+        // Live: every buffer flushed and read now, then beacons for the
+        // streams that had nothing to send.
+        let live = sink.relay.as_ref().is_some_and(|r| r.live_due(now));
+        if live {
+            if self.active.load(Relaxed) {
+                self.channels.iter().for_each(|c| {
+                    c.chan.ops().flush_live();
+                });
+            }
+            sink.read_now();
+        }
         for (ci, ch) in self.channels.iter().enumerate() {
             let ops = ch.chan.ops();
             if let (Some(due), Some(p)) = (sink.next_switch[ci], ch.cfg.switch_timer) {
@@ -255,6 +269,14 @@ impl Recording {
                 .into_iter()
                 .flatten()
             {
+                next = Some(next.map_or(d, |n: Instant| n.min(d)));
+            }
+        }
+        if let Some(r) = &mut sink.relay {
+            if live {
+                r.beacons(now, &crate::record::clock::now);
+            }
+            if let Some(d) = r.next_live() {
                 next = Some(next.map_or(d, |n: Instant| n.min(d)));
             }
         }
@@ -340,9 +362,7 @@ impl Recording {
     /// buffer's total: readers then report every lost record.
     pub(crate) fn close_lost_tail(&self) {
         let mut sink = lock(&self.sink);
-        let Some(dir) = self.output.clone() else {
-            return;
-        };
+        let dir = self.output.clone();
         let meta_uuid = lock(&self.meta).desc.uuid;
         for (ci, ch) in self.channels.iter().enumerate() {
             let ops = ch.chan.ops();
@@ -376,11 +396,18 @@ impl Recording {
                     b as u32,
                 );
                 ctf::layout::write_packet_end(&mut h, ts, ctf::PACKET_HEADER_SIZE as u64, lost);
+                if let Some(r) = &mut sink.relay {
+                    r.packet(ci, b, &ch.cfg.name, &h, &|| self.metadata_text());
+                }
+                sink.last_header[ci][b] = Some(h);
+                let Some(dir) = &dir else {
+                    continue;
+                };
                 let path = dir.join(format!("{}_{b}", ch.cfg.name));
                 let r = output::append_own(&path)
                     .and_then(|mut f| std::io::Write::write_all(&mut f, &h));
                 match r {
-                    Ok(()) => sink.last_header[ci][b] = Some(h),
+                    Ok(()) => {}
                     Err(e) if sink.error.is_none() => {
                         sink.error = Some(format!("{}: {e}", path.display()))
                     }
@@ -390,29 +417,51 @@ impl Recording {
         }
     }
 
-    /// Copies buffer `b`'s ready packets to its stream file; returns how
-    /// many.
+    /// The session's whole metadata now (what a relay must have).
+    fn metadata_text(&self) -> String {
+        ctf::tsdl::metadata(&lock(&self.meta).desc)
+    }
+
+    /// Copies buffer `b`'s ready packets to its stream file and to the
+    /// relay; returns how many.
     fn drain_buffer(&self, sink: &mut Sink, ci: usize, b: usize) -> usize {
-        let Some(dir) = self.output.as_deref() else {
+        let dir = self.output.as_deref();
+        if dir.is_none() && sink.relay.is_none() {
             return 0;
-        };
+        }
         let name = &self.channels[ci].cfg.name;
         let ops = self.channels[ci].chan.ops();
-        struct ToFile<'s> {
+        struct Out<'s> {
             sink: &'s mut Sink,
-            dir: &'s Path,
+            rec: &'s Recording,
+            dir: Option<&'s Path>,
             name: &'s str,
             ci: usize,
         }
-        impl PacketSink for ToFile<'_> {
+        impl PacketSink for Out<'_> {
             fn packet(&mut self, b: usize, bytes: &[u8], src: Option<(&std::fs::File, u64)>) {
                 let s = &mut *self.sink;
+                if let Some(r) = &mut s.relay {
+                    r.packet(self.ci, b, self.name, bytes, &|| self.rec.metadata_text());
+                }
+                let header = bytes.get(..ctf::PACKET_HEADER_SIZE);
+                let Some(dir) = self.dir else {
+                    // Relay only: written means taken from the buffer and
+                    // handed to the relay (its own counters say the rest).
+                    let w = &mut s.written[self.ci][b];
+                    w.0 += 1;
+                    w.1 += bytes.len() as u64;
+                    if let Some(h) = header {
+                        s.last_header[self.ci][b] = Some(h.try_into().expect("sized"));
+                    }
+                    return;
+                };
                 if s.error.is_some() {
                     s.dropped_packets += 1;
                     return;
                 }
                 if s.files[self.ci][b].is_none() {
-                    let path = self.dir.join(format!("{}_{b}", self.name));
+                    let path = dir.join(format!("{}_{b}", self.name));
                     match output::create_file(&path) {
                         Ok(f) => s.files[self.ci][b] = Some(f),
                         Err(e) => {
@@ -428,12 +477,12 @@ impl Recording {
                         let w = &mut s.written[self.ci][b];
                         w.0 += 1;
                         w.1 += bytes.len() as u64;
-                        if let Some(h) = bytes.get(..ctf::PACKET_HEADER_SIZE) {
+                        if let Some(h) = header {
                             s.last_header[self.ci][b] = Some(h.try_into().expect("sized"));
                         }
                     }
                     Err(e) => {
-                        s.error = Some(format!("{}/{}_{b}: {e}", self.dir.display(), self.name));
+                        s.error = Some(format!("{}/{}_{b}: {e}", dir.display(), self.name));
                         s.dropped_packets += 1;
                     }
                 }
@@ -441,8 +490,9 @@ impl Recording {
         }
         ops.drain(
             b,
-            &mut ToFile {
+            &mut Out {
                 sink,
+                rec: self,
                 dir,
                 name,
                 ci,

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::output::relay::RelayUrl;
 use crate::record::context::Contexts;
 use crate::record::level::Level;
 use crate::Error;
@@ -189,6 +190,16 @@ pub(crate) fn push_rule(rules: &mut Vec<Rule>, rule: Rule) -> Result<(), Error> 
     Ok(())
 }
 
+/// Streaming configuration of a session (`SessionBuilder::relay`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayConfig {
+    /// Where relayd listens.
+    pub url: RelayUrl,
+    /// Live mode: how often streams are flushed and quiet ones send a
+    /// beacon, so that live viewers see events while the program runs.
+    pub live: Option<Duration>,
+}
+
 /// Builds a session.
 #[derive(Debug, Clone)]
 pub struct SessionBuilder {
@@ -198,6 +209,7 @@ pub struct SessionBuilder {
     mode: Mode,
     channels: Vec<ChannelConfig>,
     rules: Vec<(Option<String>, Rule)>,
+    relay: Option<RelayConfig>,
 }
 
 impl SessionBuilder {
@@ -210,6 +222,7 @@ impl SessionBuilder {
             mode: Mode::Discard,
             channels: Vec::new(),
             rules: Vec::new(),
+            relay: None,
         }
     }
 
@@ -233,6 +246,31 @@ impl SessionBuilder {
     /// session is destroyed.
     pub fn buffer_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.buffer_dir = Some(dir.into());
+        self
+    }
+
+    /// Streams the trace to an `lttng-relayd` at `url` (beside the
+    /// output directory if there is one, else instead of it), as
+    /// lttng-consumerd does: relayd stores it under its output folder as
+    /// `HOST/NAME-DATE/`, readable by babeltrace2 and Trace Compass.
+    /// Creating the session fails if relayd cannot be reached, unless an
+    /// output directory was given: then it warns and writes only there.
+    pub fn relay(mut self, url: crate::output::relay::RelayUrl) -> Self {
+        let live = self.relay.as_ref().and_then(|r| r.live);
+        self.relay = Some(RelayConfig { url, live });
+        self
+    }
+
+    /// Live mode for the relay stream (after [`SessionBuilder::relay`]):
+    /// every `period`, buffers are flushed and quiet streams send a beacon,
+    /// so that `babeltrace2 net://HOST/host/HOSTNAME/SESSION` shows events
+    /// while the program runs. Per-thread buffers of running threads are
+    /// sent when their sub-buffer fills (only their own thread can switch
+    /// them).
+    pub fn live(mut self, period: Duration) -> Self {
+        if let Some(r) = &mut self.relay {
+            r.live = Some(period.max(Duration::from_millis(1)));
+        }
         self
     }
 
@@ -324,9 +362,16 @@ impl SessionBuilder {
                 },
             }
         }
-        if self.mode == Mode::Discard && self.output.is_none() {
+        if self.mode == Mode::Discard && self.output.is_none() && self.relay.is_none() {
             return Err(Error::Config(format!(
-                "session '{}' is in discard mode and needs an output directory",
+                "session '{}' is in discard mode and needs an output directory or a relay",
+                self.name
+            )));
+        }
+        if self.mode == Mode::FlightRecorder && self.relay.is_some() {
+            return Err(Error::Config(format!(
+                "session '{}': a flight recorder writes snapshots to local folders; \
+                 stream to relayd from a discard-mode session",
                 self.name
             )));
         }
@@ -337,6 +382,7 @@ impl SessionBuilder {
             mode: self.mode,
             channels,
             rules,
+            relay: self.relay,
         })
     }
 }
@@ -352,6 +398,7 @@ pub(crate) struct Checked {
     pub(crate) channels: Vec<ChannelConfig>,
     /// Per channel.
     pub(crate) rules: Vec<Vec<Rule>>,
+    pub(crate) relay: Option<RelayConfig>,
 }
 
 #[cfg(test)]

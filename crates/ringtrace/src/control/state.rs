@@ -53,6 +53,8 @@ pub(crate) struct SessionState {
     pub(crate) name: String,
     pub(crate) mode: Mode,
     pub(crate) output: Option<PathBuf>,
+    /// The relay daemon the trace streams to (`consume/relay.rs`).
+    pub(crate) relay: Option<crate::control::config::RelayConfig>,
     /// Where the buffers' files are (`SessionBuilder::buffer_dir`).
     pub(crate) buffer_dir: Option<PathBuf>,
     pub(crate) active: Arc<AtomicBool>,
@@ -92,6 +94,7 @@ impl SessionState {
             mode,
             channels: cfgs,
             rules,
+            relay,
         } = c;
         let clock = crate::record::clock::clock();
         let uuid = random_uuid();
@@ -162,6 +165,7 @@ impl SessionState {
             name,
             mode,
             output,
+            relay,
             buffer_dir,
             active: Arc::new(AtomicBool::new(false)),
             destroyed: AtomicBool::new(false),

@@ -134,6 +134,8 @@ pub struct SessionStats {
     /// into it (their events until an `exec` are in no trace, unless the
     /// session is the environment's `per-process` one).
     pub forks_untraced: u64,
+    /// The stream to a relay daemon, if the session has one.
+    pub relay: Option<RelayStats>,
 }
 
 impl SessionStats {
@@ -214,6 +216,50 @@ impl SessionStats {
                 self.forks_untraced
             );
         }
+        if let Some(r) = &self.relay {
+            let _ =
+                writeln!(
+                s,
+                "relayd {} ({}): {} packets sent ({} bytes), {} packets lost to the network{}{}",
+                r.url,
+                if r.connected { "connected" } else { "not connected" },
+                r.packets_sent,
+                r.bytes_sent,
+                r.packets_lost,
+                match r.reconnects {
+                    0 => String::new(),
+                    n => format!(", {n} reconnections"),
+                },
+                match &r.last_error {
+                    Some(e) => format!("; last error: {e}"),
+                    None => String::new(),
+                }
+            );
+            let _ = writeln!(s, "relayd folder: {}", r.path);
+        }
         s
     }
+}
+
+/// What the relay stream did, for `stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RelayStats {
+    /// `net://HOST:CONTROL:DATA`.
+    pub url: String,
+    /// The folder of the current (or last) relay session, below relayd's
+    /// output directory.
+    pub path: String,
+    /// Whether a connection is up now.
+    pub connected: bool,
+    /// Packets and bytes relayd accepted.
+    pub packets_sent: u64,
+    /// Bytes of those packets.
+    pub bytes_sent: u64,
+    /// Packets taken from the buffers that could not be sent (no
+    /// connection, or it failed while sending them).
+    pub packets_lost: u64,
+    /// Connections made after the first.
+    pub reconnects: u64,
+    /// The last connection error, if any.
+    pub last_error: Option<String>,
 }

@@ -1,10 +1,13 @@
 //! Where traces are written: trace and buffer directories that no other
 //! user controls (`dir.rs`), files created new and never through a link
-//! (`file.rs`), and the packet copy into stream files (`copy.rs`).
+//! (`file.rs`), the packet copy into stream files (`copy.rs`), and the
+//! client of a relay daemon that packets go to over the network
+//! (`relay/`).
 
 mod copy;
 mod dir;
 mod file;
+pub mod relay;
 
 use std::path::{Path, PathBuf};
 

@@ -7,10 +7,11 @@
 use std::sync::Arc;
 
 use super::handle::Session;
+use crate::consume::relay::RelaySink;
 use crate::consume::{consumer, Recording};
 use crate::control::config::SessionBuilder;
 use crate::control::registry;
-use crate::control::state::SessionState;
+use crate::control::state::{lock, SessionState};
 use crate::Error;
 
 impl SessionBuilder {
@@ -18,9 +19,49 @@ impl SessionBuilder {
     /// metadata; events matching its rules get their probes.
     pub fn create(self) -> Result<Session, Error> {
         let state = Arc::new(SessionState::new(self.check()?)?);
+        let relay = match &state.relay {
+            None => None,
+            Some(cfg) => {
+                let meta = ctf::tsdl::metadata(&lock(&state.meta).desc);
+                // The environment's session is named after the program, its
+                // folder after the process too (as per-process sub-traces).
+                let (name, folder) = if state.name == "env" {
+                    let comm = std::fs::read_to_string("/proc/self/comm")
+                        .map(|s| s.trim().replace(['/', ' '], "_"))
+                        .ok()
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or_else(|| "program".into());
+                    let folder = format!("{comm}-{}", std::process::id());
+                    (comm, folder)
+                } else {
+                    (state.name.clone(), state.name.clone())
+                };
+                match RelaySink::start(cfg, &name, &folder, &meta) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        let msg = format!(
+                            "cannot stream to relayd at {}: {e}; is lttng-relayd running there \
+                             (lttng-relayd -C tcp://0.0.0.0:{} -D tcp://0.0.0.0:{})?",
+                            cfg.url, cfg.url.control, cfg.url.data
+                        );
+                        match &state.output {
+                            Some(dir) => {
+                                eprintln!(
+                                    "ringtrace: session '{}': {msg} The trace is written to {} only.",
+                                    state.name,
+                                    dir.display()
+                                );
+                                None
+                            }
+                            None => return Err(Error::Config(msg)),
+                        }
+                    }
+                }
+            }
+        };
         crate::fork::install();
         registry::add_session(state.clone());
-        let rec = Arc::new(Recording::new(state));
+        let rec = Arc::new(Recording::new(state, relay));
         consumer::add(rec.clone());
         crate::ctl::server::ensure_listening();
         Ok(Session::new(rec))

@@ -12,7 +12,13 @@
 //! `switch=<ms>`; `read=<ms>`; `level=<level>`; `bufdir=<dir>` (buffers in
 //! files there, recoverable after a crash); `context=<names>` (what every
 //! event carries, joined by `+`: `vpid`, `vtid`, `pthread_id`, `procname`,
-//! `ip`, `all`, `none`; default `vpid+vtid`); anything else is an event
+//! `ip`, `all`, `none`; default `vpid+vtid`); `relay=net://HOST[:CTRL[:DATA]]`
+//! (stream to an lttng-relayd as well; if it cannot be reached at start,
+//! the trace goes to `<dir>` alone); `live=<ms>` (the relay stream is live:
+//! flushed every `<ms>`, for `babeltrace2 net://…` while the program runs).
+//! The first item may be the relay URL instead of a directory: the trace
+//! then goes to relayd only, and the program runs untraced (with a
+//! message) if relayd cannot be reached. Anything else is an event
 //! pattern (`myapp:*`; none means `*`). A comma inside an item is written
 //! `\,` (and a backslash `\\`): `/data/a\,b,discard`. The session starts
 //! before `main` and is stopped at exit, when its trace is complete; a
@@ -49,6 +55,11 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     let mut patterns = Vec::new();
     let mut buffer_dir = None;
     let mut per_process = false;
+    let mut relay = None;
+    let mut live = None;
+    if dir.contains("://") {
+        relay = Some(relay_url(dir)?);
+    }
     for (i, item) in parts.enumerate() {
         let item = item.trim();
         let bad = |what: &str| Error::Config(format!("{VAR}: item {} '{item}': {what}", i + 2));
@@ -85,16 +96,16 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
             Some(("read", v)) => ch.read_timer = Duration::from_millis(num(v)?.max(1)),
             Some(("bufdir", v)) if !v.is_empty() => buffer_dir = Some(v.to_string()),
             Some(("context", v)) => ch.contexts = crate::Contexts::parse(v).map_err(|e| bad(&e))?,
+            Some(("relay", v)) => relay = Some(relay_url(v)?),
+            Some(("live", v)) => live = Some(Duration::from_millis(num(v)?.max(1))),
             Some(("level", v)) => {
                 level = v
                     .parse()
                     .map_err(|e: crate::UnknownLevel| bad(&e.to_string()))?
             }
-            Some(_) => {
-                return Err(bad(
-                    "unknown option (subbuf, count, switch, read, level, bufdir, context)",
-                ))
-            }
+            Some(_) => return Err(bad(
+                "unknown option (subbuf, count, switch, read, level, bufdir, context, relay, live)",
+            )),
         }
     }
     if patterns.is_empty() {
@@ -102,6 +113,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     }
     // Per process: `<dir>/<procname>-<pid>-<date>-<time>` (and the same
     // below the buffer directory), see `process.rs`.
+    let local = relay.is_none() || !dir.contains("://");
     let (out, buffer_dir) = if per_process {
         let sub = super::process::folder(std::path::Path::new(dir));
         let name = sub.file_name().expect("a folder name").to_owned();
@@ -112,10 +124,20 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     } else {
         (dir.into(), buffer_dir.map(Into::into))
     };
-    let mut b = SessionBuilder::new("env")
-        .output(out)
-        .mode(mode)
-        .channel(ch);
+    let mut b = SessionBuilder::new("env").mode(mode).channel(ch);
+    if local {
+        b = b.output(out);
+    }
+    if let Some(url) = relay {
+        b = b.relay(url);
+        if let Some(p) = live {
+            b = b.live(p);
+        }
+    } else if live.is_some() {
+        return Err(Error::Config(format!(
+            "{VAR}: live=<ms> goes with a relay (relay=net://HOST)"
+        )));
+    }
     if let Some(d) = buffer_dir {
         b = b.buffer_dir(d);
     }
@@ -123,6 +145,10 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
         b = b.enable_level(&p, level);
     }
     Ok(b)
+}
+
+fn relay_url(v: &str) -> Result<crate::RelayUrl, Error> {
+    crate::RelayUrl::parse(v).map_err(|e| Error::Config(format!("{VAR}: {e}")))
 }
 
 /// Whether a [`VAR`] value asks for one sub-trace per process.

@@ -1,0 +1,415 @@
+//! Streaming to a real, unmodified `lttng-relayd` (lttng-tools, installed
+//! by scripts/setup.sh), started by each test on free loopback ports with
+//! a temporary output folder:
+//!
+//! - the demo streamed to it: relayd's trace holds exactly the events of
+//!   the local one (babeltrace2's count, `ringtrace view` line for line);
+//! - live: babeltrace2's lttng-live source prints events of the demo
+//!   before the demo ends;
+//! - relayd killed mid-run, then started again: the demo finishes
+//!   normally, counts the packets it could not send, streams again into a
+//!   second folder, and babeltrace2 reading both reports the gap as
+//!   discarded packets;
+//! - relayd unreachable at start: a clear message, the local trace whole.
+
+mod common;
+
+use std::io::BufRead;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{run, tmp, tool_present};
+
+/// A relay daemon of the test's own.
+struct Relayd {
+    child: Child,
+    ports: [u16; 3],
+    out: PathBuf,
+}
+
+/// Three ports free now on the loopback.
+fn free_ports() -> [u16; 3] {
+    let l: Vec<TcpListener> = (0..3)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    [0, 1, 2].map(|i| l[i].local_addr().unwrap().port())
+}
+
+impl Relayd {
+    fn start(out: &Path, ports: [u16; 3]) -> Relayd {
+        let child = Command::new("lttng-relayd")
+            .arg("-o")
+            .arg(out)
+            .args(["-C", &format!("tcp://127.0.0.1:{}", ports[0])])
+            .args(["-D", &format!("tcp://127.0.0.1:{}", ports[1])])
+            .args(["-L", &format!("tcp://127.0.0.1:{}", ports[2])])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("lttng-relayd runs");
+        let r = Relayd {
+            child,
+            ports,
+            out: out.to_path_buf(),
+        };
+        // Ready when all three ports accept.
+        let t0 = Instant::now();
+        while !ports
+            .iter()
+            .all(|p| std::net::TcpStream::connect(("127.0.0.1", *p)).is_ok())
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "lttng-relayd did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        r
+    }
+
+    fn url(&self) -> String {
+        format!("net://127.0.0.1:{}:{}", self.ports[0], self.ports[1])
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Relayd {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// A number of the demo's summary (`label    N`).
+fn summary(stdout: &str, label: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(label))
+        .and_then(|r| r.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no '{label}' in:\n{stdout}"))
+}
+
+/// The relay session folders below relayd's output (`HOST/NAME-DATE*`).
+fn relay_folders(out: &Path) -> Vec<PathBuf> {
+    let host = out.join(hostname());
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&host)
+        .unwrap_or_else(|e| panic!("{}: {e}", host.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// babeltrace2's event lines and its stderr.
+fn babeltrace2(path: &Path) -> (Vec<String>, String) {
+    let o = Command::new("babeltrace2")
+        .arg(path)
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "babeltrace2 {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(String::from)
+            .collect(),
+        String::from_utf8_lossy(&o.stderr).into(),
+    )
+}
+
+fn tools() -> bool {
+    tool_present("lttng-relayd", "lttng-tools") && tool_present("babeltrace2", "babeltrace2")
+}
+
+#[test]
+fn the_demo_streamed_to_relayd_is_the_local_trace() {
+    if !tools() {
+        return;
+    }
+    let d = tmp("relay-demo");
+    let relayd = Relayd::start(&d.join("relayd"), free_ports());
+    let local = d.join("local");
+    let o = run(&[
+        "demo",
+        "-o",
+        local.to_str().unwrap(),
+        "--seconds",
+        "0.5",
+        "--relay",
+        &relayd.url(),
+        "--show",
+        "0",
+    ]);
+    assert!(o.ok, "{}{}", o.stdout, o.stderr);
+    let recorded = summary(&o.stdout, "events recorded");
+    assert_eq!(summary(&o.stdout, "events lost"), 0);
+    assert_eq!(summary(&o.stdout, "packets lost to relayd"), 0);
+    let sent = summary(&o.stdout, "packets sent to relayd");
+    let folders = relay_folders(&relayd.out);
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    let remote = &folders[0];
+    assert!(remote
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("demo-"));
+    // relayd wrote an index entry per packet (CTF index 1.1: a 16-byte
+    // header, 72 bytes per packet).
+    let mut indexed = 0;
+    for e in std::fs::read_dir(remote.join("index")).unwrap() {
+        let len = e.unwrap().metadata().unwrap().len();
+        assert_eq!((len - 16) % 72, 0);
+        indexed += (len - 16) / 72;
+    }
+    assert_eq!(indexed, sent, "one index entry per packet sent");
+    // Exactly the events recorded, as babeltrace2 reads them.
+    let (lines, stderr) = babeltrace2(remote);
+    assert_eq!(lines.len() as u64, recorded, "{stderr}");
+    // Byte for byte the same events as the local trace.
+    let view = |t: &Path| {
+        let v = run(&["view", t.to_str().unwrap(), "--format", "babeltrace"]);
+        assert!(v.ok, "{}", v.stderr);
+        v.stdout
+    };
+    assert_eq!(view(remote), view(&local));
+    // ringtrace's own stats of relayd's copy agree.
+    let st = run(&["stats", remote.to_str().unwrap()]);
+    assert!(st.ok, "{}", st.stderr);
+    let total = st
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("total"))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap();
+    assert_eq!(total, recorded);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn babeltrace2_live_shows_events_while_the_demo_runs() {
+    if !tools() {
+        return;
+    }
+    let d = tmp("relay-live");
+    let relayd = Relayd::start(&d.join("relayd"), free_ports());
+    let mut demo = common::bin()
+        .args(["demo", "-o"])
+        .arg(d.join("local"))
+        .args(["--seconds", "6", "--show", "0", "--relay", &relayd.url()])
+        .args(["--live", "100"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = format!(
+        "net://127.0.0.1:{}/host/{}/demo",
+        relayd.ports[2],
+        hostname()
+    );
+    // The session exists once the demo has connected.
+    let t0 = Instant::now();
+    while relay_folders_or_none(&relayd.out).is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the demo never reached relayd"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut viewer = Command::new("babeltrace2")
+        .args(["-c", "src.ctf.lttng-live", "--params"])
+        .arg(format!(
+            "inputs=[\"{url}\"],session-not-found-action=\"end\""
+        ))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = viewer.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut n = 0u64;
+        for l in std::io::BufReader::new(out).lines() {
+            let l = l.unwrap();
+            if n == 0 {
+                let _ = tx.send(l.clone());
+            }
+            n += 1;
+        }
+        n
+    });
+    let first = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("babeltrace2's live source printed no event");
+    assert!(
+        demo.try_wait().unwrap().is_none(),
+        "the demo had ended before the first live event"
+    );
+    assert!(first.contains("demo:"), "{first}");
+    let o = demo.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // With the session gone, the viewer ends by itself.
+    let t0 = Instant::now();
+    while viewer.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(30) {
+            let _ = viewer.kill();
+            panic!("babeltrace2's live source did not end after the session");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let live_events = reader.join().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let recorded = summary(&stdout, "events recorded");
+    assert!(
+        live_events > 0 && live_events <= recorded,
+        "{live_events} live of {recorded}"
+    );
+    // The stored trace has them all.
+    let folders = relay_folders(&relayd.out);
+    let (lines, _) = babeltrace2(&folders[0]);
+    assert_eq!(lines.len() as u64, recorded);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+fn relay_folders_or_none(out: &Path) -> Vec<PathBuf> {
+    match std::fs::read_dir(out.join(hostname())) {
+        Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[test]
+fn relayd_killed_mid_run_then_restarted() {
+    if !tools() {
+        return;
+    }
+    let d = tmp("relay-kill");
+    let out = d.join("relayd");
+    let ports = free_ports();
+    let mut relayd = Relayd::start(&out, ports);
+    let t0 = Instant::now();
+    let demo = common::bin()
+        .args(["demo", "-o"])
+        .arg(d.join("local"))
+        .args(["--seconds", "4", "--show", "0", "--relay", &relayd.url()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    relayd.kill();
+    std::thread::sleep(Duration::from_millis(800));
+    let _relayd = Relayd::start(&out, ports);
+    let o = demo.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{stdout}{stderr}");
+    // Nothing blocked: the demo took its 4 s, its read-back, and at most
+    // the backoff and I/O timeouts of the relay stream (never the program).
+    assert!(t0.elapsed() < Duration::from_secs(40), "{:?}", t0.elapsed());
+    assert!(stderr.contains("the connection to relayd"), "{stderr}");
+    assert!(stderr.contains("again"), "{stderr}");
+    let lost = summary(&stdout, "packets lost to relayd");
+    let sent = summary(&stdout, "packets sent to relayd");
+    assert!(lost > 0 && sent > 0, "{stdout}");
+    // Every record reached the local trace.
+    assert_eq!(summary(&stdout, "events lost"), 0);
+    let folders = relay_folders(&out);
+    assert_eq!(folders.len(), 2, "{folders:?}");
+    assert!(folders[1].to_str().unwrap().ends_with("-2"), "{folders:?}");
+    // The second relay session is complete: babeltrace2 reads it whole.
+    let (after, _) = babeltrace2(&folders[1]);
+    assert!(!after.is_empty());
+    // Read together (one trace UUID), the gap between the two folders is
+    // reported as discarded packets: the ones that could not be sent,
+    // less any that relayd wrote before it died but could not confirm.
+    let o = Command::new("babeltrace2")
+        .arg(out.join(hostname()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.success() {
+        let gap: u64 = err
+            .lines()
+            .filter_map(|l| l.strip_prefix("WARNING: Tracer discarded "))
+            .map(|r| r.split(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        let streams = std::fs::read_dir(&folders[1])
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_str()
+                    .unwrap()
+                    .starts_with("demo_")
+            })
+            .count() as u64;
+        assert!(
+            gap <= lost && gap + streams >= lost,
+            "babeltrace2 reports {gap} packets discarded, the demo lost {lost}: {err}"
+        );
+    } else {
+        // relayd died in the middle of a packet: only the last packet of the
+        // first folder may be cut.
+        assert!(err.contains("demo_"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn unreachable_relayd_at_start() {
+    let d = tmp("relay-none");
+    // A port nothing listens on.
+    let port = free_ports()[0];
+    let url = format!("net://127.0.0.1:{port}");
+    let local = d.join("local");
+    let o = run(&[
+        "demo",
+        "-o",
+        local.to_str().unwrap(),
+        "--seconds",
+        "0.2",
+        "--relay",
+        &url,
+        "--show",
+        "0",
+    ]);
+    // A local folder was given: the session goes on there, and says so.
+    assert!(o.ok, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "cannot stream to relayd at net://127.0.0.1:{port}:"
+        )) && o.stderr.contains("is lttng-relayd running there")
+            && o.stderr.contains("written to"),
+        "{}",
+        o.stderr
+    );
+    let recorded = summary(&o.stdout, "events recorded");
+    assert_eq!(summary(&o.stdout, "events in the trace"), recorded);
+    assert!(!o.stdout.contains("packets sent to relayd"));
+    let _ = std::fs::remove_dir_all(&d);
+}
