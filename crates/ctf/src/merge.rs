@@ -50,14 +50,7 @@ impl Merger {
         }
         let mut keys = Vec::with_capacity(m.streams.len());
         for k in 0..m.streams.len() {
-            keys.push(match m.streams[k].advance() {
-                Ok(true) => Some(m.streams[k].head_ts()),
-                Ok(false) => None,
-                Err(e) => {
-                    m.errors.push(e);
-                    None
-                }
-            });
+            keys.push(m.step(k));
         }
         if keys.len() <= SCAN_MAX {
             m.scan = Some(keys);
@@ -82,36 +75,41 @@ impl Merger {
         self.streams.iter().map(StreamReader::bytes_read).sum()
     }
 
+    /// Advances stream `k`: the time of its next item, `None` at its end.
+    /// An error is kept for the caller; it ends the stream unless another
+    /// file continues it ([`StreamReader::continued_by`]).
+    fn step(&mut self, k: usize) -> Option<u64> {
+        loop {
+            match self.streams[k].advance() {
+                Ok(true) => return Some(self.streams[k].head_ts()),
+                Ok(false) => return None,
+                Err(e) => {
+                    self.errors.push(e);
+                    if !self.streams[k].has_next_file() {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
     /// Advances the stream lent last and updates its time (scan mode) or
     /// its place in the heap (one sift-down of the top).
     fn settle(&mut self) {
         let Some(k) = self.lent.take() else { return };
+        let next = self.step(k);
         if let Some(keys) = &mut self.scan {
-            keys[k] = match self.streams[k].advance() {
-                Ok(true) => Some(self.streams[k].head_ts()),
-                Ok(false) => None,
-                Err(e) => {
-                    self.errors.push(e);
-                    None
-                }
-            };
+            keys[k] = next;
             return;
         }
-        let Some(top) = self.heap.peek_mut() else {
+        let Some(mut top) = self.heap.peek_mut() else {
             return;
         };
         debug_assert_eq!(top.0 .1, k, "the lent stream is still on top");
-        match self.streams[k].advance() {
-            Ok(true) => {
-                let mut top = top;
-                *top = Reverse((self.streams[k].head_ts(), k));
-            }
-            Ok(false) => {
+        match next {
+            Some(t) => *top = Reverse((t, k)),
+            None => {
                 PeekMut::pop(top);
-            }
-            Err(e) => {
-                PeekMut::pop(top);
-                self.errors.push(e);
             }
         }
     }

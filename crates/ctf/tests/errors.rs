@@ -418,3 +418,109 @@ fn a_followed_stream_reads_whole_packets_as_they_arrive() {
     }
     assert_eq!(got, want);
 }
+
+/// The packets of `dir/chan_0`, 512 bytes each.
+fn packets(dir: &Path) -> Vec<Vec<u8>> {
+    let b = std::fs::read(dir.join("chan_0")).unwrap();
+    assert_eq!(b.len() % 512, 0);
+    b.chunks(512).map(<[u8]>::to_vec).collect()
+}
+
+/// `packets` as the trace folder `dir` (with `from`'s metadata).
+fn folder(from: &Path, dir: &Path, packets: &[Vec<u8>]) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::copy(from.join("metadata"), dir.join("metadata")).unwrap();
+    std::fs::write(dir.join("chan_0"), packets.concat()).unwrap();
+}
+
+#[test]
+fn one_trace_in_several_folders_reads_as_one_stream() {
+    let root = tmpdir("continued");
+    let full = root.join("full");
+    std::fs::create_dir_all(&full).unwrap();
+    write_trace(&full, 300);
+    let p = packets(&full);
+    assert!(p.len() >= 12, "{} packets", p.len());
+    let (all, errs) = read_all(&full);
+    assert!(errs.is_empty());
+    // What relayd leaves after two reconnections: packets 4 and 5 were
+    // never sent; the folders' names sort wrong as text (-10 before -2).
+    let set = root.join("relay/host");
+    folder(&full, &set.join("s-20260101-000000"), &p[..4]);
+    folder(&full, &set.join("s-20260101-000000-2"), &p[6..9]);
+    folder(&full, &set.join("s-20260101-000000-10"), &p[9..]);
+    let first_of = |k: usize| {
+        let t = root.join(format!("one-{k}"));
+        std::fs::create_dir_all(&t).unwrap();
+        folder(&full, &t, &p[k..k + 1]);
+        let (v, _) = read_all(&t);
+        v[0]
+    };
+    let (gone_from, gone_to) = (first_of(4), first_of(6));
+    let trace = Trace::open(&set).unwrap();
+    assert_eq!(trace.streams.len(), 1, "one stream: {:?}", trace.streams);
+    assert_eq!(trace.continued[0].len(), 2);
+    let (mut vals, mut missing) = (Vec::new(), Vec::new());
+    for item in Merger::new(&trace) {
+        match item.unwrap() {
+            (_, Item::Event(e)) => match e.values[0] {
+                Value::Uint(v) => vals.push(v),
+                _ => unreachable!(),
+            },
+            (
+                _,
+                Item::Discarded {
+                    packets, events, ..
+                },
+            ) => missing.push((packets, events)),
+        }
+    }
+    let expect: Vec<u64> = all
+        .iter()
+        .copied()
+        .filter(|v| !(gone_from..gone_to).contains(v))
+        .collect();
+    assert_eq!(
+        vals, expect,
+        "in order, the two missing packets' events only gone"
+    );
+    assert_eq!(
+        missing,
+        [(2, 0)],
+        "two packets missing between the first two folders"
+    );
+
+    // The first folder's last packet cut short (its writer died while
+    // sending it): that file's error is reported, the stream reads on.
+    let cut = root.join("cut/host");
+    let mut short = p[..4].to_vec();
+    short[3].truncate(300);
+    folder(&full, &cut.join("s-1"), &short);
+    folder(&full, &cut.join("s-2"), &p[6..]);
+    let trace = Trace::open(&cut).unwrap();
+    let (mut vals, mut errs) = (Vec::new(), Vec::new());
+    for item in Merger::new(&trace) {
+        match item {
+            Ok((_, Item::Event(e))) => match e.values[0] {
+                Value::Uint(v) => vals.push(v),
+                _ => unreachable!(),
+            },
+            Ok(_) => {}
+            Err(e) => errs.push(e.to_string()),
+        }
+    }
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].contains("s-1/chan_0"), "{errs:?}");
+    assert!(vals.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(vals.last(), all.last(), "read on to the end");
+    assert!(vals.contains(&gone_to));
+
+    // A folder of another trace (other UUID) stays its own part.
+    let other = root.join("cut/host/zz");
+    std::fs::create_dir_all(&other).unwrap();
+    write_trace(&other, 10);
+    let m = std::fs::read_to_string(other.join("metadata")).unwrap();
+    std::fs::write(other.join("metadata"), m.replace("09090909-", "0a090909-")).unwrap();
+    let t = Trace::open(&cut).unwrap();
+    assert_eq!(t.parts.len(), 2);
+}

@@ -86,6 +86,7 @@ pub fn progress(trace: &Trace, what: &str, show: Show) -> ProgressBar {
     let total = trace
         .streams
         .iter()
+        .chain(trace.continued.iter().flatten())
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();

@@ -22,6 +22,8 @@ struct StreamStats {
     events: u64,
     discarded: u64,
     packets: u64,
+    /// Packets missing (their sequence numbers skipped).
+    packets_lost: u64,
     first: Option<u64>,
     last: u64,
     bytes: u64,
@@ -100,7 +102,11 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     for k in 0..trace.streams.len() {
         let path = &trace.streams[k];
         let mut st = StreamStats {
-            bytes: std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            bytes: std::iter::once(path)
+                .chain(&trace.continued[k])
+                .filter_map(|p| std::fs::metadata(p).ok())
+                .map(|m| m.len())
+                .sum(),
             ..Default::default()
         };
         // Counts need no field value: payloads are stepped over.
@@ -118,6 +124,10 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 Ok(false) => break,
                 Err(e) => {
                     errors.push(e.to_string());
+                    // A file that continues the stream is read on.
+                    if s.has_next_file() {
+                        continue;
+                    }
                     break;
                 }
             }
@@ -143,7 +153,12 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                         pb.set_position(done_before + s.bytes_read());
                     }
                 }
-                ItemRef::Discarded { events, .. } => st.discarded += events,
+                ItemRef::Discarded {
+                    events, packets, ..
+                } => {
+                    st.discarded += events;
+                    st.packets_lost += packets;
+                }
             }
         }
         st.packets = s.packets_read();
@@ -163,14 +178,15 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     outln!("trace {}  (clock {} Hz)", dir.display(), desc.clock.freq);
     outln!();
     outln!(
-        "{:<24} {:>12} {:>10} {:>8} {:>12} {:>14} {:>12}",
+        "{:<24} {:>12} {:>10} {:>8} {:>12} {:>14} {:>12} {:>12}",
         "stream",
         "events",
         "discarded",
         "packets",
         "span (s)",
         "events/s",
-        "bytes"
+        "bytes",
+        "lost packets"
     );
     let (mut events, mut discarded, mut bytes) = (0u64, 0u64, 0u64);
     for (name, s) in &rows {
@@ -181,14 +197,15 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             0.0
         };
         outln!(
-            "{:<24} {:>12} {:>10} {:>8} {:>12.6} {:>14.0} {:>12}",
+            "{:<24} {:>12} {:>10} {:>8} {:>12.6} {:>14.0} {:>12} {:>12}",
             name,
             s.events,
             s.discarded,
             s.packets,
             span,
             rate,
-            s.bytes
+            s.bytes,
+            s.packets_lost
         );
         events += s.events;
         discarded += s.discarded;
@@ -204,7 +221,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let last = rows.iter().map(|r| r.1.last).max().unwrap_or(0);
     let span = first.map_or(0.0, |f| (last.saturating_sub(f)) as f64 / freq);
     outln!(
-        "{:<24} {:>12} {:>10} {:>8} {:>12.6} {:>14.0} {:>12}",
+        "{:<24} {:>12} {:>10} {:>8} {:>12.6} {:>14.0} {:>12} {:>12}",
         "total",
         events,
         discarded,
@@ -215,7 +232,8 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         } else {
             0.0
         },
-        bytes
+        bytes,
+        rows.iter().map(|r| r.1.packets_lost).sum::<u64>()
     );
     outln!();
     outln!("{:<40} {:>12} {:>8}", "event", "count", "%");

@@ -123,9 +123,12 @@ typedef struct ringtrace_session ringtrace_session;
  * grammar of RINGTRACE_SESSION:
  *   "<dir>[,discard|flight-recorder][,per-cpu|per-thread][,subbuf=64k]
  *    [,count=4][,switch=<ms>][,read=<ms>][,level=<level>][,bufdir=<dir>]
- *    [,context=vpid+vtid+pthread_id+procname+ip|all|none][,<pattern>...]"
+ *    [,context=vpid+vtid+pthread_id+procname+ip|all|none]
+ *    [,relay=net://HOST[:CTRL[:DATA]]][,live=<ms>][,<pattern>...]"
  * Every event carries the chosen contexts (default vpid+vtid: who
- * recorded it) as the CTF stream event context.
+ * recorded it) as the CTF stream event context. With relay=, the trace is
+ * also streamed to an lttng-relayd (the first item may be the URL instead
+ * of <dir>: relayd only; creation then fails if relayd cannot be reached).
  * Returns NULL on error (see ringtrace_last_error). */
 ringtrace_session *ringtrace_session_create(const char *name, const char *spec);
 /* Enables the events matching `pattern` ('*' wildcards) of `level` or more

@@ -20,6 +20,7 @@ use crate::parse::MetadataError;
 use crate::types::TraceDesc;
 use crate::value::Value;
 
+mod continued;
 mod ids;
 pub mod packetized;
 mod set;
@@ -186,8 +187,12 @@ pub struct Trace {
     /// The trace's description, from its metadata (the union of its
     /// parts' for a directory of traces).
     pub desc: Arc<TraceDesc>,
-    /// The stream files, sorted by name (part after part).
+    /// The stream files, sorted by name (part after part); a stream of a
+    /// trace in several folders is named by its first file.
     pub streams: Vec<PathBuf>,
+    /// Per stream, the files that continue it in the later folders of its
+    /// trace (usually none; see [`StreamReader::continued_by`]).
+    pub continued: Vec<Vec<PathBuf>>,
     /// The traces it is made of (one for a plain trace).
     pub parts: Vec<Part>,
 }
@@ -228,11 +233,12 @@ impl Trace {
                 ),
             });
         }
-        let (desc, streams, parts) = set::join(&dirs)?;
+        let j = set::join(&dirs)?;
         Ok(Trace {
-            desc: Arc::new(desc),
-            streams,
-            parts,
+            desc: Arc::new(j.desc),
+            streams: j.streams,
+            continued: j.continued,
+            parts: j.parts,
         })
     }
 
@@ -246,7 +252,8 @@ impl Trace {
     /// indices into [`Trace::desc`], the set's clock).
     pub fn stream(&self, k: usize) -> Result<StreamReader, ReadError> {
         let p = self.part_of(k);
-        let s = StreamReader::open(p.desc.clone(), &self.streams[k])?;
+        let s = StreamReader::open(p.desc.clone(), &self.streams[k])?
+            .continued_by(self.continued[k].clone());
         Ok(s.mapped(p.class_offset, &self.desc.clock))
     }
 }

@@ -178,9 +178,23 @@ pub fn stream_files(dir: &Path) -> Result<Vec<PathBuf>, ReadError> {
     Ok(streams)
 }
 
-/// Opens every trace in `dirs` and joins them: the set's description, its
-/// stream files, and the parts.
-pub fn join(dirs: &[PathBuf]) -> Result<(TraceDesc, Vec<PathBuf>, Vec<Part>), ReadError> {
+/// A set of traces joined: its description, its streams (each a first
+/// file and the files that continue it), and its parts.
+#[derive(Debug)]
+pub struct Joined {
+    /// The set's description.
+    pub desc: TraceDesc,
+    /// Each stream's first file.
+    pub streams: Vec<PathBuf>,
+    /// Each stream's later files (see `continued.rs`).
+    pub continued: Vec<Vec<PathBuf>>,
+    /// The traces, one per group of folders of one trace.
+    pub parts: Vec<Part>,
+}
+
+/// Opens every trace in `dirs` and joins them: folders of one trace (the
+/// same UUID, see `continued.rs`) as one part, the others each as theirs.
+pub fn join(dirs: &[PathBuf]) -> Result<Joined, ReadError> {
     let mut descs = Vec::with_capacity(dirs.len());
     for d in dirs {
         let mpath = d.join("metadata");
@@ -204,19 +218,27 @@ pub fn join(dirs: &[PathBuf]) -> Result<(TraceDesc, Vec<PathBuf>, Vec<Part>), Re
         streams: Vec::new(),
         events: Vec::new(),
     };
-    let (mut parts, mut streams) = (Vec::new(), Vec::new());
+    let (mut parts, mut streams, mut continued) = (Vec::new(), Vec::new(), Vec::new());
     let mut stream_id_offset = 0u32;
-    for (d, desc) in dirs.iter().zip(descs) {
-        let files = stream_files(d)?;
+    for (members, big) in super::continued::groups(dirs, &descs) {
+        let files = members
+            .iter()
+            .map(|&m| stream_files(&dirs[m]))
+            .collect::<Result<Vec<_>, _>>()?;
+        let chains = super::continued::chains(&files);
+        let desc = descs[big].clone();
         let part = Part {
-            dir: d.clone(),
-            streams: streams.len()..streams.len() + files.len(),
+            dir: dirs[members[0]].clone(),
+            streams: streams.len()..streams.len() + chains.len(),
             class_offset: set.events.len(),
             stream_id_offset,
             clock: ClockMap::between(&desc.clock, &set.clock),
             desc: Arc::new(desc),
         };
-        streams.extend(files);
+        for (f, next) in chains {
+            streams.push(f);
+            continued.push(next);
+        }
         let shifted = |id: u32| id.checked_add(stream_id_offset);
         for s in &part.desc.streams {
             let mut s = s.clone();
@@ -234,7 +256,12 @@ pub fn join(dirs: &[PathBuf]) -> Result<(TraceDesc, Vec<PathBuf>, Vec<Part>), Re
             .unwrap_or(u32::MAX);
         parts.push(part);
     }
-    Ok((set, streams, parts))
+    Ok(Joined {
+        desc: set,
+        streams,
+        continued,
+        parts,
+    })
 }
 
 #[cfg(test)]

@@ -113,7 +113,9 @@ impl RelaySink {
         let mut relay = Relay::connect(&self.cfg.url, &self.name, &self.host, live_us)?;
         let metadata_stream = relay.add_stream("metadata", &path)?;
         relay.metadata(metadata_stream, metadata.as_bytes())?;
-        relay.streams_sent()?;
+        // Published with the first data stream, not alone: babeltrace2
+        // 2.0's live source, attached to a trace of a metadata stream
+        // alone, asks for new streams forever once they come.
         if self.generation > 0 {
             self.stats.reconnects += 1;
         }

@@ -76,6 +76,11 @@ pub struct StreamReader {
     /// Set by [`StreamReader::skip_payloads`]: per event class, the bytes
     /// of its payload when they are always the same.
     fixed_payload: Option<Vec<Skip>>,
+    /// Files that continue this stream (the same buffer in later folders
+    /// of the same trace: [`StreamReader::continued_by`]), read in turn.
+    next_files: std::collections::VecDeque<PathBuf>,
+    /// Bytes of the files read before the current one.
+    bytes_before: u64,
 }
 
 /// How [`StreamReader::skip_payloads`] steps over an event class's payload.
@@ -172,6 +177,51 @@ impl StreamReader {
             class_offset: 0,
             clock: ClockMap::Same,
             fixed_payload: None,
+            next_files: Default::default(),
+            bytes_before: 0,
+        }
+    }
+
+    /// The stream goes on in `files`, read in turn after this one (the
+    /// same buffer's file in later folders of one trace, as relayd writes
+    /// a stream again after a reconnection): packets missing between them
+    /// are reported as discarded, and an error in one file (a packet cut
+    /// when its writer died) ends that file, not the stream.
+    pub fn continued_by(mut self, files: Vec<PathBuf>) -> Self {
+        self.next_files = files.into();
+        self
+    }
+
+    /// Whether another file continues the stream (after an error too).
+    pub fn has_next_file(&self) -> bool {
+        !self.next_files.is_empty()
+    }
+
+    /// Moves to the next file of the stream.
+    fn next_file(&mut self) -> Result<(), ReadError> {
+        let Some(p) = self.next_files.pop_front() else {
+            return Ok(());
+        };
+        self.bytes_before += self.offset + self.packet.len() as u64;
+        self.path = p;
+        self.offset = 0;
+        self.packet.clear();
+        self.pos = 0;
+        self.content_end = 0;
+        self.truncated = None;
+        self.partial = false;
+        match super::open_regular(&self.path) {
+            Ok(f) => {
+                self.file = Source(Box::new(f));
+                self.done = false;
+                self.failed = false;
+                Ok(())
+            }
+            Err(e) => {
+                self.done = true;
+                self.failed = true;
+                Err(e)
+            }
         }
     }
 
@@ -223,7 +273,7 @@ impl StreamReader {
     /// Bytes of the stream file read so far (whole packets): the progress
     /// of a long read, against the file's size.
     pub fn bytes_read(&self) -> u64 {
-        self.offset + self.packet.len() as u64
+        self.bytes_before + self.offset + self.packet.len() as u64
     }
 
     /// Packets read so far, those without events included.
@@ -347,7 +397,11 @@ impl StreamReader {
     pub fn advance(&mut self) -> Result<bool, ReadError> {
         loop {
             if self.done {
-                return Ok(false);
+                if self.next_files.is_empty() {
+                    return Ok(false);
+                }
+                self.next_file()?;
+                continue;
             }
             if self.pos < self.content_end && self.decode_event()? {
                 return Ok(true);
@@ -358,7 +412,7 @@ impl StreamReader {
             }
             if !self.next_packet()? {
                 self.done = true;
-                return Ok(false);
+                continue;
             }
             let ctx = self.ctx;
             let events = ctx.events_discarded.saturating_sub(self.last_discarded);
