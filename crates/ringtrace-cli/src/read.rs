@@ -6,7 +6,7 @@
 use std::io::{IsTerminal, Read as _};
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileTypeExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ctf::read::{ItemRef, Trace};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -75,6 +75,19 @@ pub enum Show {
 /// A progress bar over the bytes of `trace`'s stream files, with the
 /// percentage and the time left; hidden unless `show` allows it.
 pub fn progress(trace: &Trace, what: &str, show: Show) -> ProgressBar {
+    progress_of(
+        trace.streams.iter().chain(trace.continued.iter().flatten()),
+        what,
+        show,
+    )
+}
+
+/// A progress bar over the bytes of the files `paths` (see [`progress`]).
+pub fn progress_of<'a>(
+    paths: impl Iterator<Item = &'a PathBuf>,
+    what: &str,
+    show: Show,
+) -> ProgressBar {
     let visible = std::io::stderr().is_terminal()
         && match show {
             Show::OnTerminal => true,
@@ -83,10 +96,7 @@ pub fn progress(trace: &Trace, what: &str, show: Show) -> ProgressBar {
     if !visible {
         return ProgressBar::hidden();
     }
-    let total = trace
-        .streams
-        .iter()
-        .chain(trace.continued.iter().flatten())
+    let total = paths
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();

@@ -68,6 +68,13 @@ impl Contexts {
         Contexts { by_class }
     }
 
+    /// Whether events of class `class` carry a process id, a thread id and
+    /// a thread name (in their context).
+    pub fn carried(&self, class: usize) -> (bool, bool, bool) {
+        let s = self.by_class.get(class).copied().unwrap_or_default();
+        (s.pid.is_some(), s.tid.is_some(), s.name.is_some())
+    }
+
     /// Who recorded an event of class `class` with context values `ctx`.
     pub fn who<'a>(&self, class: usize, ctx: &'a [Value]) -> Who<'a> {
         let s = self.by_class.get(class).copied().unwrap_or_default();

@@ -425,3 +425,91 @@ fn unreachable_relayd_at_start() {
     assert!(!o.stdout.contains("packets sent to relayd"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn record_streams_every_process_to_relayd() {
+    if !tools() {
+        return;
+    }
+    let d = tmp("relay-record");
+    let relayd = Relayd::start(&d.join("relayd"), free_ports());
+    let local = d.join("local");
+    let me = assert_cmd::cargo::cargo_bin("ringtrace");
+    // The ringtrace binary is itself a program built with ringtrace: its
+    // environment session (record's) streams too.
+    let o = run(&[
+        "record",
+        "-o",
+        local.to_str().unwrap(),
+        "--relay",
+        &relayd.url(),
+        "-e",
+        "demo:request_*",
+        "--",
+        me.to_str().unwrap(),
+        "demo",
+        "-o",
+        d.join("inner").to_str().unwrap(),
+        "--seconds",
+        "0.2",
+        "--show",
+        "0",
+    ]);
+    assert!(o.ok, "{}", o.stderr);
+    let folders = relay_folders(&relayd.out);
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    let name = folders[0]
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        name.starts_with("ringtrace-"),
+        "<procname>-<pid>-<date>: {name}"
+    );
+    let (lines, _) = babeltrace2(&folders[0]);
+    assert!(!lines.is_empty());
+    assert_eq!(lines.len() as u64, common::count_events(&local));
+    assert!(lines.iter().all(|l| l.contains("demo:request_")));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_relayd_that_never_answers_is_given_up_in_time() {
+    // Accepts connections, reads nothing, answers nothing.
+    let control = TcpListener::bind("127.0.0.1:0").unwrap();
+    let data = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "net://127.0.0.1:{}:{}",
+        control.local_addr().unwrap().port(),
+        data.local_addr().unwrap().port()
+    );
+    let d = tmp("relay-mute");
+    let t0 = Instant::now();
+    let o = run(&[
+        "demo",
+        "-o",
+        d.join("local").to_str().unwrap(),
+        "--seconds",
+        "0.2",
+        "--relay",
+        &url,
+        "--show",
+        "0",
+    ]);
+    assert!(o.ok, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("cannot stream to relayd") && o.stderr.contains("written to"),
+        "{}",
+        o.stderr
+    );
+    // One reply timeout (2 s), not more.
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    assert_eq!(
+        summary(&o.stdout, "events in the trace"),
+        summary(&o.stdout, "events recorded")
+    );
+    drop((control, data));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -1,7 +1,8 @@
 //! The thread that encodes and writes row groups while the reader goes on
 //! decoding events (the export's two halves take about as long each):
 //! full buffers go to it through a channel of one slot, and come back
-//! emptied for reuse, so memory stays at three row groups.
+//! emptied for reuse, so memory stays at three row groups per group of
+//! streams.
 
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -10,7 +11,6 @@ use std::thread::JoinHandle;
 use parquet::file::writer::SerializedFileWriter;
 
 use super::rows::Rows;
-use super::schema::Column;
 
 enum Msg {
     /// A new file, known from now on by its number.
@@ -26,12 +26,11 @@ pub(super) struct Sink {
     tx: Option<SyncSender<Msg>>,
     back: Receiver<Rows>,
     thread: Option<JoinHandle<Result<(), String>>>,
-    columns: Vec<Column>,
 }
 
 impl Sink {
-    /// Starts the thread, for files of `columns`.
-    pub fn start(columns: &[Column]) -> Sink {
+    /// Starts the thread.
+    pub fn start() -> Sink {
         let (tx, rx) = sync_channel::<Msg>(1);
         let (back_tx, back) = sync_channel::<Rows>(2);
         let thread = std::thread::Builder::new()
@@ -68,7 +67,6 @@ impl Sink {
             tx: Some(tx),
             back,
             thread: Some(thread),
-            columns: columns.to_vec(),
         }
     }
 
@@ -97,10 +95,7 @@ impl Sink {
 
     /// Sends `rows` to be written to file `i`, leaving empty buffers.
     pub fn write(&mut self, i: usize, rows: &mut Rows) -> Result<(), String> {
-        let fresh = self
-            .back
-            .try_recv()
-            .unwrap_or_else(|_| Rows::new(&self.columns));
+        let fresh = rows.fresh(self.back.try_recv().ok());
         let full = std::mem::replace(rows, fresh);
         self.send(Msg::Rows(i, full))
     }
