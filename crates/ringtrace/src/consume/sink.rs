@@ -274,7 +274,7 @@ impl Recording {
         }
         if let Some(r) = &mut sink.relay {
             if live {
-                r.beacons(now, &crate::record::clock::now);
+                r.beacons(now);
             }
             if let Some(d) = r.next_live() {
                 next = Some(next.map_or(d, |n: Instant| n.min(d)));
@@ -397,7 +397,7 @@ impl Recording {
                 );
                 ctf::layout::write_packet_end(&mut h, ts, ctf::PACKET_HEADER_SIZE as u64, lost);
                 if let Some(r) = &mut sink.relay {
-                    r.packet(ci, b, &ch.cfg.name, &h, &|| self.metadata_text());
+                    r.packet(ci, b, &h, &|| self.metadata_text());
                 }
                 sink.last_header[ci][b] = Some(h);
                 let Some(dir) = &dir else {
@@ -442,7 +442,7 @@ impl Recording {
             fn packet(&mut self, b: usize, bytes: &[u8], src: Option<(&std::fs::File, u64)>) {
                 let s = &mut *self.sink;
                 if let Some(r) = &mut s.relay {
-                    r.packet(self.ci, b, self.name, bytes, &|| self.rec.metadata_text());
+                    r.packet(self.ci, b, bytes, &|| self.rec.metadata_text());
                 }
                 let header = bytes.get(..ctf::PACKET_HEADER_SIZE);
                 let Some(dir) = self.dir else {

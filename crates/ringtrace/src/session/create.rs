@@ -36,7 +36,13 @@ impl SessionBuilder {
                 } else {
                     (state.name.clone(), state.name.clone())
                 };
-                match RelaySink::start(cfg, &name, &folder, &meta) {
+                let channels = state.channels.iter().map(|c| c.cfg.name.clone()).collect();
+                let bytes = state
+                    .channels
+                    .iter()
+                    .map(|c| c.cfg.subbuf_size * c.cfg.num_subbuf * c.chan.ops().buffers())
+                    .sum();
+                match RelaySink::start(cfg, &name, &folder, channels, bytes, &meta) {
                     Ok(r) => Some(r),
                     Err(e) => {
                         let msg = format!(

@@ -113,7 +113,15 @@ pub struct Relay {
     minor: u32,
     /// relayd's id of the session.
     pub session_id: u64,
+    /// Replies of index commands sent and not read yet (see
+    /// [`Relay::packet`]).
+    unanswered: usize,
 }
+
+/// Index replies left unread at most: past this many, the next packet
+/// waits for them (relayd, one thread for every connection, would stall
+/// on a full socket of unread replies).
+const MAX_UNANSWERED: usize = 64;
 
 fn connect(url: &RelayUrl, port: u16) -> std::io::Result<TcpStream> {
     let mut last = None;
@@ -166,6 +174,7 @@ impl Relay {
             data,
             minor: minor.min(proto::MINOR),
             session_id: 0,
+            unanswered: 0,
         };
         r.control.write_all(&create)?;
         let mut reply = [0u8; 12];
@@ -183,6 +192,34 @@ impl Relay {
         (proto::MAJOR, self.minor)
     }
 
+    /// Reads the replies of the index commands sent so far: all of them
+    /// (`wait`), or those already here.
+    fn collect(&mut self, wait: bool) -> std::io::Result<()> {
+        use std::os::unix::io::AsRawFd;
+        while self.unanswered > 0 {
+            let mut r = [0u8; 4];
+            if !wait {
+                // SAFETY: a 4-byte buffer we own; the socket is open. Only
+                // a whole reply is taken (MSG_PEEK first), so a partial one
+                // stays for the blocking read.
+                let n = unsafe {
+                    libc::recv(
+                        self.control.as_raw_fd(),
+                        r.as_mut_ptr().cast(),
+                        4,
+                        libc::MSG_DONTWAIT | libc::MSG_PEEK,
+                    )
+                };
+                if n < 4 {
+                    return Ok(());
+                }
+            }
+            self.unanswered -= 1;
+            self.reply("a packet index")?;
+        }
+        Ok(())
+    }
+
     fn reply(&mut self, what: &str) -> std::io::Result<()> {
         let mut r = [0u8; 4];
         self.control.read_exact(&mut r)?;
@@ -195,6 +232,7 @@ impl Relay {
     /// Adds stream file `channel` in folder `path` (relative to relayd's
     /// output); returns relayd's id of the stream.
     pub fn add_stream(&mut self, channel: &str, path: &str) -> std::io::Result<u64> {
+        self.collect(true)?;
         let m = proto::add_stream(channel, path).ok_or_else(|| {
             std::io::Error::other(format!("stream path too long: {path}/{channel}"))
         })?;
@@ -209,6 +247,7 @@ impl Relay {
 
     /// Publishes the streams added so far to live viewers.
     pub fn streams_sent(&mut self) -> std::io::Result<()> {
+        self.collect(true)?;
         self.control.write_all(&proto::streams_sent())?;
         self.reply("the streams")
     }
@@ -221,6 +260,7 @@ impl Relay {
     /// Empties metadata stream `stream` before the whole metadata is sent
     /// again (version `version`).
     pub fn reset_metadata(&mut self, stream: u64, version: u64) -> std::io::Result<()> {
+        self.collect(true)?;
         self.control
             .write_all(&proto::reset_metadata(stream, version))?;
         self.reply("the metadata reset")
@@ -228,7 +268,8 @@ impl Relay {
 
     /// Sends packet `net_seq` of `stream`: its first `content` bytes on the
     /// data connection (relayd writes `padding` zero bytes after them), then
-    /// its index on the control connection.
+    /// its index on the control connection, whose reply is read with the
+    /// next command's (an error in it fails that command).
     pub fn packet(
         &mut self,
         stream: u64,
@@ -262,12 +303,14 @@ impl Relay {
             ..Index::default()
         };
         self.control.write_all(&proto::index(stream, 0, &i))?;
-        self.reply("a live beacon")
+        self.unanswered += 1;
+        self.collect(self.unanswered > MAX_UNANSWERED)
     }
 
     /// Whether relayd has not yet written every packet of `stream` up to
     /// `last_net_seq`.
     pub fn data_pending(&mut self, stream: u64, last_net_seq: u64) -> std::io::Result<bool> {
+        self.collect(true)?;
         self.control
             .write_all(&proto::data_pending(stream, last_net_seq))?;
         let mut r = [0u8; 4];
@@ -279,6 +322,7 @@ impl Relay {
 
     /// Closes `stream` after packet `last_net_seq`.
     pub fn close_stream(&mut self, stream: u64, last_net_seq: u64) -> std::io::Result<()> {
+        self.collect(true)?;
         self.control
             .write_all(&proto::close_stream(stream, last_net_seq))?;
         self.reply("the stream's close")

@@ -1,34 +1,51 @@
-//! A session's stream to a relay daemon (`output/relay/` speaks the
-//! protocol): the consumer hands it each packet it takes from a buffer,
-//! as it hands them to the stream files. It adds a relay stream per buffer
-//! at the buffer's first packet (named `<channel>_<n>`, as the local
-//! files), keeps relayd's copy of the metadata up to date before any packet
-//! that could need it, and, in live mode, sends a beacon for each stream
-//! that had no packet since the last live tick.
+//! The relay sender: the thread that owns a session's connection to
+//! relayd and does all its network input and output, so that a slow or
+//! vanished relayd never holds up the consumer (which keeps draining the
+//! ring buffers into the local files) nor, through it, the program.
 //!
-//! Faults stay here: a failed send drops the connection, the packet is
-//! counted as lost (and its buffer's packet sequence numbers show the gap
-//! to readers), and the connection is tried again after a backoff (0.1 s,
-//! doubling to 5 s) when the next packet comes. A new connection is a new
-//! relay session in a new folder (`HOST/NAME-DATE-2`, ...): relayd would
-//! truncate the stream files of the first. The consumer never waits longer
-//! than the client's I/O timeout on one call; the traced program never
-//! waits on it at all (full buffers drop records, counted as usual).
+//! It adds a relay stream per buffer at the buffer's first packet (named
+//! `<channel>_<n>`, as the local files), keeps relayd's copy of the
+//! metadata ahead of every packet, sends beacons for quiet streams when
+//! the consumer's live timer says so, and answers `wait_written` (stop)
+//! and `close` (destroy). A failed send drops the connection, counts the
+//! packet lost and tries again after a backoff (0.1 s, doubling to 5 s),
+//! at the next packet, as a new relay session in a new folder
+//! (`HOST/NAME-DATE-2`, ...: relayd would truncate the first one's files).
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::Shared;
 use crate::control::config::RelayConfig;
-use crate::control::stats::RelayStats;
 use crate::output::relay::{Index, Relay};
 
 /// First and longest wait before connecting again.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// Longest wait at stop for relayd to write what it was sent.
-const PENDING_WAIT: Duration = Duration::from_secs(5);
+pub(super) const PENDING_WAIT: Duration = Duration::from_secs(5);
 
-#[derive(Debug)]
+/// What the consumer asks of the sender.
+pub(super) enum Job {
+    /// A packet of buffer `b` of channel `ci`, and the session's whole
+    /// metadata if it changed since the last job said it.
+    Packet {
+        ci: usize,
+        b: usize,
+        bytes: Vec<u8>,
+        metadata: Option<String>,
+    },
+    /// Live tick: a beacon for each stream that sent nothing since the last.
+    Beacons,
+    /// Answer once relayd has written everything sent so far.
+    Written(SyncSender<()>),
+    /// Close every stream and the connection, then answer and end.
+    Close(SyncSender<()>),
+}
+
 struct Stream {
     id: u64,
     /// Next network sequence number.
@@ -39,7 +56,6 @@ struct Stream {
     fresh: bool,
 }
 
-#[derive(Debug)]
 struct Conn {
     relay: Relay,
     path: String,
@@ -50,58 +66,59 @@ struct Conn {
     streams: HashMap<(usize, usize), Stream>,
 }
 
-/// The relay side of a session's output.
-#[derive(Debug)]
-pub(crate) struct RelaySink {
+/// The sender's state.
+pub(super) struct Sender {
     cfg: RelayConfig,
     name: String,
     host: String,
+    channels: Vec<String>,
     /// `HOST/NAME-DATE`: the folder of the first connection.
     base: String,
     conn: Option<Conn>,
+    /// The session's metadata as last given.
+    metadata: String,
     /// Connections made so far.
     generation: u64,
     next_try: Instant,
     backoff: Duration,
-    next_live: Option<Instant>,
-    stats: RelayStats,
+    shared: Arc<Shared>,
 }
 
-impl RelaySink {
-    /// Connects to relayd and creates the relay session `name`, stored in
-    /// `HOST/<folder>-DATE`, with the metadata `metadata`: an error here
-    /// says that relayd cannot be reached, before anything is recorded.
-    pub(crate) fn start(
+impl Sender {
+    /// Connects to relayd (in the caller's thread: an error says relayd
+    /// cannot be reached before anything is recorded) and creates relay
+    /// session `name`, stored in `HOST/<folder>-DATE`.
+    pub(super) fn connect_first(
         cfg: &RelayConfig,
         name: &str,
         folder: &str,
-        metadata: &str,
-    ) -> std::io::Result<RelaySink> {
+        channels: Vec<String>,
+        metadata: String,
+        shared: Arc<Shared>,
+    ) -> std::io::Result<Sender> {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|s| s.trim().to_string())
             .ok()
             .filter(|h| !h.is_empty() && !h.contains('/'))
             .unwrap_or_else(|| "localhost".into());
-        let mut s = RelaySink {
+        let mut s = Sender {
             cfg: cfg.clone(),
             name: name.to_string(),
             base: format!("{host}/{folder}-{}", crate::output::local_time_stamp()),
             host,
+            channels,
             conn: None,
+            metadata,
             generation: 0,
             next_try: Instant::now(),
             backoff: BACKOFF_MIN,
-            next_live: cfg.live.map(|p| Instant::now() + p),
-            stats: RelayStats {
-                url: cfg.url.to_string(),
-                ..RelayStats::default()
-            },
+            shared,
         };
-        s.connect(metadata)?;
+        s.connect()?;
         Ok(s)
     }
 
-    fn connect(&mut self, metadata: &str) -> std::io::Result<()> {
+    fn connect(&mut self) -> std::io::Result<()> {
         let live_us = self
             .cfg
             .live
@@ -112,22 +129,22 @@ impl RelaySink {
         };
         let mut relay = Relay::connect(&self.cfg.url, &self.name, &self.host, live_us)?;
         let metadata_stream = relay.add_stream("metadata", &path)?;
-        relay.metadata(metadata_stream, metadata.as_bytes())?;
+        relay.metadata(metadata_stream, self.metadata.as_bytes())?;
         // Published with the first data stream, not alone: babeltrace2
         // 2.0's live source, attached to a trace of a metadata stream
         // alone, asks for new streams forever once they come.
         if self.generation > 0 {
-            self.stats.reconnects += 1;
+            self.shared.reconnects.fetch_add(1, Relaxed);
         }
         self.generation += 1;
-        self.stats.path = path.clone();
-        self.stats.connected = true;
+        self.shared.set_path(&path);
+        self.shared.connected.store(true, Relaxed);
         self.backoff = BACKOFF_MIN;
         self.conn = Some(Conn {
             relay,
             path,
             metadata_stream,
-            metadata: metadata.to_string(),
+            metadata: self.metadata.clone(),
             metadata_version: 0,
             streams: HashMap::new(),
         });
@@ -140,82 +157,96 @@ impl RelaySink {
             eprintln!(
                 "ringtrace: session '{}': the connection to relayd {} failed ({e}); \
                  packets are counted as lost until it is back",
-                self.name, self.stats.url
+                self.name, self.cfg.url
             );
         }
-        self.stats.connected = false;
-        self.stats.last_error = Some(e.to_string());
+        self.shared.connected.store(false, Relaxed);
+        self.shared.set_error(&e.to_string());
         self.next_try = now + self.backoff;
         self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
     }
 
     /// A connection, made again if the backoff allows; `None` if there is
     /// none now.
-    fn conn(&mut self, now: Instant, metadata: &dyn Fn() -> String) -> Option<&mut Conn> {
+    fn conn(&mut self, now: Instant) -> Option<&mut Conn> {
         if self.conn.is_none() && now >= self.next_try {
-            if let Err(e) = self.connect(&metadata()) {
-                self.fail(e, now);
-            } else {
-                eprintln!(
+            match self.connect() {
+                Err(e) => self.fail(e, now),
+                Ok(()) => eprintln!(
                     "ringtrace: session '{}': connected to relayd {} again; the trace goes on in {}",
-                    self.name, self.stats.url, self.stats.path
-                );
+                    self.name,
+                    self.cfg.url,
+                    self.conn.as_ref().map_or("", |c| c.path.as_str())
+                ),
             }
         }
         self.conn.as_mut()
     }
 
-    /// Sends one packet of buffer `b` of channel `ci` (stream file
-    /// `<channel>_<b>`). `metadata` gives the session's whole metadata now.
-    pub(crate) fn packet(
-        &mut self,
-        ci: usize,
-        b: usize,
-        channel: &str,
-        bytes: &[u8],
-        metadata: &dyn Fn() -> String,
-    ) {
+    /// The thread's loop: jobs until `Close` or until the consumer is gone.
+    pub(super) fn run(mut self, jobs: Receiver<Job>) {
+        for job in jobs {
+            match job {
+                Job::Packet {
+                    ci,
+                    b,
+                    bytes,
+                    metadata,
+                } => {
+                    if let Some(m) = metadata {
+                        self.metadata = m;
+                    }
+                    self.packet(ci, b, &bytes);
+                    self.shared.queued.fetch_sub(bytes.len(), Relaxed);
+                }
+                Job::Beacons => self.beacons(),
+                Job::Written(ack) => {
+                    self.wait_written();
+                    let _ = ack.send(());
+                }
+                Job::Close(ack) => {
+                    self.close();
+                    let _ = ack.send(());
+                    return;
+                }
+            }
+        }
+    }
+
+    fn packet(&mut self, ci: usize, b: usize, bytes: &[u8]) {
         let now = Instant::now();
-        let Some(c) = self.conn(now, metadata) else {
-            self.stats.packets_lost += 1;
-            return;
+        let r = if self.conn(now).is_none() {
+            Err(None)
+        } else {
+            let channel = self.channels.get(ci).map_or("", String::as_str);
+            let c = self.conn.as_mut().expect("connected above");
+            c.send(ci, b, channel, bytes, &self.metadata).map_err(Some)
         };
-        match c.send(ci, b, channel, bytes, metadata) {
+        match r {
             Ok(()) => {
-                self.stats.packets_sent += 1;
-                self.stats.bytes_sent += bytes.len() as u64;
+                self.shared.packets_sent.fetch_add(1, Relaxed);
+                self.shared
+                    .bytes_sent
+                    .fetch_add(bytes.len() as u64, Relaxed);
             }
             Err(e) => {
-                self.stats.packets_lost += 1;
-                self.fail(e, now);
+                self.shared.packets_lost.fetch_add(1, Relaxed);
+                if let Some(e) = e {
+                    self.fail(e, now);
+                }
             }
         }
     }
 
-    /// Live mode: whether the live timer is due at `now` (then the
-    /// consumer flushes every buffer, drains them, and calls [`beacons`]).
-    pub(crate) fn live_due(&self, now: Instant) -> bool {
-        self.next_live.is_some_and(|t| now >= t)
-    }
-
-    /// When the live timer fires next.
-    pub(crate) fn next_live(&self) -> Option<Instant> {
-        self.next_live
-    }
-
-    /// Live tick: a beacon at the trace clock's time (`ts`, read for each)
-    /// for each stream that sent no packet since the last tick.
-    pub(crate) fn beacons(&mut self, now: Instant, ts: &dyn Fn() -> Option<u64>) {
-        if let (Some(p), Some(t)) = (self.cfg.live, self.next_live) {
-            // From the last due time, not from now: no drift.
-            self.next_live = Some((t + p).max(now));
-        }
+    /// A beacon at the trace clock's time, read for each, for each stream
+    /// that sent no packet since the last live tick.
+    fn beacons(&mut self) {
         let Some(c) = self.conn.as_mut() else {
             return;
         };
         let mut r = Ok(());
         for s in c.streams.values_mut() {
-            if let (false, Some(t)) = (std::mem::take(&mut s.fresh), ts()) {
+            if let (false, Some(t)) = (std::mem::take(&mut s.fresh), crate::record::clock::now()) {
                 r = c.relay.beacon(s.id, s.class, t);
                 if r.is_err() {
                     break;
@@ -223,14 +254,13 @@ impl RelaySink {
             }
         }
         if let Err(e) = r {
-            self.fail(e, now);
+            self.fail(e, Instant::now());
         }
     }
 
     /// Waits (at most [`PENDING_WAIT`]) until relayd has written every
-    /// packet sent: when a session stops, its trace on the relay side is
-    /// complete.
-    pub(crate) fn wait_written(&mut self) {
+    /// packet sent.
+    fn wait_written(&mut self) {
         let now = Instant::now();
         let Some(c) = self.conn.as_mut() else {
             return;
@@ -254,8 +284,8 @@ impl RelaySink {
         }
     }
 
-    /// Closes every stream and the connection (the session is destroyed).
-    pub(crate) fn close(&mut self) {
+    /// Closes every stream and the connection.
+    fn close(&mut self) {
         self.wait_written();
         if let Some(mut c) = self.conn.take() {
             for s in c.streams.values() {
@@ -263,15 +293,8 @@ impl RelaySink {
                     break;
                 }
             }
-            let _ = c.metadata_stream;
         }
-        self.stats.connected = false;
-        self.next_live = None;
-    }
-
-    /// What was sent and lost.
-    pub(crate) fn stats(&self) -> RelayStats {
-        self.stats.clone()
+        self.shared.connected.store(false, Relaxed);
     }
 }
 
@@ -282,14 +305,14 @@ impl Conn {
         b: usize,
         channel: &str,
         bytes: &[u8],
-        metadata: &dyn Fn() -> String,
+        metadata: &str,
     ) -> std::io::Result<()> {
         let ctx = ctf::layout::read_packet_context(bytes)
             .map(|(_, _, pc)| pc)
             .ok_or_else(|| std::io::Error::other("a packet shorter than its header"))?;
         // Every class a record of this packet uses was described before the
-        // record was written: the metadata now covers the packet.
-        self.update_metadata(&metadata())?;
+        // record was written: the metadata given with it covers it.
+        self.update_metadata(metadata)?;
         if !self.streams.contains_key(&(ci, b)) {
             let id = self
                 .relay

@@ -1,0 +1,213 @@
+//! A session's stream to a relay daemon (`output/relay/` speaks the
+//! protocol). The consumer copies each packet it takes from a buffer into
+//! a queue, as it writes them to the stream files, and the session's
+//! sender thread (`sender.rs`) sends them: the network never holds up the
+//! consumer, so a slow or vanished relayd costs the local trace nothing.
+//! The queue is bounded (twice the session's buffers, at least 16 MiB): a
+//! packet that finds it full is counted as lost, like one sent to a
+//! connection that failed (its buffer's packet sequence numbers show the
+//! gap to readers). The traced program never waits on any of it.
+
+mod sender;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use self::sender::{Job, Sender, PENDING_WAIT};
+use crate::control::config::RelayConfig;
+use crate::control::stats::RelayStats;
+
+/// Jobs queued at most (beside the byte bound).
+const MAX_JOBS: usize = 4096;
+/// Least bytes of packets queued at most.
+const MIN_QUEUE: usize = 16 << 20;
+
+/// What the consumer and the sender share: counters, and the words of
+/// the folder and the last error.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    url: String,
+    packets_sent: AtomicU64,
+    bytes_sent: AtomicU64,
+    packets_lost: AtomicU64,
+    reconnects: AtomicU64,
+    connected: AtomicBool,
+    /// Bytes of packets queued and not yet sent.
+    queued: AtomicUsize,
+    /// The current folder and the last error.
+    text: Mutex<(String, Option<String>)>,
+}
+
+impl Shared {
+    fn set_path(&self, p: &str) {
+        if let Ok(mut t) = self.text.lock() {
+            t.0 = p.to_string();
+        }
+    }
+
+    fn set_error(&self, e: &str) {
+        if let Ok(mut t) = self.text.lock() {
+            t.1 = Some(e.to_string());
+        }
+    }
+}
+
+/// The consumer's side of a session's relay stream.
+#[derive(Debug)]
+pub(crate) struct RelaySink {
+    jobs: SyncSender<Job>,
+    shared: Arc<Shared>,
+    /// Bytes of packets queued at most.
+    max_queued: usize,
+    /// The metadata last handed to the sender.
+    metadata: String,
+    live: Option<Duration>,
+    next_live: Option<Instant>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Job")
+    }
+}
+
+impl RelaySink {
+    /// Connects to relayd (in this thread: an error says it cannot be
+    /// reached, before anything is recorded), creates the relay session
+    /// `name` stored in `HOST/<folder>-DATE`, and starts its sender.
+    /// `channels` names the stream files; `buffer_bytes` is the size of
+    /// all the session's ring buffers.
+    pub(crate) fn start(
+        cfg: &RelayConfig,
+        name: &str,
+        folder: &str,
+        channels: Vec<String>,
+        buffer_bytes: usize,
+        metadata: &str,
+    ) -> std::io::Result<RelaySink> {
+        let shared = Arc::new(Shared {
+            url: cfg.url.to_string(),
+            ..Shared::default()
+        });
+        let sender = Sender::connect_first(
+            cfg,
+            name,
+            folder,
+            channels,
+            metadata.to_string(),
+            shared.clone(),
+        )?;
+        let (jobs, rx) = sync_channel(MAX_JOBS);
+        // Not `std::thread`: this may run in a fork child (`sys/thread.rs`).
+        crate::sys::thread::spawn("ringtrace-relay", move || sender.run(rx))?;
+        Ok(RelaySink {
+            jobs,
+            shared,
+            max_queued: buffer_bytes.saturating_mul(2).max(MIN_QUEUE),
+            metadata: metadata.to_string(),
+            live: cfg.live,
+            next_live: cfg.live.map(|p| Instant::now() + p),
+        })
+    }
+
+    /// Queues one packet of buffer `b` of channel `ci`; `metadata` gives
+    /// the session's whole metadata now (it covers every record of the
+    /// packet). A full queue counts the packet as lost.
+    pub(crate) fn packet(
+        &mut self,
+        ci: usize,
+        b: usize,
+        bytes: &[u8],
+        metadata: &dyn Fn() -> String,
+    ) {
+        let len = bytes.len();
+        if self.shared.queued.load(Relaxed) + len > self.max_queued {
+            self.shared.packets_lost.fetch_add(1, Relaxed);
+            return;
+        }
+        let now = metadata();
+        let changed = now != self.metadata;
+        let job = Job::Packet {
+            ci,
+            b,
+            bytes: bytes.to_vec(),
+            metadata: changed.then(|| now.clone()),
+        };
+        self.shared.queued.fetch_add(len, Relaxed);
+        match self.jobs.try_send(job) {
+            Ok(()) => {
+                if changed {
+                    self.metadata = now;
+                }
+            }
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.shared.queued.fetch_sub(len, Relaxed);
+                self.shared.packets_lost.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Live mode: whether the live timer is due at `now` (then the
+    /// consumer flushes every buffer, drains them, and calls
+    /// [`RelaySink::beacons`]).
+    pub(crate) fn live_due(&self, now: Instant) -> bool {
+        self.next_live.is_some_and(|t| now >= t)
+    }
+
+    /// When the live timer fires next.
+    pub(crate) fn next_live(&self) -> Option<Instant> {
+        self.next_live
+    }
+
+    /// Live tick, after the buffers were drained: the streams that had
+    /// nothing to send say so.
+    pub(crate) fn beacons(&mut self, now: Instant) {
+        if let (Some(p), Some(t)) = (self.live, self.next_live) {
+            // From the last due time, not from now: no drift.
+            self.next_live = Some((t + p).max(now));
+        }
+        let _ = self.jobs.try_send(Job::Beacons);
+    }
+
+    /// Waits until the sender has sent everything queued and relayd has
+    /// written it (bounded: the queue's sends, then [`PENDING_WAIT`]): when
+    /// a session stops, its trace on the relay side is complete.
+    pub(crate) fn wait_written(&mut self) {
+        let (ack, done) = sync_channel(1);
+        if self.jobs.send(Job::Written(ack)).is_ok() {
+            let _ = done.recv_timeout(PENDING_WAIT * 4);
+        }
+    }
+
+    /// Closes every stream and the connection; the sender ends.
+    pub(crate) fn close(&mut self) {
+        let (ack, done) = sync_channel(1);
+        if self.jobs.send(Job::Close(ack)).is_ok() {
+            let _ = done.recv_timeout(PENDING_WAIT * 4);
+        }
+        self.next_live = None;
+    }
+
+    /// What was sent and lost.
+    pub(crate) fn stats(&self) -> RelayStats {
+        let s = &self.shared;
+        // `try_lock`: in a fork child the sender that held it is gone.
+        let (path, last_error) = s
+            .text
+            .try_lock()
+            .map(|t| (t.0.clone(), t.1.clone()))
+            .unwrap_or_default();
+        RelayStats {
+            url: s.url.clone(),
+            path,
+            connected: s.connected.load(Relaxed),
+            packets_sent: s.packets_sent.load(Relaxed),
+            bytes_sent: s.bytes_sent.load(Relaxed),
+            packets_lost: s.packets_lost.load(Relaxed),
+            reconnects: s.reconnects.load(Relaxed),
+            last_error,
+        }
+    }
+}
