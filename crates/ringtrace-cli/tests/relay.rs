@@ -513,3 +513,47 @@ fn a_relayd_that_never_answers_is_given_up_in_time() {
     drop((control, data));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_stopped_relayd_holds_up_nothing() {
+    if !tools() {
+        return;
+    }
+    let d = tmp("relay-stopped");
+    let relayd = Relayd::start(&d.join("relayd"), free_ports());
+    let t0 = Instant::now();
+    let demo = common::bin()
+        .args(["demo", "-o"])
+        .arg(d.join("local"))
+        .args(["--seconds", "3", "--show", "0", "--relay", &relayd.url()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    // relayd stops reading (a slow client at its worst): sends fill the
+    // socket and time out on the sender thread, never on the consumer.
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(relayd.child.id() as i32, libc::SIGSTOP) };
+    let o = demo.wait_with_output().unwrap();
+    // SAFETY: as above.
+    unsafe { libc::kill(relayd.child.id() as i32, libc::SIGCONT) };
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{stdout}{stderr}");
+    // Its 3 s, the read-back, and the bounded waits at stop.
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    assert!(
+        summary(&stdout, "packets lost to relayd") > 0,
+        "{stdout}{stderr}"
+    );
+    // The local trace has every record that reached the buffers.
+    assert_eq!(
+        summary(&stdout, "events in the trace"),
+        summary(&stdout, "events recorded"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

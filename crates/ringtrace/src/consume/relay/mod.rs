@@ -15,7 +15,7 @@ use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use self::sender::{Job, Sender, PENDING_WAIT};
+use self::sender::{Job, Sender};
 use crate::control::config::RelayConfig;
 use crate::control::stats::RelayStats;
 
@@ -23,6 +23,25 @@ use crate::control::stats::RelayStats;
 const MAX_JOBS: usize = 4096;
 /// Least bytes of packets queued at most.
 const MIN_QUEUE: usize = 16 << 20;
+/// Longest wait of a stop or destroy for the sender: relayd's own wait
+/// for the last packets, and one I/O timeout.
+const STOP_WAIT: Duration = Duration::from_secs(7);
+
+/// `SyncSender::send` with a deadline (a full queue of a stuck sender).
+fn send_within<T>(tx: &SyncSender<T>, mut t: T, limit: Duration) -> bool {
+    let end = Instant::now() + limit;
+    loop {
+        match tx.try_send(t) {
+            Ok(()) => return true,
+            Err(TrySendError::Disconnected(_)) => return false,
+            Err(TrySendError::Full(back)) if Instant::now() < end => {
+                t = back;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(TrySendError::Full(_)) => return false,
+        }
+    }
+}
 
 /// What the consumer and the sender share: counters, and the words of
 /// the folder and the last error.
@@ -172,20 +191,22 @@ impl RelaySink {
     }
 
     /// Waits until the sender has sent everything queued and relayd has
-    /// written it (bounded: the queue's sends, then [`PENDING_WAIT`]): when
-    /// a session stops, its trace on the relay side is complete.
+    /// written it: when a session stops, its trace on the relay side is
+    /// complete. Bounded by [`STOP_WAIT`] (a relayd that stopped reading
+    /// keeps the sender on its I/O timeouts; the stop goes on without it).
     pub(crate) fn wait_written(&mut self) {
         let (ack, done) = sync_channel(1);
-        if self.jobs.send(Job::Written(ack)).is_ok() {
-            let _ = done.recv_timeout(PENDING_WAIT * 4);
+        if send_within(&self.jobs, Job::Written(ack), STOP_WAIT) {
+            let _ = done.recv_timeout(STOP_WAIT);
         }
     }
 
-    /// Closes every stream and the connection; the sender ends.
+    /// Closes every stream and the connection; the sender ends (bounded
+    /// as [`RelaySink::wait_written`]).
     pub(crate) fn close(&mut self) {
         let (ack, done) = sync_channel(1);
-        if self.jobs.send(Job::Close(ack)).is_ok() {
-            let _ = done.recv_timeout(PENDING_WAIT * 4);
+        if send_within(&self.jobs, Job::Close(ack), STOP_WAIT) {
+            let _ = done.recv_timeout(STOP_WAIT);
         }
         self.next_live = None;
     }

@@ -26,7 +26,7 @@ use crate::output::relay::{Index, Relay};
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// Longest wait at stop for relayd to write what it was sent.
-pub(super) const PENDING_WAIT: Duration = Duration::from_secs(5);
+const PENDING_WAIT: Duration = Duration::from_secs(5);
 
 /// What the consumer asks of the sender.
 pub(super) enum Job {
