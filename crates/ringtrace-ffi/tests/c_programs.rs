@@ -564,3 +564,68 @@ int main(int argc, char **argv) {
     );
     assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "contiguous");
 }
+
+/// A C program traced from the environment streams to a real
+/// lttng-relayd when the session says `net://…` instead of a folder:
+/// relayd's copy holds every request, byte-exact as babeltrace2 prints it.
+#[test]
+fn c_program_streams_to_lttng_relayd() {
+    let (Some(cc), Some(_), Some(_)) = (tool("gcc"), tool("babeltrace2"), tool("lttng-relayd"))
+    else {
+        return;
+    };
+    let dir = scratch("c-relay");
+    let exe = build(cc, "requests.c", "-std=c11", Link::Static, &dir);
+    // Three loopback ports free now.
+    let l: Vec<std::net::TcpListener> = (0..3)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let p: Vec<u16> = l.iter().map(|s| s.local_addr().unwrap().port()).collect();
+    drop(l);
+    let out = dir.join("relayd");
+    let mut relayd = Command::new("lttng-relayd")
+        .arg("-o")
+        .arg(&out)
+        .args(["-C", &format!("tcp://127.0.0.1:{}", p[0])])
+        .args(["-D", &format!("tcp://127.0.0.1:{}", p[1])])
+        .args(["-L", &format!("tcp://127.0.0.1:{}", p[2])])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", p[0])).is_err()
+        || std::net::TcpStream::connect(("127.0.0.1", p[1])).is_err()
+    {
+        assert!(t0.elapsed().as_secs() < 10, "lttng-relayd did not listen");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let run_out = run(
+        &exe,
+        &[],
+        Some(format!(
+            "net://127.0.0.1:{}:{},per-thread,capp:request,capp:tick",
+            p[0], p[1]
+        )),
+    );
+    let _ = relayd.kill();
+    let _ = relayd.wait();
+    assert_eq!(
+        String::from_utf8(run_out.stdout).unwrap(),
+        "emitted 2003\ndone\n"
+    );
+    // relayd's folder: HOST/<program>-<pid>-<date>-<time>.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let sessions: Vec<PathBuf> = std::fs::read_dir(out.join(host.trim()))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let name = sessions[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.starts_with("requests-"), "{name}");
+    check_requests(&sessions[0], &["capp:tick { }"]);
+}
