@@ -497,18 +497,8 @@ fn one_trace_in_several_folders_reads_as_one_stream() {
     short[3].truncate(300);
     folder(&full, &cut.join("s-1"), &short);
     folder(&full, &cut.join("s-2"), &p[6..]);
-    let trace = Trace::open(&cut).unwrap();
-    let (mut vals, mut errs) = (Vec::new(), Vec::new());
-    for item in Merger::new(&trace) {
-        match item {
-            Ok((_, Item::Event(e))) => match e.values[0] {
-                Value::Uint(v) => vals.push(v),
-                _ => unreachable!(),
-            },
-            Ok(_) => {}
-            Err(e) => errs.push(e.to_string()),
-        }
-    }
+    let (vals, errs) = read_all(&cut);
+    let errs: Vec<String> = errs.iter().map(ToString::to_string).collect();
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(errs[0].contains("s-1/chan_0"), "{errs:?}");
     assert!(vals.windows(2).all(|w| w[0] < w[1]));

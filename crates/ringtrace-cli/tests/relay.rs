@@ -138,25 +138,54 @@ fn tools() -> bool {
     tool_present("lttng-relayd", "lttng-tools") && tool_present("babeltrace2", "babeltrace2")
 }
 
-#[test]
-fn the_demo_streamed_to_relayd_is_the_local_trace() {
+/// A scratch folder and a relay daemon writing below it; `None` (the test
+/// skipped) without the tools, outside the test command.
+fn setup(name: &str) -> Option<(PathBuf, Relayd)> {
     if !tools() {
-        return;
+        return None;
     }
-    let d = tmp("relay-demo");
+    let d = tmp(name);
     let relayd = Relayd::start(&d.join("relayd"), free_ports());
-    let local = d.join("local");
-    let o = run(&[
+    Some((d, relayd))
+}
+
+/// The demo run to its end: `seconds` long, writing `local`, streaming
+/// to `url`.
+fn run_demo(local: &Path, url: &str, seconds: &str) -> common::Out {
+    run(&[
         "demo",
         "-o",
         local.to_str().unwrap(),
         "--seconds",
-        "0.5",
+        seconds,
         "--relay",
-        &relayd.url(),
+        url,
         "--show",
         "0",
-    ]);
+    ])
+}
+
+/// The demo running `seconds` with a local folder below `d`, streaming
+/// to `url`, with `extra` arguments; output captured.
+fn spawn_demo(d: &Path, url: &str, seconds: &str, extra: &[&str]) -> Child {
+    common::bin()
+        .args(["demo", "-o"])
+        .arg(d.join("local"))
+        .args(["--seconds", seconds, "--show", "0", "--relay", url])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn the_demo_streamed_to_relayd_is_the_local_trace() {
+    let Some((d, relayd)) = setup("relay-demo") else {
+        return;
+    };
+    let local = d.join("local");
+    let o = run_demo(&local, &relayd.url(), "0.5");
     assert!(o.ok, "{}{}", o.stdout, o.stderr);
     let recorded = summary(&o.stdout, "events recorded");
     assert_eq!(summary(&o.stdout, "events lost"), 0);
@@ -209,20 +238,10 @@ fn the_demo_streamed_to_relayd_is_the_local_trace() {
 
 #[test]
 fn babeltrace2_live_shows_events_while_the_demo_runs() {
-    if !tools() {
+    let Some((d, relayd)) = setup("relay-live") else {
         return;
-    }
-    let d = tmp("relay-live");
-    let relayd = Relayd::start(&d.join("relayd"), free_ports());
-    let mut demo = common::bin()
-        .args(["demo", "-o"])
-        .arg(d.join("local"))
-        .args(["--seconds", "6", "--show", "0", "--relay", &relayd.url()])
-        .args(["--live", "100"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    };
+    let mut demo = spawn_demo(&d, &relayd.url(), "6", &["--live", "100"]);
     let url = format!(
         "net://127.0.0.1:{}/host/{}/demo",
         relayd.ports[2],
@@ -309,14 +328,7 @@ fn relayd_killed_mid_run_then_restarted() {
     let ports = free_ports();
     let mut relayd = Relayd::start(&out, ports);
     let t0 = Instant::now();
-    let demo = common::bin()
-        .args(["demo", "-o"])
-        .arg(d.join("local"))
-        .args(["--seconds", "4", "--show", "0", "--relay", &relayd.url()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let demo = spawn_demo(&d, &relayd.url(), "4", &[]);
     std::thread::sleep(Duration::from_millis(1200));
     relayd.kill();
     std::thread::sleep(Duration::from_millis(800));
@@ -399,17 +411,7 @@ fn unreachable_relayd_at_start() {
     let port = free_ports()[0];
     let url = format!("net://127.0.0.1:{port}");
     let local = d.join("local");
-    let o = run(&[
-        "demo",
-        "-o",
-        local.to_str().unwrap(),
-        "--seconds",
-        "0.2",
-        "--relay",
-        &url,
-        "--show",
-        "0",
-    ]);
+    let o = run_demo(&local, &url, "0.2");
     // A local folder was given: the session goes on there, and says so.
     assert!(o.ok, "{}", o.stderr);
     assert!(
@@ -428,11 +430,9 @@ fn unreachable_relayd_at_start() {
 
 #[test]
 fn record_streams_every_process_to_relayd() {
-    if !tools() {
+    let Some((d, relayd)) = setup("relay-record") else {
         return;
-    }
-    let d = tmp("relay-record");
-    let relayd = Relayd::start(&d.join("relayd"), free_ports());
+    };
     let local = d.join("local");
     let me = assert_cmd::cargo::cargo_bin("ringtrace");
     // The ringtrace binary is itself a program built with ringtrace: its
@@ -487,17 +487,7 @@ fn a_relayd_that_never_answers_is_given_up_in_time() {
     );
     let d = tmp("relay-mute");
     let t0 = Instant::now();
-    let o = run(&[
-        "demo",
-        "-o",
-        d.join("local").to_str().unwrap(),
-        "--seconds",
-        "0.2",
-        "--relay",
-        &url,
-        "--show",
-        "0",
-    ]);
+    let o = run_demo(&d.join("local"), &url, "0.2");
     assert!(o.ok, "{}", o.stderr);
     assert!(
         o.stderr.contains("cannot stream to relayd") && o.stderr.contains("written to"),
@@ -516,20 +506,11 @@ fn a_relayd_that_never_answers_is_given_up_in_time() {
 
 #[test]
 fn a_stopped_relayd_holds_up_nothing() {
-    if !tools() {
+    let Some((d, relayd)) = setup("relay-stopped") else {
         return;
-    }
-    let d = tmp("relay-stopped");
-    let relayd = Relayd::start(&d.join("relayd"), free_ports());
+    };
     let t0 = Instant::now();
-    let demo = common::bin()
-        .args(["demo", "-o"])
-        .arg(d.join("local"))
-        .args(["--seconds", "3", "--show", "0", "--relay", &relayd.url()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let demo = spawn_demo(&d, &relayd.url(), "3", &[]);
     std::thread::sleep(Duration::from_millis(800));
     // relayd stops reading (a slow client at its worst): sends fill the
     // socket and time out on the sender thread, never on the consumer.
