@@ -65,11 +65,12 @@ enum Action {
         /// Session name.
         session: String,
     },
-    /// Write a flight-recorder snapshot.
+    /// Write a flight-recorder snapshot (to a folder, or to an
+    /// lttng-relayd: -o net://HOST[:CTRL[:DATA]]).
     Snapshot {
         /// Session name.
         session: String,
-        /// Target directory.
+        /// Target directory, or a relay URL.
         #[arg(short, long)]
         output: PathBuf,
     },
@@ -146,10 +147,14 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         Action::Flush { session } => Request::Flush { session },
         Action::Snapshot { session, output } => Request::Snapshot {
             session,
-            dir: std::path::absolute(&output)?
-                .to_str()
-                .ok_or("the snapshot directory must be valid UTF-8")?
-                .to_string(),
+            dir: match output.to_str() {
+                // A relay URL goes as it is; the process checks it.
+                Some(url) if url.contains("://") => url.to_string(),
+                _ => std::path::absolute(&output)?
+                    .to_str()
+                    .ok_or("the snapshot directory must be valid UTF-8")?
+                    .to_string(),
+            },
         },
         Action::Stats { session } => Request::Stats { session },
         Action::AddContext {

@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long, default_value_t = 20)]
     show: usize,
     /// Also stream the trace to an lttng-relayd: net://HOST[:CTRL[:DATA]]
-    /// (relayd stores it as HOST/demo-<date>-<time>/ below its output).
+    /// (relayd stores it as HOST/demo-<pid>-<date>-<time>/ below its output).
     #[arg(long, value_parser = parse_relay)]
     relay: Option<ringtrace::RelayUrl>,
     /// Live relay stream: flushed every MS milliseconds, so that

@@ -538,3 +538,73 @@ fn a_stopped_relayd_holds_up_nothing() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn ctl_sends_a_flight_recorder_snapshot_to_relayd() {
+    let Some((d, relayd)) = setup("relay-snapshot") else {
+        return;
+    };
+    let child = common::demo_command(
+        &assert_cmd::cargo::cargo_bin("ringtrace"),
+        &d.join("local"),
+        &["--mode", "flight-recorder"],
+    )
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let _traced = common::Traced(child);
+    common::wait_for_socket(pid, &[]);
+    std::thread::sleep(Duration::from_millis(300));
+    let p = pid.to_string();
+    let o = run(&["ctl", &p, "snapshot", "demo", "-o", &relayd.url()]);
+    assert!(o.ok, "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout
+            .contains(&format!("bytes to relayd {}", relayd.url())),
+        "{}",
+        o.stdout
+    );
+    let folders = relay_folders(&relayd.out);
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    let name = folders[0]
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        name.starts_with(&format!("demo-{pid}-snapshot-1-")),
+        "{name}"
+    );
+    assert!(o.stdout.contains(&name), "{}", o.stdout);
+    // A whole trace: babeltrace2 and ringtrace read the same events.
+    let (lines, _) = babeltrace2(&folders[0]);
+    assert!(lines.len() > 100, "{} events", lines.len());
+    assert_eq!(lines.len() as u64, common::count_events(&folders[0]));
+    // A second snapshot is a second relay session; the recording goes on.
+    let o = run(&["ctl", &p, "snapshot", "demo", "-o", &relayd.url()]);
+    assert!(o.ok, "{}", o.stderr);
+    assert_eq!(relay_folders(&relayd.out).len(), 2);
+    // Refusals name the problem: a discard session, a bad URL, no relayd.
+    let o = run(&["ctl", &p, "snapshot", "demo", "-o", "net://"]);
+    assert!(
+        !o.ok && o.stderr.contains("relay URL 'net://'"),
+        "{}",
+        o.stderr
+    );
+    let port = free_ports()[0];
+    let o = run(&[
+        "ctl",
+        &p,
+        "snapshot",
+        "demo",
+        "-o",
+        &format!("net://127.0.0.1:{port}"),
+    ]);
+    assert!(
+        !o.ok && o.stderr.contains("cannot send the snapshot to relayd"),
+        "{}",
+        o.stderr
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use super::relay::RelaySnapshot;
 use super::sink::{Sink, SnapshotInfo, SnapshotWriter};
 use super::{consumer, Recording};
 use crate::control::config::{Buffers, Mode};
@@ -136,6 +137,65 @@ impl Recording {
             }
         }
         Ok(info)
+    }
+
+    /// Sends the flight recorder's buffers to relayd at `url` as a relay
+    /// session of its own (see [`RelaySnapshot`]), without disturbing the
+    /// recording; `dir` of the result is its folder below relayd's output.
+    pub(crate) fn snapshot_to_relay(&self, url: &crate::RelayUrl) -> Result<SnapshotInfo, Error> {
+        let st = self;
+        if st.inherited() {
+            return Err(Error::Inherited(st.name.clone()));
+        }
+        if st.mode != Mode::FlightRecorder {
+            return Err(Error::Config(format!(
+                "session '{}' is in discard mode: snapshots need a flight-recorder session \
+                 (a discard session streams with relay=)",
+                st.name
+            )));
+        }
+        let meta = ctf::tsdl::metadata(&lock(&st.meta).desc);
+        let channels = st.channels.iter().map(|c| c.cfg.name.clone()).collect();
+        let mut snap = RelaySnapshot::start(url, &st.name, channels, &meta).map_err(|e| {
+            Error::Config(format!(
+                "cannot send the snapshot to relayd at {url}: {e}; is lttng-relayd running there?"
+            ))
+        })?;
+        let active = st.active.load(Relaxed);
+        struct ToRelay<'s> {
+            snap: &'s mut RelaySnapshot,
+            ci: usize,
+        }
+        impl crate::record::client::PacketSink for ToRelay<'_> {
+            fn packet(&mut self, b: usize, bytes: &[u8], _: Option<(&std::fs::File, u64)>) {
+                self.snap.packet(self.ci, b, bytes);
+            }
+        }
+        for (ci, ch) in st.channels.iter().enumerate() {
+            let ops = ch.chan.ops();
+            // As `snapshot`: per-thread buffers switch only while stopped.
+            let switch = ch.cfg.buffers == Buffers::PerCpu && active;
+            for b in 0..ops.buffers() {
+                ops.snapshot(
+                    b,
+                    switch,
+                    &mut ToRelay {
+                        snap: &mut snap,
+                        ci,
+                    },
+                );
+            }
+        }
+        let (dir, packets, bytes) = snap.finish().map_err(|msg| Error::Output {
+            session: st.name.clone(),
+            msg,
+            dropped_packets: 0,
+        })?;
+        Ok(SnapshotInfo {
+            dir: dir.into(),
+            packets,
+            bytes,
+        })
     }
 
     /// Counters of every buffer.

@@ -252,7 +252,7 @@ impl SessionBuilder {
     /// Streams the trace to an `lttng-relayd` at `url` (beside the
     /// output directory if there is one, else instead of it), as
     /// lttng-consumerd does: relayd stores it under its output folder as
-    /// `HOST/NAME-DATE/`, readable by babeltrace2 and Trace Compass.
+    /// `HOST/NAME-PID-DATE/`, readable by babeltrace2 and Trace Compass.
     /// Creating the session fails if relayd cannot be reached, unless an
     /// output directory was given: then it warns and writes only there.
     pub fn relay(mut self, url: crate::output::relay::RelayUrl) -> Self {

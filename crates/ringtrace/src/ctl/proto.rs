@@ -60,11 +60,11 @@ pub enum Request {
         /// Session name.
         session: String,
     },
-    /// Write a flight-recorder snapshot to `dir`.
+    /// Write a flight-recorder snapshot to `dir`, or send it to relayd.
     Snapshot {
         /// Session name.
         session: String,
-        /// Absolute target directory.
+        /// Absolute target directory, or a relay URL (`net://HOST…`).
         dir: String,
     },
     /// Counters of every buffer.
@@ -214,9 +214,11 @@ impl Request {
             }
             "snapshot" => {
                 want(2)?;
-                if !args[1].starts_with('/') {
+                if args[1].contains("://") {
+                    crate::RelayUrl::parse(args[1]).map_err(ProtoError::Bad)?;
+                } else if !args[1].starts_with('/') {
                     return Err(ProtoError::Bad(format!(
-                        "snapshot directory '{}' must be an absolute path",
+                        "snapshot directory '{}' must be an absolute path (or a relay URL, net://HOST)",
                         args[1]
                     )));
                 }

@@ -310,6 +310,16 @@ pub fn execute(req: &Request) -> Reply {
             find(session)?.flush().map_err(err)?;
             Ok("flushed\n".into())
         }
+        Request::Snapshot { session, dir } if dir.contains("://") => {
+            let url = crate::RelayUrl::parse(dir)?;
+            let info = find(session)?.snapshot_to_relay(&url).map_err(err)?;
+            Ok(format!(
+                "{} packets, {} bytes to relayd {url}, in {} below its output\n",
+                info.packets,
+                info.bytes,
+                info.dir.display()
+            ))
+        }
         Request::Snapshot { session, dir } => {
             let info = find(session)?
                 .snapshot(std::path::Path::new(dir))

@@ -23,19 +23,7 @@ impl SessionBuilder {
             None => None,
             Some(cfg) => {
                 let meta = ctf::tsdl::metadata(&lock(&state.meta).desc);
-                // The environment's session is named after the program, its
-                // folder after the process too (as per-process sub-traces).
-                let (name, folder) = if state.name == "env" {
-                    let comm = std::fs::read_to_string("/proc/self/comm")
-                        .map(|s| s.trim().replace(['/', ' '], "_"))
-                        .ok()
-                        .filter(|s| !s.is_empty())
-                        .unwrap_or_else(|| "program".into());
-                    let folder = format!("{comm}-{}", std::process::id());
-                    (comm, folder)
-                } else {
-                    (state.name.clone(), state.name.clone())
-                };
+                let (name, folder) = crate::consume::relay::names(&state.name, false);
                 let channels = state.channels.iter().map(|c| c.cfg.name.clone()).collect();
                 let bytes = state
                     .channels

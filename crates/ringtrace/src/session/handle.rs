@@ -143,6 +143,15 @@ impl Session {
         self.rec.snapshot(dir)
     }
 
+    /// Sends a flight-recorder snapshot to an lttng-relayd (as `lttng
+    /// snapshot record net://…`): a relay session of its own, stored by
+    /// relayd as `HOST/<name>-<pid>-snapshot-<n>-DATE/`; the result's `dir` is that
+    /// folder. Fails if relayd cannot be reached or a packet could not be
+    /// sent; the recording goes on either way.
+    pub fn snapshot_to_relay(&self, url: &crate::RelayUrl) -> Result<SnapshotInfo, Error> {
+        self.rec.snapshot_to_relay(url)
+    }
+
     /// Counters of every buffer.
     pub fn stats(&self) -> SessionStats {
         self.rec.stats()

@@ -73,6 +73,97 @@ impl Shared {
     }
 }
 
+/// Relay sessions this process made (each gets the next number).
+static RELAY_SESSIONS: AtomicU64 = AtomicU64::new(0);
+
+/// The relay session name and folder (below `HOST/`, before `-DATE`) of
+/// session `name`: named after the session, or, for the environment's
+/// session (named `env`), after the program (`/proc/self/comm`); the
+/// folder also has the process id, and a number after the first relay
+/// session of the process, so that no two processes or sessions of one
+/// name started in the same second share a folder (relayd would truncate
+/// one's files with the other's). A snapshot's folder says so and is
+/// always numbered, as LTTng's `snapshot-N`.
+pub(crate) fn names(name: &str, snapshot: bool) -> (String, String) {
+    let base = if name == "env" {
+        std::fs::read_to_string("/proc/self/comm")
+            .map(|s| s.trim().replace(['/', ' '], "_"))
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "program".into())
+    } else {
+        name.to_string()
+    };
+    let pid = std::process::id();
+    let k = RELAY_SESSIONS.fetch_add(1, Relaxed) + 1;
+    let folder = match (snapshot, k) {
+        (true, k) => format!("{base}-{pid}-snapshot-{k}"),
+        (false, 1) => format!("{base}-{pid}"),
+        (false, k) => format!("{base}-{pid}-{k}"),
+    };
+    (base, folder)
+}
+
+/// A flight-recorder snapshot sent to relayd, as `lttng snapshot record
+/// net://…` does: a relay session of its own, in folder
+/// `HOST/<name>-<pid>-snapshot-<n>-DATE`, sent by the caller's thread (the control
+/// socket's), complete when [`RelaySnapshot::finish`] returns.
+pub(crate) struct RelaySnapshot {
+    sender: Sender,
+    shared: Arc<Shared>,
+}
+
+impl RelaySnapshot {
+    /// Connects and creates the relay session.
+    pub(crate) fn start(
+        url: &crate::RelayUrl,
+        session: &str,
+        channels: Vec<String>,
+        metadata: &str,
+    ) -> std::io::Result<RelaySnapshot> {
+        let shared = Arc::new(Shared {
+            url: url.to_string(),
+            ..Shared::default()
+        });
+        let (name, folder) = names(session, true);
+        let cfg = RelayConfig {
+            url: url.clone(),
+            live: None,
+        };
+        let sender = Sender::connect_first(
+            &cfg,
+            &name,
+            &folder,
+            channels,
+            metadata.to_string(),
+            shared.clone(),
+        )?;
+        Ok(RelaySnapshot { sender, shared })
+    }
+
+    /// Sends one packet of buffer `b` of channel `ci`.
+    pub(crate) fn packet(&mut self, ci: usize, b: usize, bytes: &[u8]) {
+        self.sender.packet(ci, b, bytes);
+    }
+
+    /// Waits until relayd wrote everything and closes the streams;
+    /// returns the folder and the packets and bytes sent, or an error if
+    /// any packet could not be sent.
+    pub(crate) fn finish(mut self) -> Result<(String, u64, u64), String> {
+        self.sender.close();
+        let st = RelaySink::stats_of(&self.shared);
+        match st.packets_lost {
+            0 => Ok((st.path, st.packets_sent, st.bytes_sent)),
+            n => Err(format!(
+                "{n} packets of the snapshot could not be sent to relayd {} ({}); {} were",
+                st.url,
+                st.last_error.unwrap_or_default(),
+                st.packets_sent
+            )),
+        }
+    }
+}
+
 /// The consumer's side of a session's relay stream.
 #[derive(Debug)]
 pub(crate) struct RelaySink {
@@ -213,7 +304,10 @@ impl RelaySink {
 
     /// What was sent and lost.
     pub(crate) fn stats(&self) -> RelayStats {
-        let s = &self.shared;
+        Self::stats_of(&self.shared)
+    }
+
+    fn stats_of(s: &Shared) -> RelayStats {
         // `try_lock`: in a fork child the sender that held it is gone.
         let (path, last_error) = s
             .text

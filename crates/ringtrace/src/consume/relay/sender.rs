@@ -10,7 +10,7 @@
 //! and `close` (destroy). A failed send drops the connection, counts the
 //! packet lost and tries again after a backoff (0.1 s, doubling to 5 s),
 //! at the next packet, as a new relay session in a new folder
-//! (`HOST/NAME-DATE-2`, ...: relayd would truncate the first one's files).
+//! (`HOST/NAME-PID-DATE-2`, ...: relayd would truncate the first one's files).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -72,7 +72,7 @@ pub(super) struct Sender {
     name: String,
     host: String,
     channels: Vec<String>,
-    /// `HOST/NAME-DATE`: the folder of the first connection.
+    /// `HOST/NAME-PID-DATE`: the folder of the first connection.
     base: String,
     conn: Option<Conn>,
     /// The session's metadata as last given.
@@ -213,7 +213,7 @@ impl Sender {
         }
     }
 
-    fn packet(&mut self, ci: usize, b: usize, bytes: &[u8]) {
+    pub(super) fn packet(&mut self, ci: usize, b: usize, bytes: &[u8]) {
         let now = Instant::now();
         let r = if self.conn(now).is_none() {
             Err(None)
@@ -285,7 +285,7 @@ impl Sender {
     }
 
     /// Closes every stream and the connection.
-    fn close(&mut self) {
+    pub(super) fn close(&mut self) {
         self.wait_written();
         if let Some(mut c) = self.conn.take() {
             for s in c.streams.values() {
