@@ -99,11 +99,13 @@ impl Sender {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|s| s.trim().to_string())
             .ok()
-            .filter(|h| !h.is_empty() && !h.contains('/'))
+            .filter(|h| !h.is_empty() && !h.contains(['/', '\0']))
             .unwrap_or_else(|| "localhost".into());
+        // The 2.4 session message holds 63 bytes of host and 254 of name.
+        let host = truncated(&host, 63);
         let mut s = Sender {
             cfg: cfg.clone(),
-            name: name.to_string(),
+            name: truncated(&name.replace('\0', "_"), 254),
             base: format!("{host}/{folder}-{}", crate::output::local_time_stamp()),
             host,
             channels,
@@ -296,6 +298,15 @@ impl Sender {
         }
         self.shared.connected.store(false, Relaxed);
     }
+}
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+fn truncated(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
 }
 
 impl Conn {
