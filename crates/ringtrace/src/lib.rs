@@ -21,6 +21,7 @@
 //!                            per-CPU / per-thread ring buffer: reserve, serialize, commit
 //!                                                       │
 //!   consumer thread: switch timer, read timer ──► <dir>/<channel>_<n> stream files + metadata
+//!                      (relay=, live timer)    └─► relay sender thread ──► lttng-relayd
 //! ```
 //!
 //! ## Module map
@@ -36,13 +37,14 @@
 //!      │
 //!   fork.rs    fork handlers: the locks held across fork, the child's state
 //!      │
-//!   consume/   the consumer thread, stream files, stop/flush/snapshot/stats
+//!   consume/   the consumer thread, stream files, the relay sender, stop/flush/snapshot/stats
 //!      │
 //!   control/   configuration, session state, metadata, the probe-list registry
 //!      │
 //!   record/    the recording path: event descriptions, probe, client, rcu, clock
 //!
-//!   output/    trusted directories and files      ┐ below everything
+//!   output/    trusted directories and files,     ┐ below everything
+//!              the lttng-relayd protocol client   │
 //!   sys/       the trusted environment, threads   ┘ (no crate imports)
 //!   recover/   a killed process's trace, from its buffer files (record/, output/)
 //! ```
