@@ -280,3 +280,47 @@ fn slow_clients_do_not_block_control() {
     let o = run(&["ctl", &pid.to_string(), "sessions"]);
     assert!(o.ok, "{}", o.stderr);
 }
+
+/// The consumer thread runs at the nice value asked for (the default
+/// -10 where the process may raise its priority, as root may; a higher
+/// value anyone may take), shown by `stats`; `off` keeps the program's.
+#[test]
+fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
+    let exe = assert_cmd::cargo::cargo_bin("ringtrace");
+    // SAFETY: geteuid cannot fail; getpriority of this process (its
+    // threads inherit it).
+    let (root, own) = unsafe {
+        (
+            libc::geteuid() == 0,
+            libc::getpriority(libc::PRIO_PROCESS, 0),
+        )
+    };
+    let off = format!("nice {own}");
+    for (asked, want) in [
+        (None, root.then_some("nice -10")),
+        (Some("7"), (own <= 7).then_some("nice 7")),
+        (Some("off"), Some(off.as_str())),
+    ] {
+        let d = tmp(&format!("nice-{}", asked.unwrap_or("default")));
+        let mut cmd = demo_command(&exe, &d, &[]);
+        if let Some(v) = asked {
+            cmd.env("RINGTRACE_CONSUMER_NICE", v);
+        }
+        let child = cmd.spawn().unwrap();
+        let pid = child.id();
+        let traced = Traced(child);
+        wait_for_socket(pid, &[]);
+        let o = run(&["ctl", &pid.to_string(), "stats", "demo"]);
+        assert!(o.ok, "{}", o.stderr);
+        let line = o
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("consumer thread: "))
+            .unwrap_or_else(|| panic!("{}", o.stdout));
+        if let Some(w) = want {
+            assert!(line.ends_with(w), "{asked:?}: {line}");
+        }
+        drop(traced);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}

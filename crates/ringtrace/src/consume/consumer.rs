@@ -104,7 +104,53 @@ pub(crate) fn wake() {
     }
 }
 
+/// The consumer thread's nice value, asked for when it starts: it must
+/// drain a buffer before the writers fill it, and on a busy machine a
+/// thread of the program's own priority gets the processor too late (the
+/// demo on 2 vCPUs with relayd beside it lost events in 3 of 10 runs at
+/// the program's priority, none of 8 at -10; BENCHMARKS.md, session 14).
+/// Its work is bounded by the trace's rate. `RINGTRACE_CONSUMER_NICE=N`
+/// (-20 to 19) asks for another; `off` keeps the program's.
+const CONSUMER_NICE: i32 = -10;
+
+/// The consumer thread's nice value once it started (`i32::MIN` before).
+static NICE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(i32::MIN);
+
+/// The nice value the consumer thread runs at, once it runs.
+pub(crate) fn nice() -> Option<i32> {
+    Some(NICE.load(Relaxed)).filter(|&n| n != i32::MIN)
+}
+
+/// Asks for the consumer's priority: allowed with `CAP_SYS_NICE` or a
+/// `RLIMIT_NICE` that permits it, else the thread keeps the program's (no
+/// message: the statistics show the nice value it got).
+fn raise_priority() {
+    let asked = match crate::sys::env::var("RINGTRACE_CONSUMER_NICE") {
+        None => Some(CONSUMER_NICE),
+        Some(v) => match v.to_str().map(str::trim) {
+            Some("off") => None,
+            Some(n) => n.parse::<i32>().ok().map(|n| n.clamp(-20, 19)),
+            None => Some(CONSUMER_NICE),
+        },
+    };
+    // SAFETY: gettid and setpriority/getpriority on this thread only
+    // (PRIO_PROCESS with a thread id applies to that thread on Linux).
+    unsafe {
+        let tid = libc::gettid() as libc::id_t;
+        if let Some(n) = asked {
+            libc::setpriority(libc::PRIO_PROCESS, tid, n);
+        }
+        // getpriority may legitimately return -1: errno tells.
+        *libc::__errno_location() = 0;
+        let got = libc::getpriority(libc::PRIO_PROCESS, tid);
+        if *libc::__errno_location() == 0 {
+            NICE.store(got, Relaxed);
+        }
+    }
+}
+
 fn run() {
+    raise_priority();
     let c = CONSUMER
         .get()
         .expect("initialized before the thread starts");

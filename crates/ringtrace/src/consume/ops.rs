@@ -224,6 +224,7 @@ impl Recording {
             process_lost_no_reader_slot: crate::record::rcu::no_slot_drops(),
             forks_untraced: st.forks_untraced.load(Relaxed),
             relay: sink.relay.as_ref().map(|r| r.stats()),
+            consumer_nice: consumer::nice(),
             channels: st
                 .channels
                 .iter()

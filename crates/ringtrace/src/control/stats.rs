@@ -136,6 +136,9 @@ pub struct SessionStats {
     pub forks_untraced: u64,
     /// The stream to a relay daemon, if the session has one.
     pub relay: Option<RelayStats>,
+    /// The nice value of the process's consumer thread, once it runs
+    /// (`RINGTRACE_CONSUMER_NICE`; -10 when the process may raise it).
+    pub consumer_nice: Option<i32>,
 }
 
 impl SessionStats {
@@ -215,6 +218,9 @@ impl SessionStats {
                  traces each in its own sub-trace)",
                 self.forks_untraced
             );
+        }
+        if let Some(n) = self.consumer_nice {
+            let _ = writeln!(s, "consumer thread: nice {n}");
         }
         if let Some(r) = &self.relay {
             let _ =
