@@ -112,6 +112,18 @@ fn relay_folders(out: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The one relay session folder below relayd's output, and its name.
+fn only_folder(out: &Path) -> (PathBuf, String) {
+    let folders = relay_folders(out);
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    let name = folders[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    (folders[0].clone(), name)
+}
+
 /// babeltrace2's event lines and its stderr.
 fn babeltrace2(path: &Path) -> (Vec<String>, String) {
     let o = Command::new("babeltrace2")
@@ -191,9 +203,8 @@ fn the_demo_streamed_to_relayd_is_the_local_trace() {
     assert_eq!(summary(&o.stdout, "events lost"), 0);
     assert_eq!(summary(&o.stdout, "packets lost to relayd"), 0);
     let sent = summary(&o.stdout, "packets sent to relayd");
-    let folders = relay_folders(&relayd.out);
-    assert_eq!(folders.len(), 1, "{folders:?}");
-    let remote = &folders[0];
+    let (remote, _) = only_folder(&relayd.out);
+    let remote = &remote;
     assert!(remote
         .file_name()
         .unwrap()
@@ -456,19 +467,12 @@ fn record_streams_every_process_to_relayd() {
         "0",
     ]);
     assert!(o.ok, "{}", o.stderr);
-    let folders = relay_folders(&relayd.out);
-    assert_eq!(folders.len(), 1, "{folders:?}");
-    let name = folders[0]
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string();
+    let (folder, name) = only_folder(&relayd.out);
     assert!(
         name.starts_with("ringtrace-"),
         "<procname>-<pid>-<date>: {name}"
     );
-    let (lines, _) = babeltrace2(&folders[0]);
+    let (lines, _) = babeltrace2(&folder);
     assert!(!lines.is_empty());
     assert_eq!(lines.len() as u64, common::count_events(&local));
     assert!(lines.iter().all(|l| l.contains("demo:request_")));
@@ -564,23 +568,16 @@ fn ctl_sends_a_flight_recorder_snapshot_to_relayd() {
         "{}",
         o.stdout
     );
-    let folders = relay_folders(&relayd.out);
-    assert_eq!(folders.len(), 1, "{folders:?}");
-    let name = folders[0]
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string();
+    let (folder, name) = only_folder(&relayd.out);
     assert!(
         name.starts_with(&format!("demo-{pid}-snapshot-1-")),
         "{name}"
     );
     assert!(o.stdout.contains(&name), "{}", o.stdout);
     // A whole trace: babeltrace2 and ringtrace read the same events.
-    let (lines, _) = babeltrace2(&folders[0]);
+    let (lines, _) = babeltrace2(&folder);
     assert!(lines.len() > 100, "{} events", lines.len());
-    assert_eq!(lines.len() as u64, common::count_events(&folders[0]));
+    assert_eq!(lines.len() as u64, common::count_events(&folder));
     // A second snapshot is a second relay session; the recording goes on.
     let o = run(&["ctl", &p, "snapshot", "demo", "-o", &relayd.url()]);
     assert!(o.ok, "{}", o.stderr);
