@@ -202,7 +202,8 @@ impl<C: Config> Channel<C> {
         &self.buffers
     }
 
-    /// Records dropped because a per-thread pool had no free buffer.
+    /// Records dropped because a per-thread pool had no free buffer (or, rseq
+    /// channels, because the writing thread had no rseq area).
     pub fn lost_no_buffer(&self) -> u64 {
         self.lost_no_buffer.load(Relaxed)
     }
@@ -246,6 +247,9 @@ impl<C: Config> Channel<C> {
         now: u64,
         f: F,
     ) -> Result<Slot<'_, C>, Lost> {
+        if C::SYNC == crate::Sync::Rseq {
+            return self.reserve_rseq(now, f);
+        }
         match self.current() {
             // SAFETY: `current` is an SMP buffer, or the calling thread's own
             // per-thread buffer (taken from the pool by this thread and kept
@@ -256,6 +260,41 @@ impl<C: Config> Channel<C> {
                 Err(Lost::NoBuffer)
             }
         }
+    }
+
+    /// Rseq channels: reserves in the buffer of the CPU the thread runs on,
+    /// choosing it again each time the thread turns out to have moved (or
+    /// the kernel aborted the critical section): a record is always in the
+    /// buffer of the CPU it ran on when its reservation committed. A thread
+    /// without a registered rseq area (one created behind glibc's back)
+    /// records nothing: its records are counted lost, as with no buffer.
+    #[inline(always)]
+    fn reserve_rseq<F: FnMut(SlotCtx) -> usize>(
+        &self,
+        now: u64,
+        mut f: F,
+    ) -> Result<Slot<'_, C>, Lost> {
+        loop {
+            let cpu = match crate::rseq::area().map(crate::rseq::cpu_id) {
+                Some(c) if c >= 0 => c as usize,
+                _ => return self.no_rseq(),
+            };
+            let Some(b) = self.buffers.get(cpu) else {
+                return self.no_rseq();
+            };
+            // SAFETY: an rseq buffer takes writers on any thread: its head
+            // only moves inside a critical section that checks the CPU.
+            match unsafe { b.writer_unchecked() }.reserve_at(now, &mut f) {
+                Err(Lost::Migrated) => continue,
+                r => return r,
+            }
+        }
+    }
+
+    #[cold]
+    fn no_rseq<'s>(&'s self) -> Result<Slot<'s, C>, Lost> {
+        self.lost_no_buffer.fetch_add(1, Relaxed);
+        Err(Lost::NoBuffer)
     }
 
     #[inline(always)]
@@ -334,12 +373,14 @@ impl<C: Config> Channel<C> {
         mut f: impl FnMut(&Writer<'_, C>) -> R + 's,
     ) -> impl Iterator<Item = R> + 's {
         let own = match C::SYNC {
-            crate::Sync::Smp => None,
+            crate::Sync::Smp | crate::Sync::Rseq => None,
             crate::Sync::Local => self.thread_index(),
         };
         (0..self.buffers.len()).filter_map(move |i| {
-            if C::SYNC == crate::Sync::Smp || own == Some(i) {
-                // SAFETY: an SMP buffer, or the calling thread's own.
+            if C::SYNC != crate::Sync::Local || own == Some(i) {
+                // SAFETY: an SMP or rseq buffer (any thread may write it;
+                // rseq buffers are switched from their CPU), or the calling
+                // thread's own.
                 Some(f(&unsafe { self.buffers[i].writer_unchecked() }))
             } else {
                 self.with_orphan(i, |w| f(w))

@@ -33,6 +33,13 @@ pub enum Sync {
     /// Non-locked atomics (x86_64): safe only against the owning thread's
     /// signal handlers. Valid only with [`Alloc::PerThread`].
     Local,
+    /// Per-CPU buffers whose write count moves only inside a restartable
+    /// sequence on the buffer's own CPU (no lock prefix; [`crate::rseq`]);
+    /// commit counts and loss counters stay lock-prefixed, since a thread
+    /// may commit after it migrated. Valid only with [`Alloc::PerCpu`], and
+    /// only where [`crate::rseq::available`]; reservations go through the
+    /// channel, which chooses the buffer again when the thread moved.
+    Rseq,
 }
 
 /// How readers learn that data is ready. Nothing on the write path ever makes
@@ -201,6 +208,15 @@ pub enum ConfigError {
     /// The thread-exit notice of per-thread channels could not be set up.
     #[error("no pthread key left for the thread-exit notice of per-thread buffers")]
     ThreadExitKey,
+    /// Restartable sequences with another allocation than per CPU.
+    #[error("Sync::Rseq requires Alloc::PerCpu: its critical sections are per CPU")]
+    RseqNotPerCpu,
+    /// Restartable sequences asked for where the thread has none.
+    #[error(
+        "restartable sequences are not registered for this thread (glibc 2.35+ on Linux 4.18+ \
+         registers them, unless GLIBC_TUNABLES=glibc.pthread.rseq=0): use lock-prefixed atomics"
+    )]
+    NoRseq,
     /// SMP buffers reserve with a 16-byte compare-and-swap.
     #[error("this CPU has no cmpxchg16b, which SMP (per-CPU, global) buffers need")]
     NoCas16,

@@ -4,66 +4,17 @@
 //! registers for every thread: one load at a fixed offset from the thread
 //! pointer. Without rseq, `sched_getcpu()` (a vDSO call). The answer may be
 //! stale by the time it is used — the thread can migrate — which is why
-//! per-CPU buffers use SMP-safe atomics.
+//! per-CPU buffers either use SMP-safe atomics or check it again inside a
+//! restartable sequence ([`crate::rseq`]).
 
-#[cfg(all(
-    target_os = "linux",
-    target_env = "gnu",
-    target_arch = "x86_64",
-    not(miri),
-    not(loom)
-))]
-mod rseq {
-    extern "C" {
-        /// Offset of the thread's rseq area from the thread pointer (glibc).
-        static __rseq_offset: isize;
-        /// Size of the registered rseq area, 0 when glibc did not register it.
-        static __rseq_size: u32;
-    }
-
-    /// `cpu_id` of the rseq area, or `None` when rseq is not registered.
-    #[inline(always)]
-    pub(super) fn cpu_id() -> Option<usize> {
-        // SAFETY: glibc defines both symbols (they are constant after start-up).
-        let (size, offset) = unsafe { (__rseq_size, __rseq_offset) };
-        if size == 0 {
-            return None;
-        }
-        let tp: *const u8;
-        // SAFETY: on x86_64 Linux `fs:0` holds the thread pointer (the TCB's
-        // self-pointer); reading it has no side effects.
-        unsafe {
-            core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags));
-        }
-        // SAFETY: glibc registered an rseq area of `size` bytes at
-        // `tp + offset` for this thread; `cpu_id` is the 32-bit field at byte 4
-        // (struct rseq), updated by the kernel, hence the volatile read.
-        let cpu = unsafe { core::ptr::read_volatile(tp.offset(offset).add(4) as *const i32) };
-        (cpu >= 0).then_some(cpu as usize)
-    }
-}
-
-/// Where glibc's rseq area cannot be read (other targets, Miri, loom).
-#[cfg(not(all(
-    target_os = "linux",
-    target_env = "gnu",
-    target_arch = "x86_64",
-    not(miri),
-    not(loom)
-)))]
-mod rseq {
-    #[inline(always)]
-    pub(super) fn cpu_id() -> Option<usize> {
-        None
-    }
-}
+use crate::rseq;
 
 /// The CPU the calling thread is running on (possibly stale).
 #[inline(always)]
 pub fn current() -> usize {
-    match rseq::cpu_id() {
-        Some(cpu) => cpu,
-        None => getcpu(),
+    match rseq::area().map(rseq::cpu_id) {
+        Some(cpu) if cpu >= 0 => cpu as usize,
+        _ => getcpu(),
     }
 }
 
@@ -82,7 +33,7 @@ fn getcpu() -> usize {
 
 /// Whether the rseq area is what [`current`] reads.
 pub fn uses_rseq() -> bool {
-    rseq::cpu_id().is_some()
+    rseq::available()
 }
 
 /// Number of possible CPUs: one more than the highest number in

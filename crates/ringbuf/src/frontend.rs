@@ -9,7 +9,9 @@ use crate::backend::{Entry, Store, Table};
 use crate::config::{ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufEnd, Sync};
 use crate::counters::Geometry;
 use crate::state::{CloseRecord, States, SubbufState};
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CacheAligned, Counter, Head, Ordering};
+use crate::sync::{
+    AtomicBool, AtomicU64, AtomicUsize, CacheAligned, Counter, Fail, Head, Ordering,
+};
 use crate::Error;
 
 use Ordering::{AcqRel, Relaxed, Release};
@@ -36,6 +38,13 @@ pub enum Lost {
     /// is counted (no record was lost).
     #[error("zero-length record")]
     Empty,
+    /// [`crate::Sync::Rseq`] buffers: the thread was not on the buffer's
+    /// CPU, or the kernel aborted the reservation's critical section.
+    /// Nothing is reserved and nothing lost: [`crate::Channel`] chooses the
+    /// buffer again and retries, so only a caller of a buffer's own writer
+    /// sees this.
+    #[error("moved to another CPU during the reservation")]
+    Migrated,
 }
 
 /// What the client's slot-size function is told: the record would start at
@@ -74,6 +83,10 @@ pub(crate) struct WriterSide {
     /// Clock readings earlier than the buffer's last timestamp, raised to
     /// it (see [`BufferStats::clock_clamps`]).
     clamps: Counter,
+    /// Rseq buffers: critical sections the kernel aborted, and tries made
+    /// from another CPU (see [`BufferStats::rseq_aborts`]).
+    rseq_aborts: Counter,
+    rseq_moves: Counter,
 }
 
 /// The reader's counters, alone on their cache line.
@@ -126,6 +139,14 @@ pub struct BufferStats {
     /// buffer: a clock that stepped back, or (SMP buffers, whose clock is
     /// read unordered) a reading taken before another writer's reservation.
     pub clock_clamps: u64,
+    /// [`crate::Sync::Rseq`] buffers: reservations whose restartable
+    /// sequence the kernel aborted (the thread was preempted, migrated or
+    /// signalled inside it) and that were tried again.
+    pub rseq_aborts: u64,
+    /// [`crate::Sync::Rseq`] buffers: reservations tried on this buffer from
+    /// another CPU (the thread migrated after choosing it), tried again on
+    /// the right one.
+    pub rseq_moves: u64,
 }
 
 /// A reserved record: write its bytes, then commit it. Dropping the slot
@@ -224,7 +245,13 @@ impl<C: Config> Buffer<C> {
         if C::SYNC == Sync::Local && C::ALLOC != crate::Alloc::PerThread {
             return Err(ConfigError::LocalSyncShared.into());
         }
-        if C::SYNC == Sync::Smp && !Head::supported() {
+        if C::SYNC == Sync::Rseq && C::ALLOC != crate::Alloc::PerCpu {
+            return Err(ConfigError::RseqNotPerCpu.into());
+        }
+        if C::SYNC == Sync::Rseq && !crate::rseq::available() {
+            return Err(ConfigError::NoRseq.into());
+        }
+        if C::SYNC != Sync::Local && !Head::supported() {
             return Err(ConfigError::NoCas16.into());
         }
         let w0 = attr.initial_count;
@@ -277,6 +304,8 @@ impl<C: Config> Buffer<C> {
                 lost_wrap: Counter::new(0),
                 lost_big: Counter::new(0),
                 clamps: Counter::new(0),
+                rseq_aborts: Counter::new(0),
+                rseq_moves: Counter::new(0),
             }),
             rd: CacheAligned(ReaderSide {
                 r: AtomicU64::new(w0),
@@ -376,13 +405,26 @@ impl<C: Config> Buffer<C> {
         // `off < S`, so `S - off` cannot wrap; `len` is compared before any
         // arithmetic on it (a length near 2^64 fails the test, it never
         // wraps the sum).
-        if off != 0
-            && len.wrapping_sub(1) < geo.subbuf_size() - off - 1
-            && self.wr.head.cas(C::SYNC, (w, last), (w + len, ts)).is_ok()
-        {
-            return Ok(self.slot(w, w + len, ts));
+        if off != 0 && len.wrapping_sub(1) < geo.subbuf_size() - off - 1 {
+            match self.wr.head.cas(C::SYNC, self.id, (w, last), (w + len, ts)) {
+                Ok(()) => return Ok(self.slot(w, w + len, ts)),
+                Err(Fail::Changed) => {}
+                Err(f) => return Err(self.moved(f)),
+            }
         }
         self.reserve_slow(slot_size, (w, last, ts))
+    }
+
+    /// An rseq reservation that must choose its buffer again: counted by
+    /// cause, out of line.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn moved(&self, f: Fail) -> Lost {
+        match f {
+            Fail::Aborted => self.wr.rseq_aborts.add(Sync::Smp, 1),
+            _ => self.wr.rseq_moves.add(Sync::Smp, 1),
+        };
+        Lost::Migrated
     }
 
     /// `now` raised to `last`, counting the raise (a predicted-not-taken
@@ -529,6 +571,8 @@ impl<C: Config> Buffer<C> {
             consumed: self.rd.consumed.load(Relaxed),
             overruns: self.rd.overruns.load(Relaxed),
             clock_clamps: self.wr.clamps.load(Relaxed),
+            rseq_aborts: self.wr.rseq_aborts.load(Relaxed),
+            rseq_moves: self.wr.rseq_moves.load(Relaxed),
         }
     }
 

@@ -107,6 +107,7 @@ pub mod cpu;
 pub mod file;
 pub mod frontend;
 pub mod reader;
+pub mod rseq;
 mod state;
 mod switch;
 mod sync;

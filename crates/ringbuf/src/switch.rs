@@ -22,9 +22,9 @@
 //! reservation that enters it (switch new start), so a write count at a
 //! sub-buffer boundary means "nothing opened yet" and needs no step.
 
-use crate::config::{Config, LostCounts, Mode, SubbufBegin};
+use crate::config::{Config, LostCounts, Mode, SubbufBegin, Sync};
 use crate::frontend::{Buffer, Lost, Slot, SlotCtx};
-use crate::sync::Ordering;
+use crate::sync::{Fail, Ordering};
 
 use Ordering::{AcqRel, Acquire, Relaxed};
 
@@ -77,13 +77,15 @@ impl<C: Config> Buffer<C> {
             let Some(o) = self.offsets(&mut slot_size, w, last, ts)? else {
                 continue; // a nested or concurrent writer moved on: retry
             };
-            if self
+            match self
                 .wr
                 .head
-                .cas(C::SYNC, (o.old, o.last_ts), (o.end, o.ts))
-                .is_ok()
+                .cas(C::SYNC, self.id, (o.old, o.last_ts), (o.end, o.ts))
             {
-                break o;
+                Ok(()) => break o,
+                Err(Fail::Changed) => {}
+                // Rseq: the channel chooses the buffer again.
+                Err(f) => return Err(self.moved(f)),
             }
         };
         if C::MODE == Mode::Overwrite {
@@ -252,20 +254,66 @@ impl<C: Config> Buffer<C> {
     }
 
     /// [`Buffer::flush`] for every buffer kind; the caller guarantees what
-    /// a [`Writer`](crate::Writer) stands for.
+    /// a [`Writer`](crate::Writer) stands for. An rseq buffer is switched
+    /// from its own CPU: the calling thread pins itself there for the time
+    /// of the switch (system calls; never on a write path). It is left as
+    /// it is when the thread may not run there (an offline CPU, or one
+    /// outside the process's cpuset): then no writer runs there either, and
+    /// the quiescent flush at stop closes it ([`Buffer::flush_quiescent`]).
     pub(crate) fn flush_unchecked(&self) -> bool {
+        if C::SYNC != Sync::Rseq {
+            return self.try_flush(false).unwrap_or(false);
+        }
+        if let Ok(closed) = self.try_flush(false) {
+            return closed;
+        }
+        let Some(_pin) = crate::rseq::Pin::to(self.id as usize) else {
+            return false;
+        };
+        // Pinned: only an abort (preemption, a signal) can fail a try now.
+        loop {
+            if let Ok(closed) = self.try_flush(false) {
+                return closed;
+            }
+        }
+    }
+
+    /// Forced switch while no writer can be inside a reservation (the
+    /// session is stopped and a grace period passed), with lock-prefixed
+    /// atomics for every buffer kind: an rseq buffer then needs no pinning.
+    ///
+    /// # Safety
+    /// Not a memory-safety contract for the caller's data, but the buffer's
+    /// own: no writer may be reserving in it concurrently (for rseq buffers
+    /// a concurrent reservation could be overwritten).
+    pub unsafe fn flush_quiescent(&self) -> bool {
+        self.try_flush(true).unwrap_or(false)
+    }
+
+    /// One forced switch from the calling thread's CPU: `Err` when an rseq
+    /// buffer could not be switched from there.
+    fn try_flush(&self, quiescent: bool) -> Result<bool, Fail> {
         let geo = self.geo;
         loop {
             let (w, last) = self.wr.head.load();
             if geo.sb_offset(w) == 0 {
-                return false;
+                return Ok(false);
             }
             let ts = self.clamp(self.cfg.clock(), last);
             let lost = self.lost_counts();
             let next = geo.sb_trunc(w).wrapping_add(geo.subbuf_size());
-            if self.wr.head.cas(C::SYNC, (w, last), (next, ts)).is_ok() {
-                self.switch_old_end(w, ts, lost);
-                return true;
+            let r = if quiescent {
+                self.wr.head.cas_quiescent((w, last), (next, ts))
+            } else {
+                self.wr.head.cas(C::SYNC, self.id, (w, last), (next, ts))
+            };
+            match r {
+                Ok(()) => {
+                    self.switch_old_end(w, ts, lost);
+                    return Ok(true);
+                }
+                Err(Fail::Changed) => {}
+                Err(f) => return Err(f),
             }
         }
     }

@@ -21,6 +21,18 @@ pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crate::config::Sync;
+use crate::rseq::{self, Outcome};
+
+/// Why [`Head::cas`] did not move the head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fail {
+    /// Another writer moved it first: compute again from the new values.
+    Changed,
+    /// Rseq buffers: the thread is not on the buffer's CPU.
+    Moved,
+    /// Rseq buffers: the kernel aborted the critical section.
+    Aborted,
+}
 
 /// A free-running `u64` counter written with the flavour of atomics the
 /// configuration selects. The flavour is a constant of the configuration, so
@@ -134,6 +146,12 @@ impl<T> core::ops::Deref for CacheAligned<T> {
 ///   may leave the timestamp raised without moving `W`: later records are
 ///   clamped to it, never earlier than a record before them. So timestamps
 ///   are ordered per buffer whatever the clock does, as for SMP buffers.
+/// * [`Sync::Rseq`]: compare both, store the timestamp, then `W`, inside a
+///   restartable sequence on the buffer's CPU ([`crate::rseq`]): the same
+///   reasoning as for `Local`, with the threads of one CPU in the part of
+///   the signal handlers (the kernel aborts the section when it switches
+///   to another thread on that CPU, so a section runs whole between two
+///   other threads' sections or is restarted).
 /// * Elsewhere, and under loom and Miri (which run no inline assembly), the
 ///   16-byte CAS is emulated under a one-bit spin lock: same semantics, not
 ///   lock-free. x86_64 is the target the tracer is built for.
@@ -167,16 +185,52 @@ impl Head {
     }
 
     /// Moves (W, last timestamp) from `cur` to `new` if it is still `cur`.
-    /// AcqRel, like the CAS on `W` alone.
+    /// AcqRel, like the CAS on `W` alone. `cpu` is the buffer's CPU, which
+    /// [`Sync::Rseq`] buffers check inside their restartable sequence.
     #[inline(always)]
-    pub(crate) fn cas(&self, sync: Sync, cur: (u64, u64), new: (u64, u64)) -> Result<(), ()> {
-        if let Sync::Local = sync {
-            // The timestamp first, then W (see the type's doc).
-            self.ts.cas(sync, cur.1, new.1).map_err(|_| ())?;
-            self.w.cas(sync, cur.0, new.0).map_err(|_| ())?;
-            return Ok(());
+    pub(crate) fn cas(
+        &self,
+        sync: Sync,
+        cpu: u32,
+        cur: (u64, u64),
+        new: (u64, u64),
+    ) -> Result<(), Fail> {
+        match sync {
+            Sync::Local => {
+                // The timestamp first, then W (see the type's doc).
+                self.ts.cas(sync, cur.1, new.1).map_err(|_| Fail::Changed)?;
+                self.w.cas(sync, cur.0, new.0).map_err(|_| Fail::Changed)?;
+                Ok(())
+            }
+            Sync::Rseq => {
+                let Some(area) = rseq::area() else {
+                    return Err(Fail::Moved);
+                };
+                // SAFETY: `area` is the calling thread's rseq area; `self`
+                // starts with the two aligned words (W, ts) (`repr(C,
+                // align(16))`), which for an rseq buffer only such sections
+                // on the buffer's CPU `cpu` write, or a quiescent owner
+                // (`Head::cas_quiescent`).
+                let o = unsafe {
+                    rseq::cmp2_store2(area, cpu, self as *const Head as *mut u64, cur, new)
+                };
+                match o {
+                    Outcome::Stored => Ok(()),
+                    Outcome::Changed => Err(Fail::Changed),
+                    Outcome::Moved => Err(Fail::Moved),
+                    Outcome::Aborted => Err(Fail::Aborted),
+                }
+            }
+            Sync::Smp => self.cas_pair(cur, new).map_err(|_| Fail::Changed),
         }
-        self.cas_pair(cur, new)
+    }
+
+    /// [`Head::cas`] with lock-prefixed atomics whatever the flavour: for
+    /// a forced switch while no writer can be inside a reservation (the
+    /// caller's contract for rseq buffers: their sections store without a
+    /// lock prefix, which a concurrent locked CAS would not see).
+    pub(crate) fn cas_quiescent(&self, cur: (u64, u64), new: (u64, u64)) -> Result<(), Fail> {
+        self.cas_pair(cur, new).map_err(|_| Fail::Changed)
     }
 
     #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]

@@ -46,4 +46,8 @@ fn write_path_never_allocates() {
     no_alloc::<Client<true, A_GLOBAL>>();
     no_alloc::<Client<false, A_THREAD, true>>();
     no_alloc::<Client<true, A_THREAD, true>>();
+    // Restartable sequences (the flush pins the thread: system calls, but
+    // no allocation either).
+    no_alloc::<Client<false, A_CPU, false, false, true>>();
+    no_alloc::<Client<true, A_CPU, false, false, true>>();
 }

@@ -75,7 +75,7 @@ mod session;
 mod sys;
 
 pub use consume::SnapshotInfo;
-pub use control::config::{Buffers, ChannelConfig, Mode, RelayConfig, SessionBuilder};
+pub use control::config::{Buffers, ChannelConfig, CpuSync, Mode, RelayConfig, SessionBuilder};
 pub use control::pattern;
 pub use control::registry::{
     on_rules_change, register, register_all, rules_enable, rules_generation, MAX_HOOKS,

@@ -44,27 +44,36 @@ pub fn now_jittery() -> u64 {
     now().saturating_sub(r % 20_000)
 }
 
-/// Test client, generic over the mode, the allocation, the atomics and the
-/// clock ([`now`], or [`now_jittery`] when `JITTER`).
+/// Test client, generic over the mode, the allocation, the atomics
+/// (`LOCAL`: non-locked, per thread; `RSEQ`: restartable sequences, per
+/// CPU; else lock-prefixed) and the clock ([`now`], or [`now_jittery`]
+/// when `JITTER`).
 #[derive(Debug, Default)]
 pub struct Client<
     const OVERWRITE: bool,
     const ALLOC: u8,
     const LOCAL: bool = false,
     const JITTER: bool = false,
+    const RSEQ: bool = false,
 > {
     /// Sub-buffers delivered, as seen by `subbuf_end`.
     pub ends: AtomicU64,
 }
 
-impl<const O: bool, const A: u8, const L: bool, const J: bool> Config for Client<O, A, L, J> {
+impl<const O: bool, const A: u8, const L: bool, const J: bool, const R: bool> Config
+    for Client<O, A, L, J, R>
+{
     const MODE: Mode = if O { Mode::Overwrite } else { Mode::Discard };
     const ALLOC: Alloc = match A {
         A_CPU => Alloc::PerCpu,
         A_THREAD => Alloc::PerThread,
         _ => Alloc::Global,
     };
-    const SYNC: Sync = if L { Sync::Local } else { Sync::Smp };
+    const SYNC: Sync = match (L, R) {
+        (true, _) => Sync::Local,
+        (false, true) => Sync::Rseq,
+        (false, false) => Sync::Smp,
+    };
 
     fn clock(&self) -> u64 {
         if J {

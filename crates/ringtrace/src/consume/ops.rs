@@ -166,7 +166,7 @@ impl Recording {
             snap: &'s mut RelaySnapshot,
             ci: usize,
         }
-        impl crate::record::client::PacketSink for ToRelay<'_> {
+        impl crate::record::ops::PacketSink for ToRelay<'_> {
             fn packet(&mut self, b: usize, bytes: &[u8], _: Option<(&std::fs::File, u64)>) {
                 self.snap.packet(self.ci, b, bytes);
             }

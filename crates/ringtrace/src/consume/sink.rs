@@ -11,7 +11,7 @@ use super::Recording;
 use crate::control::config::Mode;
 use crate::control::state::{lock, ChannelState};
 use crate::output;
-use crate::record::client::PacketSink;
+use crate::record::ops::PacketSink;
 use crate::Error;
 
 /// Read period of flight-recorder channels.

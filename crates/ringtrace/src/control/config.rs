@@ -43,6 +43,36 @@ pub enum Buffers {
     PerThread,
 }
 
+/// How per-CPU buffers synchronize their writers (see `ringbuf::Sync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuSync {
+    /// Restartable sequences where glibc registered them for this process
+    /// (decided when the session is created), else lock-prefixed atomics.
+    #[default]
+    Auto,
+    /// Restartable sequences: reserving is a critical section on the
+    /// current CPU that the kernel restarts on preemption, migration or
+    /// signal, without a lock prefix. Creating the session fails where they
+    /// are not registered.
+    Rseq,
+    /// Lock-prefixed atomics: work everywhere.
+    Atomics,
+}
+
+impl CpuSync {
+    /// `auto`, `rseq` (or `on`), `atomics` (or `off`).
+    pub fn parse(s: &str) -> Result<CpuSync, String> {
+        match s {
+            "auto" => Ok(CpuSync::Auto),
+            "rseq" | "on" => Ok(CpuSync::Rseq),
+            "atomics" | "off" => Ok(CpuSync::Atomics),
+            _ => Err(format!(
+                "unknown per-CPU synchronization '{s}' (expected auto, rseq or atomics)"
+            )),
+        }
+    }
+}
+
 /// A channel's configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChannelConfig {
@@ -74,6 +104,8 @@ pub struct ChannelConfig {
     /// What every event of the channel carries besides its fields (the
     /// CTF stream event context): by default the process and thread ids.
     pub contexts: Contexts,
+    /// Per-CPU buffers: restartable sequences or lock-prefixed atomics.
+    pub cpu_sync: CpuSync,
 }
 
 impl ChannelConfig {
@@ -89,6 +121,7 @@ impl ChannelConfig {
             read_timer: Duration::from_millis(5),
             stall_timeout: Duration::from_secs(5),
             contexts: Contexts::DEFAULT,
+            cpu_sync: CpuSync::Auto,
         }
     }
 
@@ -120,6 +153,13 @@ impl ChannelConfig {
     /// Sets the read timer.
     pub fn read_timer(mut self, period: Duration) -> Self {
         self.read_timer = period;
+        self
+    }
+
+    /// Per-CPU buffers: forces restartable sequences or lock-prefixed
+    /// atomics (the default, [`CpuSync::Auto`], takes rseq where available).
+    pub fn cpu_sync(mut self, s: CpuSync) -> Self {
+        self.cpu_sync = s;
         self
     }
 

@@ -17,7 +17,8 @@ use std::time::Duration;
 use ctf::types::{EventClass, TraceDesc};
 use ringbuf::{Backing, ChannelAttr};
 
-use crate::control::config::{Buffers, ChannelConfig, Checked, Mode, Rule};
+use crate::control::config::{Buffers, ChannelConfig, Checked, CpuSync, Mode, Rule};
+use crate::record::client::Sharing;
 use crate::control::metadata::{self, MetadataFile};
 use crate::output;
 use crate::record::client::AnyChannel;
@@ -142,7 +143,7 @@ impl SessionState {
             };
             let chan = AnyChannel::new(
                 mode == Mode::FlightRecorder,
-                cfg.buffers == Buffers::PerThread,
+                sharing(&cfg)?,
                 (i as u32, uuid, instance, clock),
                 cfg.contexts,
                 &attr,
@@ -257,3 +258,24 @@ fn random_uuid() -> [u8; 16] {
 
 /// How long `stop` and `destroy` wait for writers inside a probe.
 pub(crate) const GRACE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The buffers a channel gets: per thread, or per CPU with restartable
+/// sequences where glibc registered them (or where asked to, else an error
+/// that says how to do without).
+fn sharing(cfg: &ChannelConfig) -> Result<Sharing, Error> {
+    if cfg.buffers == Buffers::PerThread {
+        return Ok(Sharing::PerThread);
+    }
+    let rseq = ringbuf::rseq::available();
+    match cfg.cpu_sync {
+        CpuSync::Atomics => Ok(Sharing::PerCpuAtomics),
+        CpuSync::Auto if !rseq => Ok(Sharing::PerCpuAtomics),
+        CpuSync::Auto | CpuSync::Rseq if rseq => Ok(Sharing::PerCpuRseq),
+        CpuSync::Rseq | CpuSync::Auto => Err(Error::Config(format!(
+            "channel '{}': rseq asked for, but restartable sequences are not registered in this \
+             process (glibc 2.35+ on Linux 4.18+ registers them unless \
+             GLIBC_TUNABLES=glibc.pthread.rseq=0): use rseq=auto or rseq=atomics",
+            cfg.name
+        ))),
+    }
+}

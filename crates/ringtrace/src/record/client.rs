@@ -4,30 +4,30 @@
 //! path is compiled for its constant configuration; [`AnyChannel`] picks one
 //! with a match.
 
-use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::Relaxed};
 
 use ctf::layout::{event_header_len, write_event_header, write_packet_begin, write_packet_end};
 use ctf::types::HeaderKind;
 use ringbuf::{
-    Alloc, BufferStats, Channel, ChannelAttr, Config, Mode, Order, SubbufBegin, SubbufEnd, Sync,
+    Alloc, Channel, ChannelAttr, Config, Mode, SubbufBegin, SubbufEnd, Sync,
 };
 use traceclock::TraceClock;
 
 use crate::record::context::{words, Contexts, Layout};
+use crate::record::ops::{ChannelOps, PACKET_SIZE_AT};
 
 /// Event header of every channel: 5-bit id and 27-bit timestamp, extended
 /// when needed (`ctf::layout`).
 pub const HEADER: HeaderKind = HeaderKind::Compact;
 
-/// Byte offset of `packet_size` in the packet context (`ctf::layout`).
-const PACKET_SIZE_AT: usize = 56;
 /// Byte offset of `content_size`.
 const CONTENT_SIZE_AT: usize = 48;
 
-/// The client of one channel.
+/// The client of one channel: flight recorder or discard, per-thread
+/// buffers, and for per-CPU buffers restartable sequences or lock-prefixed
+/// atomics (`ringbuf::Sync`).
 #[derive(Debug)]
-pub struct Client<const OVERWRITE: bool, const PER_THREAD: bool> {
+pub struct Client<const OVERWRITE: bool, const PER_THREAD: bool, const RSEQ: bool> {
     pub(crate) uuid: [u8; 16],
     pub(crate) stream_id: u32,
     /// Stream instance ids of this channel's buffers start here (unique
@@ -42,7 +42,7 @@ pub struct Client<const OVERWRITE: bool, const PER_THREAD: bool> {
     pub(crate) contexts: AtomicU16,
 }
 
-impl<const O: bool, const P: bool> Client<O, P> {
+impl<const O: bool, const P: bool, const R: bool> Client<O, P, R> {
     /// The channel's contexts, as the write path uses them.
     #[inline(always)]
     pub(crate) fn contexts(&self) -> Layout {
@@ -50,10 +50,14 @@ impl<const O: bool, const P: bool> Client<O, P> {
     }
 }
 
-impl<const O: bool, const P: bool> Config for Client<O, P> {
+impl<const O: bool, const P: bool, const R: bool> Config for Client<O, P, R> {
     const MODE: Mode = if O { Mode::Overwrite } else { Mode::Discard };
     const ALLOC: Alloc = if P { Alloc::PerThread } else { Alloc::PerCpu };
-    const SYNC: Sync = if P { Sync::Local } else { Sync::Smp };
+    const SYNC: Sync = match (P, R) {
+        (true, _) => Sync::Local,
+        (false, true) => Sync::Rseq,
+        (false, false) => Sync::Smp,
+    };
     /// Per-CPU buffers would count with a lock-prefixed add per record: the
     /// writing threads count instead (`tally.rs`).
     const COUNT_RECORDS: bool = P;
@@ -100,12 +104,6 @@ impl<const O: bool, const P: bool> Config for Client<O, P> {
 /// Bytes of a packet holding `content` bytes in a sub-buffer of `subbuf`.
 fn packet_len(content: u64, subbuf: u64) -> u64 {
     content.div_ceil(8).saturating_mul(8).min(subbuf)
-}
-
-/// Reads the packet length back from a delivered sub-buffer.
-pub(crate) fn packet_bytes(sb: &[u8]) -> usize {
-    let bits = u64::from_le_bytes(sb[PACKET_SIZE_AT..PACKET_SIZE_AT + 8].try_into().unwrap());
-    ((bits / 8) as usize).min(sb.len())
 }
 
 /// What a probe writes after the event header: a closure (the C API, the
@@ -213,8 +211,8 @@ impl<P: Payload> Payload for WithContexts<'_, P> {
 /// record path compiled for it (no context: the record as it was before
 /// contexts existed).
 #[inline(always)]
-fn record_in<const O: bool, const T: bool, P: Payload>(
-    ch: &Channel<Client<O, T>>,
+fn record_in<const O: bool, const T: bool, const R: bool, P: Payload>(
+    ch: &Channel<Client<O, T, R>>,
     now: u64,
     id: u32,
     len: usize,
@@ -279,24 +277,65 @@ fn record_body<C: Config, P: Payload>(
     }
 }
 
-/// A channel of any of the four configurations.
+/// How a channel's buffers are shared and moved (see `ringbuf::Sync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// Per CPU, reserving inside restartable sequences (no lock prefix).
+    PerCpuRseq,
+    /// Per CPU, lock-prefixed atomics (where rseq is not registered).
+    PerCpuAtomics,
+    /// Per thread, non-locked atomics.
+    PerThread,
+}
+
+impl Sharing {
+    /// What `stats` calls it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sharing::PerCpuRseq => "per-cpu rseq",
+            Sharing::PerCpuAtomics => "per-cpu atomics",
+            Sharing::PerThread => "per-thread",
+        }
+    }
+}
+
+/// A channel of any of the six configurations.
 #[derive(Debug)]
 pub enum AnyChannel {
-    /// Discard, per CPU.
-    DiscardCpu(Channel<Client<false, false>>),
+    /// Discard, per CPU, lock-prefixed atomics.
+    DiscardCpu(Channel<Client<false, false, false>>),
+    /// Discard, per CPU, restartable sequences.
+    DiscardCpuRseq(Channel<Client<false, false, true>>),
     /// Discard, per thread.
-    DiscardThread(Channel<Client<false, true>>),
-    /// Flight recorder, per CPU.
-    OverwriteCpu(Channel<Client<true, false>>),
+    DiscardThread(Channel<Client<false, true, false>>),
+    /// Flight recorder, per CPU, lock-prefixed atomics.
+    OverwriteCpu(Channel<Client<true, false, false>>),
+    /// Flight recorder, per CPU, restartable sequences.
+    OverwriteCpuRseq(Channel<Client<true, false, true>>),
     /// Flight recorder, per thread.
-    OverwriteThread(Channel<Client<true, true>>),
+    OverwriteThread(Channel<Client<true, true, false>>),
+}
+
+/// `$body` with `$c` bound to the channel of whichever variant `$ch` is:
+/// each arm is compiled for its constant configuration.
+macro_rules! each {
+    ($ch:expr, $c:ident => $body:expr) => {
+        match $ch {
+            AnyChannel::DiscardCpu($c) => $body,
+            AnyChannel::DiscardCpuRseq($c) => $body,
+            AnyChannel::DiscardThread($c) => $body,
+            AnyChannel::OverwriteCpu($c) => $body,
+            AnyChannel::OverwriteCpuRseq($c) => $body,
+            AnyChannel::OverwriteThread($c) => $body,
+        }
+    };
 }
 
 impl AnyChannel {
     /// Creates the channel.
     pub(crate) fn new(
         overwrite: bool,
-        per_thread: bool,
+        sharing: Sharing,
         client: (u32, [u8; 16], u64, TraceClock),
         contexts: Contexts,
         attr: &ChannelAttr,
@@ -304,9 +343,9 @@ impl AnyChannel {
     ) -> Result<AnyChannel, ringbuf::Error> {
         let (stream_id, uuid, instance_base, clock) = client;
         macro_rules! mk {
-            ($v:ident, $o:literal, $p:literal) => {
+            ($v:ident, $o:literal, $p:literal, $r:literal) => {
                 AnyChannel::$v(Channel::new(
-                    Client::<$o, $p> {
+                    Client::<$o, $p, $r> {
                         uuid,
                         stream_id,
                         instance_base,
@@ -319,24 +358,50 @@ impl AnyChannel {
                 )?)
             };
         }
-        Ok(match (overwrite, per_thread) {
-            (false, false) => mk!(DiscardCpu, false, false),
-            (false, true) => mk!(DiscardThread, false, true),
-            (true, false) => mk!(OverwriteCpu, true, false),
-            (true, true) => mk!(OverwriteThread, true, true),
+        Ok(match (overwrite, sharing) {
+            (false, Sharing::PerCpuAtomics) => mk!(DiscardCpu, false, false, false),
+            (false, Sharing::PerCpuRseq) => mk!(DiscardCpuRseq, false, false, true),
+            (false, Sharing::PerThread) => mk!(DiscardThread, false, true, false),
+            (true, Sharing::PerCpuAtomics) => mk!(OverwriteCpu, true, false, false),
+            (true, Sharing::PerCpuRseq) => mk!(OverwriteCpuRseq, true, false, true),
+            (true, Sharing::PerThread) => mk!(OverwriteThread, true, true, false),
         })
+    }
+
+    /// How the channel's buffers are shared.
+    pub fn sharing(&self) -> Sharing {
+        match self {
+            AnyChannel::DiscardCpu(_) | AnyChannel::OverwriteCpu(_) => Sharing::PerCpuAtomics,
+            AnyChannel::DiscardCpuRseq(_) | AnyChannel::OverwriteCpuRseq(_) => Sharing::PerCpuRseq,
+            AnyChannel::DiscardThread(_) | AnyChannel::OverwriteThread(_) => Sharing::PerThread,
+        }
     }
 
     /// A channel outside any session (no metadata, no consumer): the bare
     /// ring-buffer record that benchmarks compare the tracer against.
+    /// Per-CPU: lock-prefixed atomics (see [`AnyChannel::standalone_with`]).
     pub fn standalone(
         overwrite: bool,
         per_thread: bool,
         attr: &ChannelAttr,
     ) -> Result<AnyChannel, ringbuf::Error> {
+        let sharing = if per_thread {
+            Sharing::PerThread
+        } else {
+            Sharing::PerCpuAtomics
+        };
+        AnyChannel::standalone_with(overwrite, sharing, attr)
+    }
+
+    /// [`AnyChannel::standalone`] with any sharing.
+    pub fn standalone_with(
+        overwrite: bool,
+        sharing: Sharing,
+        attr: &ChannelAttr,
+    ) -> Result<AnyChannel, ringbuf::Error> {
         AnyChannel::new(
             overwrite,
-            per_thread,
+            sharing,
             (0, [0; 16], 0, crate::record::clock::clock()),
             Contexts::NONE,
             attr,
@@ -366,22 +431,12 @@ impl AnyChannel {
         len: usize,
         write: &P,
     ) -> bool {
-        match self {
-            AnyChannel::DiscardCpu(c) => record_in(c, now, id, len, write),
-            AnyChannel::DiscardThread(c) => record_in(c, now, id, len, write),
-            AnyChannel::OverwriteCpu(c) => record_in(c, now, id, len, write),
-            AnyChannel::OverwriteThread(c) => record_in(c, now, id, len, write),
-        }
+        each!(self, c => record_in(c, now, id, len, write))
     }
 
     /// The contexts every record of the channel carries.
     pub fn contexts(&self) -> Contexts {
-        let bits = match self {
-            AnyChannel::DiscardCpu(c) => &c.config().contexts,
-            AnyChannel::DiscardThread(c) => &c.config().contexts,
-            AnyChannel::OverwriteCpu(c) => &c.config().contexts,
-            AnyChannel::OverwriteThread(c) => &c.config().contexts,
-        };
+        let bits = each!(self, c => &c.config().contexts);
         Layout::from_code(bits.load(Relaxed)).contexts()
     }
 
@@ -393,22 +448,14 @@ impl AnyChannel {
     /// precondition (the value is atomic): a record written meanwhile
     /// would only be laid out with the other set.
     pub(crate) fn set_contexts(&self, set: Contexts) {
-        let bits = match self {
-            AnyChannel::DiscardCpu(c) => &c.config().contexts,
-            AnyChannel::DiscardThread(c) => &c.config().contexts,
-            AnyChannel::OverwriteCpu(c) => &c.config().contexts,
-            AnyChannel::OverwriteThread(c) => &c.config().contexts,
-        };
+        let bits = each!(self, c => &c.config().contexts);
         bits.store(set.layout().code(), Relaxed);
     }
 
     /// Whether the buffers count their committed records (per-thread
     /// channels); per-CPU channels leave it to the writing threads.
     pub fn counts_records(&self) -> bool {
-        matches!(
-            self,
-            AnyChannel::DiscardThread(_) | AnyChannel::OverwriteThread(_)
-        )
+        self.sharing() == Sharing::PerThread
     }
 
     /// Forced switch of every buffer, so that a reader gets the partly
@@ -436,126 +483,7 @@ impl AnyChannel {
 
     /// The consumer's view of the channel.
     pub(crate) fn ops(&self) -> &dyn ChannelOps {
-        match self {
-            AnyChannel::DiscardCpu(c) => c,
-            AnyChannel::DiscardThread(c) => c,
-            AnyChannel::OverwriteCpu(c) => c,
-            AnyChannel::OverwriteThread(c) => c,
-        }
-    }
-}
-
-/// Where a packet goes: the sink gets the bytes and, for file-backed
-/// buffers, the file and offset they sit at (for `sendfile`).
-pub(crate) trait PacketSink {
-    fn packet(&mut self, buffer: usize, bytes: &[u8], file: Option<(&File, u64)>);
-}
-
-/// What the consumer and the session do with a channel, whatever its
-/// configuration (dynamic dispatch: never on the write path).
-pub(crate) trait ChannelOps: std::marker::Sync + Send {
-    /// Number of buffers.
-    fn buffers(&self) -> usize;
-    /// Copies every ready packet of buffer `i` to `sink`, consuming them.
-    /// Returns how many.
-    fn drain(&self, i: usize, sink: &mut dyn PacketSink) -> usize;
-    /// Forced switch of every buffer this thread may switch now (per-thread
-    /// buffers: only those whose thread exited).
-    fn flush_live(&self) -> usize;
-    /// Forced switch of every buffer.
-    ///
-    /// Precondition (not a memory-safety one, the buffer's counters stay
-    /// atomic): no writer is inside a record — the session is stopped and a
-    /// grace period has passed — or per-thread buffers might miscount.
-    fn flush_quiescent(&self) -> usize;
-    /// Walks every complete packet of buffer `i` without consuming,
-    /// oldest first (after a forced switch when `switch` is set and the
-    /// buffer is an SMP one: another thread never switches a live
-    /// per-thread buffer).
-    fn snapshot(&self, i: usize, switch: bool, sink: &mut dyn PacketSink) -> usize;
-    /// Counters of buffer `i`.
-    fn stats(&self, i: usize) -> BufferStats;
-    /// Per-thread channels: records dropped because the pool had no free
-    /// buffer.
-    fn records_lost_no_buffer(&self) -> u64;
-    /// Per-thread channels: gives drained buffers of exited threads back to
-    /// the pool.
-    fn recycle(&self) -> usize;
-    /// Whether the reader has consumed everything written to every buffer.
-    fn drained(&self) -> bool;
-}
-
-impl<C: Config> ChannelOps for Channel<C> {
-    fn buffers(&self) -> usize {
-        Channel::buffers(self).len()
-    }
-
-    fn drain(&self, i: usize, sink: &mut dyn PacketSink) -> usize {
-        let b = &Channel::buffers(self)[i];
-        let Some(mut rd) = b.reader() else {
-            return 0;
-        };
-        let mut n = 0;
-        while let Some(sb) = rd.get_subbuf() {
-            let data = sb.data();
-            let len = packet_bytes(data);
-            let file = b.store().file().map(|f| (f, sb.file_offset()));
-            sink.packet(i, &data[..len], file);
-            let _ = sb.put();
-            n += 1;
-        }
-        n
-    }
-
-    fn flush_live(&self) -> usize {
-        self.flush()
-    }
-
-    fn flush_quiescent(&self) -> usize {
-        Channel::buffers(self)
-            .iter()
-            // SAFETY: the trait method's precondition: the session is
-            // stopped and a grace period has passed (no probe is inside a
-            // record, and none enters one: probes see the session inactive),
-            // and `control::stop` holds the control lock, which
-            // `Session::start` takes, so no writer comes back meanwhile.
-            .filter(|b| unsafe { b.writer_unchecked() }.flush())
-            .count()
-    }
-
-    fn snapshot(&self, i: usize, switch: bool, sink: &mut dyn PacketSink) -> usize {
-        let b = &Channel::buffers(self)[i];
-        let Some(mut rd) = b.reader() else {
-            return 0;
-        };
-        let walk = |sb: &ringbuf::Subbuf<'_, '_, C>| {
-            let data = sb.data();
-            let len = packet_bytes(data);
-            sink.packet(i, &data[..len], None);
-        };
-        let st = if switch && C::SYNC == ringbuf::Sync::Smp {
-            // SAFETY: an SMP buffer: any thread may switch it.
-            unsafe { rd.snapshot_unchecked(Order::OldestFirst, walk) }
-        } else {
-            rd.snapshot_complete(Order::OldestFirst, walk)
-        };
-        st.read as usize
-    }
-
-    fn stats(&self, i: usize) -> BufferStats {
-        Channel::buffers(self)[i].stats()
-    }
-
-    fn records_lost_no_buffer(&self) -> u64 {
-        self.lost_no_buffer()
-    }
-
-    fn recycle(&self) -> usize {
-        Channel::recycle(self)
-    }
-
-    fn drained(&self) -> bool {
-        Channel::buffers(self).iter().all(|b| b.is_drained())
+        each!(self, c => c)
     }
 }
 

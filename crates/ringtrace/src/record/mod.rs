@@ -13,7 +13,9 @@
 //!
 //! ```text
 //!   desc ──► probe ──► client ──► ringbuf (reserve, serialize, commit)
-//!    │         │         └──► context (who: pid, tid, thread name)
+//!    │         │         ├──► context (who: pid, tid, thread name)
+//!    │         │         └──► ops (the consumer's view of a channel: not
+//!    │         │              on the write path, dynamic dispatch)
 //!    │         │  └──► tally (per-CPU channels' record counts)
 //!    │         └─────► rcu (read section), clock
 //!    └─► field, level
@@ -25,6 +27,7 @@ pub mod context;
 pub mod desc;
 pub mod field;
 pub mod level;
+pub(crate) mod ops;
 pub(crate) mod probe;
 pub mod rcu;
 pub(crate) mod tally;

@@ -12,7 +12,9 @@
 //! `switch=<ms>`; `read=<ms>`; `level=<level>`; `bufdir=<dir>` (buffers in
 //! files there, recoverable after a crash); `context=<names>` (what every
 //! event carries, joined by `+`: `vpid`, `vtid`, `pthread_id`, `procname`,
-//! `ip`, `all`, `none`; default `vpid+vtid`); `relay=net://HOST[:CTRL[:DATA]]`
+//! `ip`, `all`, `none`; default `vpid+vtid`); `rseq=auto|rseq|atomics`
+//! (per-CPU buffers: restartable sequences where glibc registered them, the
+//! default, or forced either way); `relay=net://HOST[:CTRL[:DATA]]`
 //! (stream to an lttng-relayd as well; if it cannot be reached at start,
 //! the trace goes to `<dir>` alone); `live=<ms>` (the relay stream is live:
 //! flushed every `<ms>`, for `babeltrace2 net://…` while the program runs).
@@ -96,6 +98,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
             Some(("read", v)) => ch.read_timer = Duration::from_millis(num(v)?.max(1)),
             Some(("bufdir", v)) if !v.is_empty() => buffer_dir = Some(v.to_string()),
             Some(("context", v)) => ch.contexts = crate::Contexts::parse(v).map_err(|e| bad(&e))?,
+            Some(("rseq", v)) => ch.cpu_sync = crate::CpuSync::parse(v).map_err(|e| bad(&e))?,
             Some(("relay", v)) => relay = Some(relay_url(v)?),
             Some(("live", v)) => live = Some(Duration::from_millis(num(v)?.max(1))),
             Some(("level", v)) => {
@@ -104,7 +107,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
                     .map_err(|e: crate::UnknownLevel| bad(&e.to_string()))?
             }
             Some(_) => return Err(bad(
-                "unknown option (subbuf, count, switch, read, level, bufdir, context, relay, live)",
+                "unknown option (subbuf, count, switch, read, level, bufdir, context, rseq, relay, live)",
             )),
         }
     }

@@ -1,0 +1,259 @@
+//! Restartable sequences (rseq): the thread's registration by glibc and the
+//! one critical section per-CPU buffers reserve with ([`crate::Sync::Rseq`],
+//! `DESIGN.md` §8).
+//!
+//! glibc (2.35 and later) registers a `struct rseq` for every thread at a
+//! fixed offset from the thread pointer (`__rseq_offset`, `__rseq_size`;
+//! size 0 when it did not, e.g. `GLIBC_TUNABLES=glibc.pthread.rseq=0` or a
+//! kernel without rseq). The kernel keeps its `cpu_id` current, and when
+//! it preempts, migrates or delivers a signal to a thread whose instruction
+//! pointer is inside the critical section named by the area's `rseq_cs`, it
+//! moves that pointer to the section's abort address first. A critical
+//! section is therefore atomic against every other thread *of the same
+//! CPU* and against the thread's own signal handlers, without a lock
+//! prefix, provided that (1) it checks `cpu_id` inside the section and
+//! (2) its only store that others may see as "done" is its last
+//! instruction (the *commit*).
+//!
+//! [`cmp2_store2`] is that section for the ring buffer's head: compare the
+//! write count `W` and the last timestamp with what the writer computed
+//! from, store the timestamp, then store `W` (the commit). Every write to
+//! the head of an rseq buffer goes through it (reservations, sub-buffer
+//! switches, forced switches: those run pinned to the buffer's CPU), so a
+//! compare that succeeded on the buffer's CPU cannot be overtaken before
+//! the commit. An abort after the timestamp store leaves the timestamp
+//! raised and `W` unmoved, which is harmless (later records are clamped to
+//! it, as for per-thread buffers).
+//!
+//! x86_64 glibc Linux only; elsewhere, and under loom and Miri (which run
+//! no inline assembly), rseq is reported unavailable and channels use
+//! lock-prefixed atomics.
+
+/// What one run of the critical section did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Both words compared equal and were stored.
+    Stored,
+    /// Another writer moved the head first: recompute and try again.
+    Changed,
+    /// The thread is not on the buffer's CPU (it migrated, or the buffer is
+    /// another CPU's): choose the buffer again.
+    Moved,
+    /// The kernel aborted the section (preemption, migration or a signal
+    /// while inside): choose the buffer again.
+    Aborted,
+}
+
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    not(miri),
+    not(loom)
+))]
+mod imp {
+    use super::Outcome;
+
+    extern "C" {
+        /// Offset of the thread's rseq area from the thread pointer (glibc).
+        static __rseq_offset: isize;
+        /// Size of the registered rseq area, 0 when glibc did not register.
+        static __rseq_size: u32;
+    }
+
+    /// The calling thread's rseq area, when glibc registered one.
+    #[inline(always)]
+    pub(crate) fn area() -> Option<*mut u8> {
+        // SAFETY: glibc defines both symbols (constant after start-up).
+        let (size, offset) = unsafe { (__rseq_size, __rseq_offset) };
+        if size == 0 {
+            return None;
+        }
+        let tp: *mut u8;
+        // SAFETY: on x86_64 Linux `fs:0` holds the thread pointer (the TCB's
+        // self-pointer); reading it has no side effects.
+        unsafe {
+            core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags));
+        }
+        // SAFETY: glibc registered an area of `size` bytes at `tp + offset`.
+        Some(unsafe { tp.offset(offset) })
+    }
+
+    /// `cpu_id` of the calling thread's area (negative while unregistered).
+    #[inline(always)]
+    pub(crate) fn cpu_id(area: *mut u8) -> i32 {
+        // SAFETY: `area` is this thread's registered `struct rseq`; `cpu_id`
+        // is the 32-bit field at byte 4, updated by the kernel (volatile).
+        unsafe { core::ptr::read_volatile(area.add(4) as *const i32) }
+    }
+
+    /// The critical section (see the module doc): if the thread runs on
+    /// `cpu` and `p[0], p[1]` equal `cur`, stores `new.1` to `p[1]`, then
+    /// `new.0` to `p[0]` as the commit.
+    ///
+    /// # Safety
+    /// `area` is the calling thread's [`area`]; `p` points to two aligned
+    /// `u64` words that only such sections of threads running on `cpu` (or
+    /// a quiescent owner) write.
+    #[inline(always)]
+    pub(crate) unsafe fn cmp2_store2(
+        area: *mut u8,
+        cpu: u32,
+        p: *mut u64,
+        cur: (u64, u64),
+        new: (u64, u64),
+    ) -> Outcome {
+        let r: u32;
+        // SAFETY: the descriptor (`struct rseq_cs`: version 0, flags 0,
+        // start, post-commit offset, abort address) is emitted in the
+        // `__rseq_cs` section, 32-byte aligned; the abort address is
+        // preceded by the signature glibc registered (`RSEQ_SIG`,
+        // 0x53053053 on x86, as the operand of a `ud1` so that the bytes
+        // decode as one instruction) and lies outside [start, post-commit).
+        // Storing the descriptor's address to `rseq_cs` (byte 8 of the area)
+        // arms it; the kernel clears it lazily. Inside, `cpu_id` is checked
+        // first, the stores come last, the store of `p[0]` being the final
+        // instruction of the section. `p` is valid per the caller's contract.
+        // Numeric labels only: the block may be instantiated many times.
+        unsafe {
+            core::arch::asm!(
+                ".pushsection __rseq_cs, \"aw\"",
+                ".balign 32",
+                "66:",
+                ".long 0x0, 0x0",
+                ".quad 67f, (68f - 67f), 69f",
+                ".popsection",
+                "lea {t}, [rip + 66b]",
+                "mov qword ptr [{a} + 8], {t}",
+                "67:",
+                "cmp dword ptr [{a} + 4], {cpu:e}",
+                "jne 70f",
+                "cmp qword ptr [{p}], {cw}",
+                "jne 71f",
+                "cmp qword ptr [{p} + 8], {cts}",
+                "jne 71f",
+                "mov qword ptr [{p} + 8], {nts}",
+                "mov qword ptr [{p}], {nw}",
+                "68:",
+                "xor {r:e}, {r:e}",
+                "jmp 73f",
+                "71:",
+                "mov {r:e}, 1",
+                "jmp 73f",
+                "70:",
+                "mov {r:e}, 2",
+                "jmp 73f",
+                ".byte 0x0f, 0xb9, 0x3d",
+                ".long 0x53053053",
+                "69:",
+                "mov {r:e}, 3",
+                "73:",
+                a = in(reg) area,
+                p = in(reg) p,
+                cpu = in(reg) cpu,
+                cw = in(reg) cur.0,
+                cts = in(reg) cur.1,
+                nw = in(reg) new.0,
+                nts = in(reg) new.1,
+                t = out(reg) _,
+                r = out(reg) r,
+                options(nostack),
+            );
+        }
+        match r {
+            0 => Outcome::Stored,
+            1 => Outcome::Changed,
+            2 => Outcome::Moved,
+            _ => Outcome::Aborted,
+        }
+    }
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    target_env = "gnu",
+    target_arch = "x86_64",
+    not(miri),
+    not(loom)
+)))]
+mod imp {
+    use super::Outcome;
+
+    #[inline(always)]
+    pub(crate) fn area() -> Option<*mut u8> {
+        None
+    }
+
+    #[inline(always)]
+    pub(crate) fn cpu_id(_: *mut u8) -> i32 {
+        -1
+    }
+
+    /// Never called: no area exists here.
+    ///
+    /// # Safety
+    /// None needed.
+    pub(crate) unsafe fn cmp2_store2(
+        _: *mut u8,
+        _: u32,
+        _: *mut u64,
+        _: (u64, u64),
+        _: (u64, u64),
+    ) -> Outcome {
+        Outcome::Moved
+    }
+}
+
+pub(crate) use imp::{area, cmp2_store2, cpu_id};
+
+/// Whether the calling thread has a registered rseq area whose `cpu_id`
+/// the kernel maintains: what per-CPU buffers in rseq mode need.
+pub fn available() -> bool {
+    area().is_some_and(|a| cpu_id(a) >= 0)
+}
+
+/// Pins the calling thread to one CPU for its lifetime, restoring the
+/// thread's CPU mask on drop: how a forced switch of an rseq buffer runs on
+/// the buffer's CPU. System calls: never on a write path.
+pub(crate) struct Pin {
+    saved: libc::cpu_set_t,
+    /// Restored by the thread that pinned itself: not `Send`.
+    _here: std::marker::PhantomData<*const ()>,
+}
+
+impl Pin {
+    /// Pins to `cpu`; `None` when the thread may not run there (the CPU is
+    /// offline or outside the process's cpuset).
+    pub(crate) fn to(cpu: usize) -> Option<Pin> {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return None;
+        }
+        // SAFETY: zeroed `cpu_set_t`s are valid empty sets; the calls take
+        // the calling thread (0), the set's size and valid pointers.
+        unsafe {
+            let mut saved: libc::cpu_set_t = std::mem::zeroed();
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            if libc::sched_getaffinity(0, size, &mut saved) != 0 {
+                return None;
+            }
+            let mut one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut one);
+            if libc::sched_setaffinity(0, size, &one) != 0 {
+                return None;
+            }
+            Some(Pin {
+                saved,
+                _here: std::marker::PhantomData,
+            })
+        }
+    }
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        // SAFETY: the mask saved by `to`, for the calling thread.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.saved);
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! Per-CPU buffers under a migration storm and signal handlers, with
+//! restartable sequences (`Sync::Rseq`) and with the lock-prefixed fallback
+//! (`Sync::Smp`): two writer threads are re-pinned to another CPU every
+//! 100 µs with `sched_setaffinity`, a timer interrupts each of them every
+//! 25 µs (40 kHz per thread), and the handler records into the same channel. Checked exactly:
+//! every record written is read once, valid, in timestamp order within its
+//! packet; written + lost = attempted for the threads and for the handlers,
+//! and equals the buffers' counts; a record whose writer stayed on one CPU
+//! (no re-pinning across its reservation, the same CPU before and after) is
+//! in that CPU's buffer; in rseq mode the kernel aborted critical sections
+//! and writers found themselves on another CPU (both counted).
+//!
+//! `RINGTRACE_STORM_REPS` (default 10) repeats each run.
+
+mod common;
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use ringbuf::{BufferStats, Channel, ChannelAttr, Config, Lost};
+
+type Rseq = Client<false, A_CPU, false, false, true>;
+type Atomics = Client<false, A_CPU>;
+
+const WRITERS: usize = 2;
+/// Handlers' records carry writer ids from here.
+const HANDLER_ID: u32 = 16;
+/// The CPU tag of a record whose writer may have moved.
+const UNSTABLE: u32 = 0xffff;
+
+/// The channel the handlers record into (one run at a time: `LOCK`).
+static CHANNEL: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+/// Per writer: re-pinnings, odd while one is in progress (a seqlock).
+static GEN: [AtomicU64; WRITERS] = [const { AtomicU64::new(0) }; WRITERS];
+static H_ATTEMPTED: AtomicU64 = AtomicU64::new(0);
+static H_WRITTEN: AtomicU64 = AtomicU64::new(0);
+static H_LOST: AtomicU64 = AtomicU64::new(0);
+static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+thread_local! {
+    /// The writer index of this thread (for its signal handler), and the
+    /// handler's sequence number. Const-initialized: no allocation.
+    static WRITER: Cell<usize> = const { Cell::new(usize::MAX) };
+    static H_SEQ: Cell<u64> = const { Cell::new(0) };
+}
+
+fn cpu_now() -> u32 {
+    // SAFETY: no preconditions; async-signal-safe (a vDSO or rseq read).
+    unsafe { libc::sched_getcpu() as u32 }
+}
+
+/// Reserves and fills one record of `writer`, tagged with the CPU it ran on
+/// when that is certain. `Err` when it was lost (counted by the buffer).
+fn record<C: Config>(ch: &Channel<C>, writer: u32, w: usize, seq: u64) -> Result<(), Lost> {
+    let g1 = GEN[w].load(Acquire);
+    let c1 = cpu_now();
+    let mut slot = ch.reserve(64 + (seq % 5) as usize * 8)?;
+    let c2 = cpu_now();
+    let g2 = GEN[w].load(Acquire);
+    let tag = if g1 == g2 && g1 % 2 == 0 && c1 == c2 {
+        c1
+    } else {
+        UNSTABLE
+    };
+    let ts = slot.ts();
+    fill_record(slot.bytes(), writer | tag << 16, seq, ts);
+    slot.commit();
+    Ok(())
+}
+
+extern "C" fn handler<C: Config>(_: libc::c_int) {
+    let p = CHANNEL.load(Acquire) as *const Channel<C>;
+    let w = WRITER.with(|c| c.get());
+    if p.is_null() || w >= WRITERS {
+        return;
+    }
+    // SAFETY: the run stores a pointer to a channel that outlives every
+    // signal it sends (the signaller is joined before the channel drops).
+    let ch = unsafe { &*p };
+    let seq = H_SEQ.with(|s| s.replace(s.get() + 1));
+    H_ATTEMPTED.fetch_add(1, Relaxed);
+    match record(ch, HANDLER_ID + w as u32, w, seq) {
+        Ok(()) => H_WRITTEN.fetch_add(1, Relaxed),
+        Err(Lost::Full | Lost::Wrap) => H_LOST.fetch_add(1, Relaxed),
+        Err(_) => std::process::abort(),
+    };
+}
+
+fn spin(d: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// Sleeps `d` with the calling thread's timer slack at 1 ns, so that the
+/// storm and the signaller keep their pace on a busy machine (a sleeping
+/// thread is scheduled promptly when it wakes; a spinning one competes
+/// with the writers).
+fn nap(d: Duration) {
+    // SAFETY: PR_SET_TIMERSLACK takes a value; no memory is passed.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    std::thread::sleep(d);
+}
+
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed set is valid; the call fills it for this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+            0
+        );
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+fn pin(tid: libc::pid_t, cpu: usize) {
+    // SAFETY: a valid set and size; `tid` is a live thread of this process.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Each writer's timer period: 40 kHz of signals per writer thread.
+const SIGNAL_EVERY: Duration = Duration::from_micros(25);
+
+/// A POSIX timer that sends SIGUSR2 to the calling thread periodically:
+/// the kernel delivers on time whatever the load (a signalling thread
+/// would compete for the CPUs with the writers).
+struct Timer(libc::timer_t);
+
+impl Timer {
+    fn every(period: Duration) -> Timer {
+        // SAFETY: a zeroed sigevent is valid; SIGEV_THREAD_ID targets this
+        // thread; the timer id is written by `timer_create`.
+        unsafe {
+            let mut ev: libc::sigevent = std::mem::zeroed();
+            ev.sigev_notify = libc::SIGEV_THREAD_ID;
+            ev.sigev_signo = libc::SIGUSR2;
+            ev.sigev_notify_thread_id = libc::gettid();
+            let mut t: libc::timer_t = std::mem::zeroed();
+            assert_eq!(libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut t), 0);
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: period.as_nanos() as libc::c_long,
+            };
+            let spec = libc::itimerspec {
+                it_interval: ts,
+                it_value: ts,
+            };
+            assert_eq!(libc::timer_settime(t, 0, &spec, std::ptr::null_mut()), 0);
+            Timer(t)
+        }
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        // SAFETY: a timer created by `every`, deleted once.
+        unsafe { libc::timer_delete(self.0) };
+    }
+}
+
+/// What one run saw.
+#[derive(Debug, Default)]
+struct Seen {
+    attempted: u64,
+    written: u64,
+    lost: u64,
+    read: u64,
+    placed: u64,
+    repins: u64,
+    stats: BufferStats,
+    secs: f64,
+}
+
+fn run<C: Config + Default>(run_for: Duration) -> Seen {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    for c in [&H_ATTEMPTED, &H_WRITTEN, &H_LOST] {
+        c.store(0, Relaxed);
+    }
+    let cpus = allowed_cpus();
+    let attr = ChannelAttr {
+        subbuf_size: 16 << 10,
+        num_subbuf: 8,
+        initial_count: near_wrap(16 << 10, 8, 2),
+        ..Default::default()
+    };
+    let ch = Arc::new(Channel::new(C::default(), &attr, "storm").unwrap());
+    CHANNEL.store(Arc::as_ptr(&ch) as *mut (), Release);
+    // SAFETY: the handler only uses async-signal-safe operations (atomics,
+    // thread-locals without destructors, reserve/commit, sched_getcpu).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler::<C> as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
+    let mut seen = Seen::default();
+    let done = AtomicBool::new(false);
+    let (done, cpus) = (&done, &cpus);
+    std::thread::scope(|sc| {
+        // The reader drains every buffer while the writers write.
+        let reader = sc.spawn(|| {
+            let mut readers: Vec<_> = ch.buffers().iter().map(|b| b.reader().unwrap()).collect();
+            let mut seqs: HashMap<u32, Vec<u64>> = HashMap::new();
+            let (mut read, mut placed) = (0u64, 0u64);
+            let mut drain = |readers: &mut Vec<ringbuf::Reader<'_, C>>| {
+                for (cpu, rd) in readers.iter_mut().enumerate() {
+                    while let Some(sb) = rd.get_subbuf() {
+                        for r in check_subbuf(sb.content(), sb.data()) {
+                            let tag = r.writer >> 16;
+                            if tag != UNSTABLE {
+                                assert_eq!(
+                                    tag as usize, cpu,
+                                    "a record written on CPU {tag} is in CPU {cpu}'s buffer"
+                                );
+                                placed += 1;
+                            }
+                            seqs.entry(r.writer & 0xffff).or_default().push(r.seq);
+                            read += 1;
+                        }
+                        sb.put().unwrap();
+                    }
+                }
+            };
+            while !stop.load(Acquire) {
+                drain(&mut readers);
+                nap(Duration::from_micros(100));
+            }
+            // The writers are gone: close what they left open, read it.
+            for b in ch.buffers() {
+                // SAFETY: no writer is left (joined before `stop`).
+                unsafe { b.flush_quiescent() };
+            }
+            drain(&mut readers);
+            for (w, mut v) in seqs {
+                let n = v.len();
+                v.sort_unstable();
+                v.dedup();
+                assert_eq!(v.len(), n, "writer {w}: a record read twice");
+            }
+            (read, placed)
+        });
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (ch, tx) = (&ch, tx.clone());
+                sc.spawn(move || {
+                    WRITER.with(|c| c.set(w));
+                    // SAFETY: no preconditions.
+                    tx.send(unsafe { libc::gettid() }).unwrap();
+                    let timer = Timer::every(SIGNAL_EVERY);
+                    let (mut attempted, mut written, mut lost) = (0u64, 0u64, 0u64);
+                    while start.elapsed() < run_for {
+                        for _ in 0..256 {
+                            attempted += 1;
+                            match record(ch, w as u32, w, attempted) {
+                                Ok(()) => written += 1,
+                                Err(Lost::Full | Lost::Wrap) => lost += 1,
+                                Err(e) => panic!("unexpected {e}"),
+                            }
+                            // A paced writer: the reader keeps up, so
+                            // most attempts reserve (and may be aborted).
+                            spin(Duration::from_nanos(200));
+                        }
+                    }
+                    drop(timer);
+                    WRITER.with(|c| c.set(usize::MAX));
+                    (attempted, written, lost)
+                })
+            })
+            .collect();
+        let ids: Vec<libc::pid_t> = (0..WRITERS).map(|_| rx.recv().unwrap()).collect();
+        let storm_ids = ids.clone();
+        let storm = sc.spawn(move || {
+            let ids = storm_ids;
+            let mut n = 0u64;
+            let mut k = 0usize;
+            while !done.load(Acquire) {
+                for (w, &tid) in ids.iter().enumerate() {
+                    GEN[w].fetch_add(1, AcqRel);
+                    pin(tid, cpus[(k + w) % cpus.len()]);
+                    GEN[w].fetch_add(1, AcqRel);
+                    n += 1;
+                }
+                k += 1;
+                nap(Duration::from_micros(100));
+            }
+            n
+        });
+        while start.elapsed() < run_for {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        done.store(true, Release);
+        seen.repins = storm.join().unwrap();
+        for h in writers {
+            let (a, w, l) = h.join().unwrap();
+            seen.attempted += a;
+            seen.written += w;
+            seen.lost += l;
+        }
+        stop.store(true, Release);
+        (seen.read, seen.placed) = reader.join().unwrap();
+    });
+    CHANNEL.store(std::ptr::null_mut(), Release);
+    seen.secs = start.elapsed().as_secs_f64();
+    for b in ch.buffers() {
+        let s = b.stats();
+        seen.stats.records += s.records;
+        seen.stats.lost.full += s.lost.full;
+        seen.stats.lost.wrap += s.lost.wrap;
+        seen.stats.rseq_aborts += s.rseq_aborts;
+        seen.stats.rseq_moves += s.rseq_moves;
+    }
+    let (ha, hw, hl) = (
+        H_ATTEMPTED.load(Relaxed),
+        H_WRITTEN.load(Relaxed),
+        H_LOST.load(Relaxed),
+    );
+    eprintln!(
+        "{:.2} s: threads {} written {} lost {}; handlers {} written {hw} lost {hl} ({:.0}/s); \
+         read {} ({} placement-checked); re-pinned {} times; rseq aborts {} moves {}",
+        seen.secs,
+        seen.attempted,
+        seen.written,
+        seen.lost,
+        ha,
+        hw as f64 / seen.secs,
+        seen.read,
+        seen.placed,
+        seen.repins,
+        seen.stats.rseq_aborts,
+        seen.stats.rseq_moves
+    );
+    assert_eq!(seen.written + seen.lost, seen.attempted);
+    assert_eq!(hw + hl, ha);
+    assert_eq!(seen.stats.records, seen.written + hw, "the buffers' record count");
+    assert_eq!(seen.stats.lost.total(), seen.lost + hl, "the buffers' lost count");
+    assert_eq!(seen.read, seen.written + hw, "every record written is read once");
+    assert!(
+        ha as f64 / seen.secs > 20_000.0,
+        "the handlers ran at 20 kHz or more ({ha} in {:.2} s)",
+        seen.secs
+    );
+    assert!(seen.placed > seen.read / 10, "records were placement-checked");
+    seen.attempted += ha;
+    seen.written += hw;
+    seen.lost += hl;
+    seen
+}
+
+fn reps() -> usize {
+    std::env::var("RINGTRACE_STORM_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10)
+}
+
+#[test]
+fn rseq_per_cpu_buffers_under_migration_storm_and_signals() {
+    if !ringbuf::rseq::available() {
+        panic!("rseq is not registered here: glibc 2.35+ on Linux 4.18+ registers it (unless GLIBC_TUNABLES=glibc.pthread.rseq=0)");
+    }
+    let (mut aborts, mut moves) = (0, 0);
+    for _ in 0..reps() {
+        let s = run::<Rseq>(Duration::from_millis(400));
+        aborts += s.stats.rseq_aborts;
+        moves += s.stats.rseq_moves;
+    }
+    assert!(aborts > 0, "the kernel aborted critical sections (signals, preemption)");
+    assert!(moves > 0, "writers found themselves on another CPU than their buffer's");
+}
+
+#[test]
+fn atomic_per_cpu_buffers_under_migration_storm_and_signals() {
+    for _ in 0..reps() {
+        let s = run::<Atomics>(Duration::from_millis(400));
+        assert_eq!(s.stats.rseq_aborts + s.stats.rseq_moves, 0);
+    }
+}
