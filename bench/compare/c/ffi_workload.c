@@ -1,6 +1,6 @@
 /* The C-API side of bench/compare's front-end table: EVENTS events with one
  * u64 field through RINGTRACE_EVENT into a discard session (4 x 1 MiB
- * sub-buffers per CPU) written to OUTDIR; prints the loop's wall time and
+ * sub-buffers per CPU, no context: as the Rust macro's row) written to OUTDIR; prints the loop's wall time and
  * the session's counts.
  * usage: ffi_workload EVENTS OUTDIR */
 #include <inttypes.h>
@@ -29,7 +29,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	n = strtoull(argv[1], NULL, 10);
-	snprintf(spec, sizeof spec, "%s,discard,per-cpu,subbuf=1m,count=4,cbench:*", argv[2]);
+	snprintf(spec, sizeof spec, "%s,discard,per-cpu,subbuf=1m,count=4,context=none,cbench:*", argv[2]);
 	s = ringtrace_session_create("compare-c", spec);
 	if (s == NULL) {
 		fprintf(stderr, "ffi_workload: %s\n", ringtrace_last_error());

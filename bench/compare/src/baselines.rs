@@ -51,6 +51,7 @@ pub fn mutex_ring(payload: Payload, threads: usize, events: u64) -> Run {
         per_thread,
         lost: 0,
         bytes: None,
+        drained_ns: 0,
     }
 }
 
@@ -84,5 +85,6 @@ pub fn crossbeam(payload: Payload, threads: usize, events: u64) -> Run {
         per_thread,
         lost: lost.load(Relaxed),
         bytes: None,
+        drained_ns: 0,
     }
 }

@@ -50,6 +50,9 @@ pub struct Run {
     pub lost: u64,
     /// Bytes of trace written (stream files and metadata), if any.
     pub bytes: Option<u64>,
+    /// ringtrace discard runs: session start to a complete trace on disk
+    /// (`stop` returned), ns; 0 elsewhere.
+    pub drained_ns: u64,
 }
 
 /// A cell: the median of its runs.
@@ -98,6 +101,18 @@ impl Cell {
     /// Median events lost.
     pub fn lost(&self) -> f64 {
         median(self.runs.iter().map(|r| r.lost as f64).collect())
+    }
+
+    /// Median over runs of the consumer's drain rate, MB/s (trace bytes
+    /// over start..stop returned), where measured.
+    pub fn drain_mb_s(&self) -> Option<f64> {
+        let v: Vec<f64> = self
+            .runs
+            .iter()
+            .filter(|r| r.drained_ns > 0)
+            .filter_map(|r| Some(r.bytes? as f64 / r.drained_ns as f64 * 1e3))
+            .collect();
+        (!v.is_empty()).then(|| median(v))
     }
 
     /// Median trace bytes per event written.

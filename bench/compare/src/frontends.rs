@@ -93,6 +93,7 @@ fn finish(s: Session, elapsed_ns: u64, n: u64) -> Result<Run, String> {
         per_thread: n,
         lost: st.lost(),
         bytes: Some(st.bytes_written()),
+        drained_ns: 0,
     })
 }
 
@@ -140,6 +141,7 @@ fn fmt_layer(n: u64, dir: &Path) -> Result<Run, String> {
         per_thread: n,
         lost: 0,
         bytes,
+        drained_ns: 0,
     })
 }
 
@@ -167,6 +169,7 @@ fn c_api(bin: &Path, n: u64, dir: &Path) -> Result<Run, String> {
         per_thread: n,
         lost: field("lost=")?,
         bytes: Some(field("bytes=")?),
+        drained_ns: 0,
     })
 }
 
@@ -178,6 +181,7 @@ pub fn table(
     n: u64,
     runs: usize,
     scratch: &Path,
+    ratios: &mut Vec<String>,
 ) -> Result<Vec<serde_json::Value>, String> {
     let dir = scratch.join("frontends");
     let mut samples: Vec<Vec<Run>> = vec![Vec::new(); ROWS.len()];
@@ -205,6 +209,18 @@ pub fn table(
         }
     }
     eprintln!();
+    // Paired: run k of the C API against run k of the macro, which ran
+    // just before it.
+    let mut paired: Vec<f64> = samples[1]
+        .iter()
+        .zip(&samples[0])
+        .map(|(c, r)| c.elapsed_ns as f64 / r.elapsed_ns as f64)
+        .collect();
+    paired.sort_by(f64::total_cmp);
+    ratios.push(format!(
+        "ratio c-api/rust (1 thread, discard, u64): {:.2}",
+        paired[paired.len() / 2]
+    ));
     let median = |v: &mut Vec<Run>| {
         v.sort_by_key(|r| r.elapsed_ns);
         v[v.len() / 2]

@@ -271,6 +271,7 @@ pub fn run(
         per_thread: events / threads as u64,
         lost,
         bytes: (mode == Mode::Discard).then(|| stream_bytes(&dir)),
+        drained_ns: 0,
     })
 }
 

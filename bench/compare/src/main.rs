@@ -56,11 +56,16 @@ struct Args {
     /// the reader on them).
     #[arg(long)]
     keep_traces: bool,
+    /// Only the cells the ratio lines need: u64, discard, 1 and 2 threads
+    /// (with --tables tracers,frontends: a few minutes).
+    #[arg(long)]
+    focus: bool,
 }
 
-const TRACERS: [&str; 5] = [
+const TRACERS: [&str; 6] = [
     "lttng-ust",
     "ringtrace per-cpu",
+    "ringtrace per-cpu-rseq",
     "ringtrace per-thread",
     "mutex ring",
     "crossbeam channel",
@@ -81,10 +86,11 @@ fn measure(
 ) -> Result<Run, String> {
     settle(scratch);
     let (tracer, ctx) = contexts::split(tracer);
+    if let Some(bufs) = ours::Bufs::of(tracer) {
+        return ours::run(bufs, p, m, t, n, rate, scratch, ctx);
+    }
     match tracer {
         "lttng-ust" => lttng::run(bin, p, m, t, n, rate, scratch, ctx),
-        "ringtrace per-cpu" => ours::run(false, p, m, t, n, rate, scratch, ctx),
-        "ringtrace per-thread" => ours::run(true, p, m, t, n, rate, scratch, ctx),
         "mutex ring" => Ok(baselines::mutex_ring(p, t, n)),
         _ => Ok(baselines::crossbeam(p, t, n)),
     }
@@ -128,22 +134,29 @@ fn run() -> Result<(), String> {
     let mut plan: Vec<(Payload, Mode, usize, Vec<&'static str>)> = Vec::new();
     for p in [Payload::U64, Payload::Str16]
         .into_iter()
-        .filter(|_| want("tracers"))
+        .filter(|p| want("tracers") && (!a.focus || *p == Payload::U64))
     {
         for m in [Mode::Discard, Mode::Flight] {
             for t in [1, 2] {
-                plan.push((p, m, t, TRACERS.to_vec()));
+                if !a.focus || m == Mode::Discard {
+                    plan.push((p, m, t, TRACERS.to_vec()));
+                }
             }
         }
-        plan.push((p, Mode::Dormant, 1, vec!["lttng-ust", "ringtrace per-cpu"]));
-    }
-    if !a.quick && want("tracers") {
-        // More threads than CPUs: behaviour under migration.
-        for t in [4, 8] {
-            plan.push((Payload::U64, Mode::Discard, t, TRACERS[..3].to_vec()));
+        if !a.focus {
+            plan.push((p, Mode::Dormant, 1, vec!["lttng-ust", "ringtrace per-cpu"]));
         }
     }
-    let contexts_group = want("contexts").then(|| contexts::TRACERS.to_vec());
+    if !a.quick && !a.focus && want("tracers") {
+        // More threads than CPUs: behaviour under migration.
+        for t in [4, 8] {
+            plan.push((Payload::U64, Mode::Discard, t, TRACERS[..4].to_vec()));
+        }
+    }
+    let contexts_group = (want("contexts") && !a.focus).then(|| contexts::TRACERS.to_vec());
+    // The page cache's write rate, beside which the consumer's drain rate
+    // is printed (measured now, between the builds and the cells).
+    let dd = want("tracers").then(|| dd_rate(&scratch));
     if let Some(t) = &contexts_group {
         plan.push((Payload::U64, Mode::Discard, 1, t.clone()));
     }
@@ -189,6 +202,7 @@ fn run() -> Result<(), String> {
         print_tables(&cells, n, runs);
     }
     let mut more = Vec::new();
+    let mut ratios = Vec::new();
     if want("frontends") {
         more.extend(frontends::table(
             &ffi_bin,
@@ -196,9 +210,10 @@ fn run() -> Result<(), String> {
             n.min(5_000_000),
             runs,
             &scratch,
+            &mut ratios,
         )?);
     }
-    if want("losses") {
+    if want("losses") && !a.focus {
         // Up to the rate LTTng-UST sustains here with 8 threads (about
         // 11.7 M/s in all), then unpaced (0).
         more.extend(losses::table(
@@ -210,19 +225,19 @@ fn run() -> Result<(), String> {
             &scratch,
         )?);
     }
-    if want("overhead") {
+    if want("overhead") && !a.focus {
         more.extend(overhead_table(
             &scratch,
             if a.quick { 200_000 } else { 2_000_000 },
         )?);
     }
-    if want("ring") {
+    if want("ring") && !a.focus {
         more.extend(ring::tables(
             if a.quick { 1_000_000 } else { 10_000_000 },
             if a.quick { 2.0 } else { 10.0 },
         )?);
     }
-    if want("reading") {
+    if want("reading") && !a.focus {
         more.extend(reading::table(
             &bin,
             n,
@@ -247,31 +262,60 @@ fn run() -> Result<(), String> {
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         println!("\n{} cells written to {}", v.len(), path.display());
     }
-    let find = |tr: &str| {
+    let find_t = |tr: &str, t: usize| {
         cells.iter().find(|c| {
-            c.tracer == tr && c.payload == Payload::U64 && c.mode == Mode::Discard && c.threads == 1
+            c.tracer == tr && c.payload == Payload::U64 && c.mode == Mode::Discard && c.threads == t
         })
     };
-    let (l, pc, pt) = (
+    let find = |tr: &str| find_t(tr, 1);
+    if let Some(dd) = dd {
+        drain_table(&cells, dd);
+    }
+    let (l, pc, pr, pt) = (
         find("lttng-ust"),
         find("ringtrace per-cpu"),
+        find("ringtrace per-cpu-rseq"),
         find("ringtrace per-thread"),
     );
-    if let (Some(l), Some(pc), Some(pt)) = (l, pc, pt) {
+    if let (Some(pr), Some(pt)) = (pr, pt) {
+        ratios.push(format!(
+            "ratio per-cpu-rseq/per-thread (1 thread, discard, u64): {:.2}",
+            // paired_ratio(reference) is reference/self, run by run.
+            pt.paired_ratio(pr)
+        ));
+    }
+    if let (Some(pr), Some(pr2)) = (pr, find_t("ringtrace per-cpu-rseq", 2)) {
+        ratios.push(format!(
+            "ratio per-cpu-rseq 2 threads/1 thread: {:.2}",
+            pr2.ns() / pr.ns()
+        ));
+    }
+    if let (Some(l), Some(pc), Some(pr), Some(pt)) = (l, pc, pr, pt) {
         println!();
         println!(
-            "paired ratios (median of run-by-run ratios), 1 thread, discard, u64: per-cpu {:.2}, per-thread {:.2}",
+            "paired ratios (median of run-by-run ratios), 1 thread, discard, u64: per-cpu {:.2}, per-cpu-rseq {:.2}, per-thread {:.2}",
             pc.paired_ratio(l),
+            pr.paired_ratio(l),
             pt.paired_ratio(l)
         );
-        println!(
+        ratios.push(format!(
             "ratio lttng-ust/ringtrace per-cpu (1 thread, discard, u64): {:.2}",
             l.ns() / pc.ns()
-        );
-        println!(
+        ));
+        ratios.push(format!(
+            "ratio lttng-ust/ringtrace per-cpu-rseq (1 thread, discard, u64): {:.2}",
+            l.ns() / pr.ns()
+        ));
+        ratios.push(format!(
             "ratio lttng-ust/ringtrace (1 thread, discard, u64): {:.2}",
-            l.ns() / pc.ns().min(pt.ns())
-        );
+            l.ns() / pc.ns().min(pr.ns()).min(pt.ns())
+        ));
+    }
+    if !ratios.is_empty() {
+        println!();
+        for r in &ratios {
+            println!("{r}");
+        }
     }
     if !ctx_cells.is_empty() {
         println!();
@@ -280,6 +324,60 @@ fn run() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `dd`'s rate writing 1 GiB of zeros into the page cache of the scratch
+/// file system (MB/s, as dd counts: 10^6 bytes), or `None` if dd failed.
+fn dd_rate(scratch: &std::path::Path) -> Option<f64> {
+    let f = scratch.join("dd.out");
+    let o = std::process::Command::new("dd")
+        .args(["if=/dev/zero", "bs=1M", "count=1024"])
+        .arg(format!("of={}", f.display()))
+        .output()
+        .ok()?;
+    let _ = std::fs::remove_file(&f);
+    settle(scratch);
+    // "1073741824 bytes (1.1 GB, 1.0 GiB) copied, 0.93 s, 1.2 GB/s"
+    let text = String::from_utf8_lossy(&o.stderr);
+    let line = text.lines().find(|l| l.contains(" copied, "))?;
+    let bytes: f64 = line.split_whitespace().next()?.parse().ok()?;
+    let secs: f64 = line
+        .split(" copied, ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(bytes / secs / 1e6)
+}
+
+/// The consumer's drain rate in the discard cells (trace bytes over the
+/// time from session start to a complete trace on disk), beside `dd`'s.
+fn drain_table(cells: &[Cell], dd: Option<f64>) {
+    println!(
+        "Consumer drain rate, u64, discard (MB/s: trace bytes / start..stop returned, median), page cache by dd: {}",
+        dd.map_or("-".into(), |r| format!("{r:.0} MB/s"))
+    );
+    println!(
+        "  {:<24} {:>8} {:>12} {:>12} {:>10}",
+        "tracer", "threads", "drain MB/s", "lost", "runs lossless"
+    );
+    for c in cells.iter().filter(|c| {
+        c.tracer.starts_with("ringtrace") && c.payload == Payload::U64 && c.mode == Mode::Discard
+    }) {
+        println!(
+            "  {:<24} {:>8} {:>12} {:>12.0} {:>10}",
+            c.tracer,
+            c.threads,
+            c.drain_mb_s().map_or("-".into(), |r| format!("{r:.0}")),
+            c.lost(),
+            format!(
+                "{}/{}",
+                c.runs.iter().filter(|r| r.lost == 0).count(),
+                c.runs.len()
+            )
+        );
+    }
 }
 
 fn print_tables(cells: &[Cell], n: u64, runs: usize) {

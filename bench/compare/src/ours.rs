@@ -73,11 +73,35 @@ fn emit_paced(n: u64, rate: u64) {
     }
 }
 
+/// Which buffers a ringtrace run records into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)]
+pub enum Bufs {
+    /// Per CPU, lock-prefixed atomics (forced).
+    PerCpu,
+    /// Per CPU, restartable sequences (forced).
+    PerCpuRseq,
+    /// Per thread.
+    PerThread,
+}
+
+impl Bufs {
+    /// The buffers of the tracer row named `name` (`ringtrace per-cpu`, …).
+    pub fn of(name: &str) -> Option<Bufs> {
+        match name {
+            "ringtrace per-cpu" => Some(Bufs::PerCpu),
+            "ringtrace per-cpu-rseq" => Some(Bufs::PerCpuRseq),
+            "ringtrace per-thread" => Some(Bufs::PerThread),
+            _ => None,
+        }
+    }
+}
+
 /// One ringtrace run at `rate` events per second per thread (0: as fast as
 /// it goes; u64 payload only when paced).
 #[allow(clippy::too_many_arguments)]
 pub fn run(
-    per_thread_buffers: bool,
+    bufs: Bufs,
     payload: Payload,
     mode: Mode,
     threads: usize,
@@ -94,6 +118,7 @@ pub fn run(
             per_thread,
             lost: 0,
             bytes: None,
+            drained_ns: 0,
         });
     }
     let dir = scratch.join("ringtrace");
@@ -107,21 +132,26 @@ pub fn run(
         } else {
             ringtrace::Contexts::NONE
         });
-    if per_thread_buffers {
-        ch = ch.per_thread();
-    }
+    ch = match bufs {
+        Bufs::PerThread => ch.per_thread(),
+        Bufs::PerCpu => ch.cpu_sync(ringtrace::CpuSync::Atomics),
+        Bufs::PerCpuRseq => ch.cpu_sync(ringtrace::CpuSync::Rseq),
+    };
     let mut b = Session::builder("compare").channel(ch).enable("cmpbench:*");
     b = match mode {
         Mode::Discard => b.output(&dir),
         _ => b.mode(ringtrace::Mode::FlightRecorder),
     };
     let s = b.create().map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
     s.start();
     let elapsed = run_threads(threads, per_thread, |n| match rate {
         0 => emit(payload, n),
         r => emit_paced(n, r),
     });
     s.stop().map_err(|e| e.to_string())?;
+    // Start to a complete trace on disk: what the consumer sustained.
+    let drained_ns = t0.elapsed().as_nanos() as u64;
     let st = s.stats();
     let bytes = (mode == Mode::Discard).then(|| dir_bytes(&dir));
     s.destroy().map_err(|e| e.to_string())?;
@@ -130,6 +160,7 @@ pub fn run(
         per_thread,
         lost: st.lost(),
         bytes,
+        drained_ns,
     })
 }
 

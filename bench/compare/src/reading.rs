@@ -77,7 +77,7 @@ pub fn table(
     )?;
     std::fs::rename(scratch.join("lttng"), keep.join("lttng")).map_err(|e| e.to_string())?;
     let ours = crate::ours::run(
-        true,
+        crate::ours::Bufs::PerThread,
         Payload::U64,
         Mode::Discard,
         1,

@@ -55,7 +55,9 @@ fn drain<C: Config>(ch: &ringbuf::Channel<C>) -> u64 {
 fn drain_any(ch: &AnyChannel) -> u64 {
     match ch {
         AnyChannel::DiscardCpu(c) => drain(c),
+        AnyChannel::DiscardCpuRseq(c) => drain(c),
         AnyChannel::DiscardThread(c) => drain(c),
+        AnyChannel::OverwriteCpuRseq(c) => drain(c),
         AnyChannel::OverwriteCpu(c) => drain(c),
         AnyChannel::OverwriteThread(c) => drain(c),
     }

@@ -85,8 +85,8 @@ pub(crate) struct WriterSide {
     clamps: Counter,
     /// Rseq buffers: critical sections the kernel aborted, and tries made
     /// from another CPU (see [`BufferStats::rseq_aborts`]).
-    rseq_aborts: Counter,
-    rseq_moves: Counter,
+    pub(crate) rseq_aborts: Counter,
+    pub(crate) rseq_moves: Counter,
 }
 
 /// The reader's counters, alone on their cache line.
@@ -413,18 +413,6 @@ impl<C: Config> Buffer<C> {
             }
         }
         self.reserve_slow(slot_size, (w, last, ts))
-    }
-
-    /// An rseq reservation that must choose its buffer again: counted by
-    /// cause, out of line.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn moved(&self, f: Fail) -> Lost {
-        match f {
-            Fail::Aborted => self.wr.rseq_aborts.add(Sync::Smp, 1),
-            _ => self.wr.rseq_moves.add(Sync::Smp, 1),
-        };
-        Lost::Migrated
     }
 
     /// `now` raised to `last`, counting the raise (a predicted-not-taken

@@ -103,6 +103,18 @@ impl<C: Config> Buffer<C> {
         Ok(self.slot(o.begin, o.end, o.ts))
     }
 
+    /// An rseq reservation that must choose its buffer again: counted by
+    /// cause, out of line.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn moved(&self, f: Fail) -> Lost {
+        match f {
+            Fail::Aborted => self.wr.rseq_aborts.add(Sync::Smp, 1),
+            _ => self.wr.rseq_moves.add(Sync::Smp, 1),
+        };
+        Lost::Migrated
+    }
+
     /// One try from (`w`, `last`, `ts`): where the record goes and which
     /// switch steps it takes; `Ok(None)` to retry; `Err` when the record
     /// cannot be recorded (counted, but for [`Lost::Empty`]). Every length

@@ -61,7 +61,7 @@ fn record<C: Config>(ch: &Channel<C>, writer: u32, w: usize, seq: u64) -> Result
     let mut slot = ch.reserve(64 + (seq % 5) as usize * 8)?;
     let c2 = cpu_now();
     let g2 = GEN[w].load(Acquire);
-    let tag = if g1 == g2 && g1 % 2 == 0 && c1 == c2 {
+    let tag = if g1 == g2 && g1.is_multiple_of(2) && c1 == c2 {
         c1
     } else {
         UNSTABLE
@@ -148,7 +148,10 @@ impl Timer {
             ev.sigev_signo = libc::SIGUSR2;
             ev.sigev_notify_thread_id = libc::gettid();
             let mut t: libc::timer_t = std::mem::zeroed();
-            assert_eq!(libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut t), 0);
+            assert_eq!(
+                libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut t),
+                0
+            );
             let ts = libc::timespec {
                 tv_sec: 0,
                 tv_nsec: period.as_nanos() as libc::c_long,
@@ -348,15 +351,30 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
     );
     assert_eq!(seen.written + seen.lost, seen.attempted);
     assert_eq!(hw + hl, ha);
-    assert_eq!(seen.stats.records, seen.written + hw, "the buffers' record count");
-    assert_eq!(seen.stats.lost.total(), seen.lost + hl, "the buffers' lost count");
-    assert_eq!(seen.read, seen.written + hw, "every record written is read once");
+    assert_eq!(
+        seen.stats.records,
+        seen.written + hw,
+        "the buffers' record count"
+    );
+    assert_eq!(
+        seen.stats.lost.total(),
+        seen.lost + hl,
+        "the buffers' lost count"
+    );
+    assert_eq!(
+        seen.read,
+        seen.written + hw,
+        "every record written is read once"
+    );
     assert!(
         ha as f64 / seen.secs > 20_000.0,
         "the handlers ran at 20 kHz or more ({ha} in {:.2} s)",
         seen.secs
     );
-    assert!(seen.placed > seen.read / 10, "records were placement-checked");
+    assert!(
+        seen.placed > seen.read / 10,
+        "records were placement-checked"
+    );
     seen.attempted += ha;
     seen.written += hw;
     seen.lost += hl;
@@ -381,8 +399,14 @@ fn rseq_per_cpu_buffers_under_migration_storm_and_signals() {
         aborts += s.stats.rseq_aborts;
         moves += s.stats.rseq_moves;
     }
-    assert!(aborts > 0, "the kernel aborted critical sections (signals, preemption)");
-    assert!(moves > 0, "writers found themselves on another CPU than their buffer's");
+    assert!(
+        aborts > 0,
+        "the kernel aborted critical sections (signals, preemption)"
+    );
+    assert!(
+        moves > 0,
+        "writers found themselves on another CPU than their buffer's"
+    );
 }
 
 #[test]

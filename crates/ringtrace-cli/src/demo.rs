@@ -37,6 +37,10 @@ pub struct Args {
     /// One buffer per CPU (the default).
     #[arg(long)]
     per_cpu: bool,
+    /// Per-CPU buffers: `rseq` (restartable sequences, no lock prefix),
+    /// `atomics` (lock-prefixed), or `auto`: rseq where glibc registered it.
+    #[arg(long, default_value = "auto", value_parser = ringtrace::CpuSync::parse)]
+    rseq: ringtrace::CpuSync,
     /// How many of the first events to print.
     #[arg(long, default_value_t = 20)]
     show: usize,
@@ -219,6 +223,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.per_thread {
         ch = ch.per_thread();
     }
+    ch = ch.cpu_sync(args.rseq);
     if args.mode == Mode::Discard {
         // Every buffer's events reach the files within a quarter second,
         // as a live session's (`ringtrace view --follow` while it runs).

@@ -40,6 +40,10 @@ pub struct Args {
     /// One buffer per CPU (the default).
     #[arg(long)]
     per_cpu: bool,
+    /// Per-CPU buffers: `rseq` (restartable sequences, no lock prefix),
+    /// `atomics` (lock-prefixed), or `auto`: rseq where glibc registered it.
+    #[arg(long, default_value = "auto", value_parser = ringtrace::CpuSync::parse)]
+    rseq: ringtrace::CpuSync,
     /// Sub-buffer size: bytes, or with a k or m suffix; a power of two from
     /// 4k (a page, as LTTng's minimum) to 1024m.
     #[arg(long, default_value = "256k", value_parser = parse_subbuf)]
@@ -318,6 +322,14 @@ fn session_spec(
             "per-cpu"
         }
         .into(),
+        format!(
+            "rseq={}",
+            match a.rseq {
+                ringtrace::CpuSync::Auto => "auto",
+                ringtrace::CpuSync::Rseq => "rseq",
+                ringtrace::CpuSync::Atomics => "atomics",
+            }
+        ),
         // Every process the program starts writes its own sub-trace.
         "per-process".into(),
         format!("subbuf={}", a.subbuf),

@@ -110,6 +110,12 @@ struct ringtrace_arg {
 /* Records an enabled event: `args` has one entry per field. */
 void ringtrace_emit(const struct ringtrace_event *event, const struct ringtrace_arg *args);
 
+/* Records an enabled event whose fields all have a fixed size, already
+ * serialized by the caller: `len` bytes at `payload`, each field
+ * little-endian in order (what RINGTRACE_EVENT does inline: the fast path).
+ * A length that does not match the event's fields records nothing. */
+void ringtrace_emit_packed(const struct ringtrace_event *event, const void *payload, size_t len);
+
 /* Registers the descriptors in [start, stop) (called by this header's
  * constructor; calling it again with the same descriptors does nothing). */
 void ringtrace_register_events(struct ringtrace_event *const *start,
@@ -221,9 +227,12 @@ static inline struct ringtrace_arg ringtrace__bytes(const void *p, size_t n) {
             RINGTRACE__NARG(__VA_ARGS__), (level), __FILE__, __LINE__};                       \
         RINGTRACE__LIST(ringtrace__event);                                                    \
         if (__builtin_expect(__atomic_load_n(&ringtrace__event.enabled, __ATOMIC_RELAXED), 0)) { \
+            static const unsigned char ringtrace__sizes[] = {                                 \
+                RINGTRACE__MAP(RINGTRACE__SIZE, __VA_ARGS__)};                                \
             const struct ringtrace_arg ringtrace__args[] = {                                  \
                 RINGTRACE__MAP(RINGTRACE__VALUE, __VA_ARGS__)};                               \
-            ringtrace_emit(&ringtrace__event, ringtrace__args);                               \
+            RINGTRACE__SEND(ringtrace__event, ringtrace__sizes, ringtrace__args,              \
+                            RINGTRACE__NARG(__VA_ARGS__));                                    \
         }                                                                                     \
     } while (0)
 
@@ -245,6 +254,54 @@ static inline struct ringtrace_arg ringtrace__bytes(const void *p, size_t n) {
 #define RINGTRACE__LIST(ev)                                                                   \
     static struct ringtrace_event *const ringtrace__entry                                     \
         __attribute__((section("ringtrace_events"), used, aligned(sizeof(void *)))) = &(ev)
+
+/* Bytes a field of `kind` takes in the payload; 0 for strings and byte
+ * sequences (variable length). */
+#define RINGTRACE__KSIZE(k)                                                                   \
+    ((k) == RINGTRACE_KIND_U8 || (k) == RINGTRACE_KIND_I8 || (k) == RINGTRACE_KIND_BOOL   ? 1 \
+     : (k) == RINGTRACE_KIND_U16 || (k) == RINGTRACE_KIND_I16                           ? 2 \
+     : (k) == RINGTRACE_KIND_U32 || (k) == RINGTRACE_KIND_I32 || (k) == RINGTRACE_KIND_F32 ? 4 \
+     : (k) == RINGTRACE_KIND_U64 || (k) == RINGTRACE_KIND_I64 || (k) == RINGTRACE_KIND_F64 ? 8 \
+                                                                                          : 0)
+#define RINGTRACE__SIZE_(kind, name, value) RINGTRACE__KSIZE(kind)
+#define RINGTRACE__SIZE(f) RINGTRACE__SIZE_ f
+
+/* The fast path: an event whose fields all have a fixed size is serialized
+ * here, in the caller (the sizes are constants, so the compiler unrolls
+ * the loop into plain stores), and handed over as bytes; any other goes
+ * field by field through ringtrace_emit. Little-endian targets only (the
+ * trace's byte order); others always take ringtrace_emit. */
+static inline int ringtrace__fixed(const unsigned char *sizes, unsigned n) {
+    unsigned i;
+    for (i = 0; i < n; i++)
+        if (sizes[i] == 0)
+            return 0;
+    return 1;
+}
+static inline size_t ringtrace__pack(unsigned char *out, const unsigned char *sizes,
+                                     const struct ringtrace_arg *args, unsigned n) {
+    size_t o = 0;
+    unsigned i;
+    for (i = 0; i < n; i++) {
+        memcpy(out + o, &args[i].bits, sizes[i]);
+        o += sizes[i];
+    }
+    return o;
+}
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define RINGTRACE__SEND(ev, sizes, args, n)                                                   \
+    do {                                                                                      \
+        if (ringtrace__fixed(sizes, n)) {                                                     \
+            unsigned char ringtrace__buf[8 * (n)];                                            \
+            ringtrace_emit_packed(&(ev), ringtrace__buf,                                      \
+                                  ringtrace__pack(ringtrace__buf, sizes, args, n));           \
+        } else {                                                                              \
+            ringtrace_emit(&(ev), args);                                                      \
+        }                                                                                     \
+    } while (0)
+#else
+#define RINGTRACE__SEND(ev, sizes, args, n) ringtrace_emit(&(ev), args)
+#endif
 
 #define RINGTRACE__FIELD_(kind, name, value) {#name, kind}
 #define RINGTRACE__FIELD(f) RINGTRACE__FIELD_ f

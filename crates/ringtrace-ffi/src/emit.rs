@@ -1,4 +1,6 @@
-//! `ringtrace_emit`: records an enabled C event. The field words are
+//! `ringtrace_emit_packed`: records an enabled C event whose fixed-size
+//! fields the header serialized inline (the fast path); `ringtrace_emit`:
+//! any other enabled C event. Its field words are
 //! serialized following the descriptor's static kinds, exactly as the Rust
 //! `event!` macro's values are (see `ringtrace::field`): little-endian
 //! integers and floats, one byte per bool, NUL-terminated strings, a u32
@@ -186,6 +188,108 @@ unsafe extern "C" fn emit_at(event: *const RtEvent, args: *const RtArg, ip: u64)
     desc.emit_at(len, ip, |out| unsafe {
         serialize(desc.fields, args, &lens, out)
     });
+}
+
+/// The payload length of `fields` when every one has a fixed size.
+fn packed_len(fields: &[FieldDesc]) -> Option<usize> {
+    fields.iter().try_fold(0usize, |n, f| match f.kind {
+        FieldKind::Str | FieldKind::Bytes => None,
+        k => Some(n + fixed_len(k)),
+    })
+}
+
+/// Records `event` with the payload the header serialized inline
+/// (`RINGTRACE_EVENT`'s fast path: fixed-size fields, little-endian, in
+/// order); the `ip` context is the caller's address, as for
+/// [`ringtrace_emit`].
+///
+/// # Safety
+/// `event` is a registered (or not yet registered) `struct ringtrace_event`;
+/// `payload` has `len` readable bytes.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn ringtrace_emit_packed(
+    event: *const RtEvent,
+    payload: *const u8,
+    len: usize,
+) {
+    // The return address as a fourth argument (rcx), as `ringtrace_emit`.
+    std::arch::naked_asm!("mov rcx, [rsp]", "jmp {}", sym emit_packed_at)
+}
+
+/// As above (AAPCS64: the return address is in x30, the fourth argument
+/// goes in x3).
+///
+/// # Safety
+/// As above.
+#[cfg(target_arch = "aarch64")]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn ringtrace_emit_packed(
+    event: *const RtEvent,
+    payload: *const u8,
+    len: usize,
+) {
+    std::arch::naked_asm!("mov x3, x30", "b {}", sym emit_packed_at)
+}
+
+/// Elsewhere: no caller's address.
+///
+/// # Safety
+/// As above.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ringtrace_emit_packed(
+    event: *const RtEvent,
+    payload: *const u8,
+    len: usize,
+) {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { emit_packed_at(event, payload, len, 0) }
+}
+
+/// `ringtrace_emit_packed`'s work, from the code at `ip`: a length other
+/// than the event's fixed payload (a header of another version, a caller
+/// that bypassed the macro) records nothing rather than a record the
+/// trace's metadata would misdescribe.
+///
+/// # Safety
+/// As `ringtrace_emit_packed`.
+unsafe extern "C" fn emit_packed_at(
+    event: *const RtEvent,
+    payload: *const u8,
+    len: usize,
+    ip: u64,
+) {
+    if event.is_null() || payload.is_null() {
+        return;
+    }
+    // SAFETY: as in `emit_at`.
+    let handle = unsafe { AtomicPtr::from_ptr(&raw const (*event).handle as *mut *mut c_void) }
+        .load(Acquire);
+    // SAFETY: null or a leaked `&'static EventDesc` (event.rs).
+    let Some(desc) = (unsafe { (handle as *const EventDesc).as_ref() }) else {
+        return;
+    };
+    if packed_len(desc.fields) != Some(len) {
+        return;
+    }
+    // SAFETY: `len` readable bytes (caller's contract).
+    let bytes = unsafe { std::slice::from_raw_parts(payload, len) };
+    desc.emit_at(len, ip, |out| copy_payload(out, bytes));
+}
+
+/// `out.copy_from_slice(b)`, with the common payload sizes as fixed-size
+/// copies (one or two moves) instead of a call to `memcpy`.
+#[inline(always)]
+fn copy_payload(out: &mut [u8], b: &[u8]) {
+    match (out.len(), b.len()) {
+        (8, 8) => out.copy_from_slice(&b[..8]),
+        (4, 4) => out.copy_from_slice(&b[..4]),
+        (16, 16) => out.copy_from_slice(&b[..16]),
+        _ => out.copy_from_slice(b),
+    }
 }
 
 #[cfg(test)]

@@ -18,10 +18,10 @@ use ctf::types::{EventClass, TraceDesc};
 use ringbuf::{Backing, ChannelAttr};
 
 use crate::control::config::{Buffers, ChannelConfig, Checked, CpuSync, Mode, Rule};
-use crate::record::client::Sharing;
 use crate::control::metadata::{self, MetadataFile};
 use crate::output;
 use crate::record::client::AnyChannel;
+use crate::record::client::Sharing;
 use crate::record::desc::EventDesc;
 use crate::record::tally::Tally;
 use crate::Error;

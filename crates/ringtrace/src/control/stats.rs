@@ -38,6 +38,13 @@ pub struct BufferStats {
     /// stepped back; on per-CPU buffers also a reading taken just before
     /// another thread's reservation, by design).
     pub clock_clamps: u64,
+    /// Per-CPU rseq buffers: reservations whose restartable sequence the
+    /// kernel aborted (preemption, migration or a signal inside it), tried
+    /// again.
+    pub rseq_aborts: u64,
+    /// Per-CPU rseq buffers: reservations that found the thread on another
+    /// CPU than the buffer's (it migrated after choosing), tried again there.
+    pub rseq_moves: u64,
 }
 
 impl BufferStats {
@@ -61,6 +68,8 @@ impl BufferStats {
             packets_written: written.0,
             bytes_written: written.1,
             clock_clamps: s.clock_clamps,
+            rseq_aborts: s.rseq_aborts,
+            rseq_moves: s.rseq_moves,
         }
     }
 
@@ -75,6 +84,10 @@ impl BufferStats {
 pub struct ChannelStats {
     /// Channel name.
     pub name: String,
+    /// Its buffers: `per-cpu rseq` (restartable sequences), `per-cpu
+    /// atomics` (lock-prefixed, where rseq is not registered or when
+    /// forced) or `per-thread`.
+    pub sharing: &'static str,
     /// Per-thread channels: records dropped because no buffer was free.
     pub lost_no_buffer: u64,
     /// Records committed, every buffer.
@@ -102,6 +115,8 @@ impl ChannelStats {
             t.bytes_written += b.bytes_written;
             t.stalled |= b.stalled;
             t.clock_clamps += b.clock_clamps;
+            t.rseq_aborts += b.rseq_aborts;
+            t.rseq_moves += b.rseq_moves;
         }
         t
     }
@@ -209,6 +224,22 @@ impl SessionStats {
                     c.name, "-", c.lost_no_buffer
                 );
             }
+            let t = c.total();
+            let _ = writeln!(
+                s,
+                "{:<12} {:>6} buffers: {}{}",
+                c.name,
+                "-",
+                c.sharing,
+                if c.sharing == "per-cpu rseq" {
+                    format!(
+                        " ({} aborted and {} moved reservations retried)",
+                        t.rseq_aborts, t.rseq_moves
+                    )
+                } else {
+                    String::new()
+                }
+            );
         }
         if self.forks_untraced > 0 {
             let _ = writeln!(

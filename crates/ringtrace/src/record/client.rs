@@ -8,9 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::Relaxed};
 
 use ctf::layout::{event_header_len, write_event_header, write_packet_begin, write_packet_end};
 use ctf::types::HeaderKind;
-use ringbuf::{
-    Alloc, Channel, ChannelAttr, Config, Mode, SubbufBegin, SubbufEnd, Sync,
-};
+use ringbuf::{Alloc, Channel, ChannelAttr, Config, Mode, SubbufBegin, SubbufEnd, Sync};
 use traceclock::TraceClock;
 
 use crate::record::context::{words, Contexts, Layout};

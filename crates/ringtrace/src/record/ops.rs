@@ -129,4 +129,3 @@ impl<C: Config> ChannelOps for Channel<C> {
         Channel::buffers(self).iter().all(|b| b.is_drained())
     }
 }
-
