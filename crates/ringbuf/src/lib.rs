@@ -14,6 +14,7 @@
 //!     frontend                Buffer: reserve's fast path, commit, delivery
 //!       file  backend  state  buffer files; memory and sub-buffer table; per-sub-buffer counters
 //!         counters  sync  config  cpu   equations; atomics; the client's interface; CPU number
+//!           rseq                  restartable sequences: glibc's area, the critical section
 //! ```
 //!
 //! A module imports only from the rows below it (or beside it, without a
@@ -74,8 +75,12 @@
 //!
 //! ## Synchronization
 //!
-//! Per-CPU and global buffers use SMP (lock-prefixed) atomics: threads
-//! migrate between reading the CPU number and the CAS. Their reservation is
+//! Global buffers, and per-CPU buffers where rseq is not registered, use SMP
+//! (lock-prefixed) atomics: threads migrate between reading the CPU number
+//! and the CAS. Per-CPU buffers with [`Sync::Rseq`] move `W` inside a
+//! restartable sequence on their CPU ([`rseq`]): plain stores, the kernel
+//! aborting the sequence on preemption, migration or signal; their commit
+//! counts stay lock-prefixed, since a thread may commit after migrating. Their reservation is
 //! a 16-byte CAS on (`W`, last timestamp); other targets than x86_64, loom
 //! and Miri emulate it under a spin lock. Per-thread buffers can
 //! use non-locked `cmpxchg`/`xadd` ([`Sync::Local`]), atomic against the
@@ -91,6 +96,7 @@
 //! |---|---|---|---|
 //! | reserve/commit/switch/deliver, reader swap and `put`, push in overwrite mode, counters near 2^64 | every interleaving of the models, with loom atomics | `tests/sequential.rs`, `tests/equations.rs`, the unit tests: undefined behaviour of the unsafe code (slots, store, table) on one thread | `tests/stress.rs`, `tests/stalled.rs` |
 //! | the 16-byte `lock cmpxchg16b` of SMP buffers (`sync::Head`) | no: loom and Miri run no inline assembly, the pair is emulated under a spin lock with the same semantics | no (emulated) | `tests/stress.rs::backward_clock_reads_keep_timestamps_ordered` (three writers on one SMP buffer with a clock up to 20 µs behind), `tests/signal.rs` |
+//! | the rseq critical section of per-CPU buffers (`Sync::Rseq`), the channel's retry after a move or abort, forced switches pinned to the CPU | no: loom and Miri run no inline assembly and have no rseq (rseq buffers are refused there); the commit-count and delivery protocol they share with SMP buffers is the one loom checks | no | `tests/rseq.rs`: two writers re-pinned every 100 µs, a 40 kHz timer signal whose handler records, exact counts, every record read once, placement on the CPU it ran on, aborts and moves counted (and the same for `Sync::Smp`); the tracer's `tests/rseq.rs`, the same through whole traces |
 //! | non-locked `cmpxchg`/`xadd` of per-thread buffers (`Sync::Local`) and the two-step (timestamp, then `W`) move | no: the plain atomics run instead | no (plain atomics) | `tests/signal.rs`: a handler recording into the interrupted thread's buffer, also with a clock going back (it failed 3 of 3 with the old one-step move) |
 //! | a thread's first per-thread buffer and thread exit (pthread key) | no | the pool logic runs, the key's destructor too | the tracer's `tests/thread_storm.rs`: first record inside a handler that interrupted `malloc`, 10,000 short-lived threads on a pool of 4 |
 //! | lengths into `reserve` over the whole `usize` range | — | — | `tests/bounds.rs` (property test) |
