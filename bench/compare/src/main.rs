@@ -56,8 +56,9 @@ struct Args {
     /// the reader on them).
     #[arg(long)]
     keep_traces: bool,
-    /// Only the cells the ratio lines need: u64, discard, 1 and 2 threads
-    /// (with --tables tracers,frontends: a few minutes).
+    /// Only the cells the ratio lines need: u64, discard, 1 and 2 threads,
+    /// and flight recorder for rseq and per-thread (with --tables
+    /// tracers,frontends: a few minutes).
     #[arg(long)]
     focus: bool,
 }
@@ -145,6 +146,16 @@ fn run() -> Result<(), String> {
         }
         if !a.focus {
             plan.push((p, Mode::Dormant, 1, vec!["lttng-ust", "ringtrace per-cpu"]));
+        } else {
+            // The write path's scaling without a consumer on the same CPUs.
+            for t in [1, 2] {
+                plan.push((
+                    p,
+                    Mode::Flight,
+                    t,
+                    vec!["ringtrace per-cpu-rseq", "ringtrace per-thread"],
+                ));
+            }
         }
     }
     if !a.quick && !a.focus && want("tracers") {
@@ -288,6 +299,20 @@ fn run() -> Result<(), String> {
         ratios.push(format!(
             "ratio per-cpu-rseq 2 threads/1 thread: {:.2}",
             pr2.ns() / pr.ns()
+        ));
+    }
+    let flight = |t: usize| {
+        cells.iter().find(|c| {
+            c.tracer == "ringtrace per-cpu-rseq"
+                && c.payload == Payload::U64
+                && c.mode == Mode::Flight
+                && c.threads == t
+        })
+    };
+    if let (Some(f1), Some(f2)) = (flight(1), flight(2)) {
+        ratios.push(format!(
+            "ratio per-cpu-rseq 2 threads/1 thread (flight recorder: no consumer on the CPUs): {:.2}",
+            f2.ns() / f1.ns()
         ));
     }
     if let (Some(l), Some(pc), Some(pr), Some(pt)) = (l, pc, pr, pt) {

@@ -107,71 +107,8 @@ fn nap(d: Duration) {
     std::thread::sleep(d);
 }
 
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed set is valid; the call fills it for this thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        assert_eq!(
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
-            0
-        );
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
-
-fn pin(tid: libc::pid_t, cpu: usize) {
-    // SAFETY: a valid set and size; `tid` is a live thread of this process.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
 /// Each writer's timer period: 40 kHz of signals per writer thread.
 const SIGNAL_EVERY: Duration = Duration::from_micros(25);
-
-/// A POSIX timer that sends SIGUSR2 to the calling thread periodically:
-/// the kernel delivers on time whatever the load (a signalling thread
-/// would compete for the CPUs with the writers).
-struct Timer(libc::timer_t);
-
-impl Timer {
-    fn every(period: Duration) -> Timer {
-        // SAFETY: a zeroed sigevent is valid; SIGEV_THREAD_ID targets this
-        // thread; the timer id is written by `timer_create`.
-        unsafe {
-            let mut ev: libc::sigevent = std::mem::zeroed();
-            ev.sigev_notify = libc::SIGEV_THREAD_ID;
-            ev.sigev_signo = libc::SIGUSR2;
-            ev.sigev_notify_thread_id = libc::gettid();
-            let mut t: libc::timer_t = std::mem::zeroed();
-            assert_eq!(
-                libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut t),
-                0
-            );
-            let ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: period.as_nanos() as libc::c_long,
-            };
-            let spec = libc::itimerspec {
-                it_interval: ts,
-                it_value: ts,
-            };
-            assert_eq!(libc::timer_settime(t, 0, &spec, std::ptr::null_mut()), 0);
-            Timer(t)
-        }
-    }
-}
-
-impl Drop for Timer {
-    fn drop(&mut self) {
-        // SAFETY: a timer created by `every`, deleted once.
-        unsafe { libc::timer_delete(self.0) };
-    }
-}
 
 /// What one run saw.
 #[derive(Debug, Default)]
@@ -191,7 +128,7 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
     for c in [&H_ATTEMPTED, &H_WRITTEN, &H_LOST] {
         c.store(0, Relaxed);
     }
-    let cpus = allowed_cpus();
+    let cpus = storm::allowed_cpus();
     let attr = ChannelAttr {
         subbuf_size: 16 << 10,
         num_subbuf: 8,
@@ -263,9 +200,8 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
                 let (ch, tx) = (&ch, tx.clone());
                 sc.spawn(move || {
                     WRITER.with(|c| c.set(w));
-                    // SAFETY: no preconditions.
-                    tx.send(unsafe { libc::gettid() }).unwrap();
-                    let timer = Timer::every(SIGNAL_EVERY);
+                    tx.send(storm::gettid()).unwrap();
+                    let timer = storm::Timer::every(libc::SIGUSR2, SIGNAL_EVERY);
                     let (mut attempted, mut written, mut lost) = (0u64, 0u64, 0u64);
                     while start.elapsed() < run_for {
                         for _ in 0..256 {
@@ -288,14 +224,14 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
             .collect();
         let ids: Vec<libc::pid_t> = (0..WRITERS).map(|_| rx.recv().unwrap()).collect();
         let storm_ids = ids.clone();
-        let storm = sc.spawn(move || {
+        let repinner = sc.spawn(move || {
             let ids = storm_ids;
             let mut n = 0u64;
             let mut k = 0usize;
             while !done.load(Acquire) {
                 for (w, &tid) in ids.iter().enumerate() {
                     GEN[w].fetch_add(1, AcqRel);
-                    pin(tid, cpus[(k + w) % cpus.len()]);
+                    storm::pin(tid, cpus[(k + w) % cpus.len()]);
                     GEN[w].fetch_add(1, AcqRel);
                     n += 1;
                 }
@@ -309,7 +245,7 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
         }
         std::thread::sleep(Duration::from_millis(20));
         done.store(true, Release);
-        seen.repins = storm.join().unwrap();
+        seen.repins = repinner.join().unwrap();
         for h in writers {
             let (a, w, l) = h.join().unwrap();
             seen.attempted += a;

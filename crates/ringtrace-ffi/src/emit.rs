@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicPtr, Ordering::Acquire};
 
 use rt::{EventDesc, FieldDesc, FieldKind};
 
-use crate::event::{RtArg, RtEvent, MAX_FIELDS};
+use crate::event::{Registered, RtArg, RtEvent, MAX_FIELDS};
 
 /// What a NULL string records.
 const NULL_STR: &[u8] = b"(null)";
@@ -167,7 +167,8 @@ unsafe extern "C" fn emit_at(event: *const RtEvent, args: *const RtArg, ip: u64)
     // written by registration (release store of a `'static` EventDesc).
     let handle = unsafe { AtomicPtr::from_ptr(&raw const (*event).handle as *mut *mut c_void) }
         .load(Acquire);
-    // SAFETY: null or a leaked `&'static EventDesc` (event.rs).
+    // SAFETY: null or a leaked `&'static Registered` (event.rs), whose
+    // first field (`repr(C)`) is the `EventDesc`.
     let Some(desc) = (unsafe { (handle as *const EventDesc).as_ref() }) else {
         return;
     };
@@ -188,14 +189,6 @@ unsafe extern "C" fn emit_at(event: *const RtEvent, args: *const RtArg, ip: u64)
     desc.emit_at(len, ip, |out| unsafe {
         serialize(desc.fields, args, &lens, out)
     });
-}
-
-/// The payload length of `fields` when every one has a fixed size.
-fn packed_len(fields: &[FieldDesc]) -> Option<usize> {
-    fields.iter().try_fold(0usize, |n, f| match f.kind {
-        FieldKind::Str | FieldKind::Bytes => None,
-        k => Some(n + fixed_len(k)),
-    })
 }
 
 /// Records `event` with the payload the header serialized inline
@@ -268,13 +261,14 @@ unsafe extern "C" fn emit_packed_at(
     // SAFETY: as in `emit_at`.
     let handle = unsafe { AtomicPtr::from_ptr(&raw const (*event).handle as *mut *mut c_void) }
         .load(Acquire);
-    // SAFETY: null or a leaked `&'static EventDesc` (event.rs).
-    let Some(desc) = (unsafe { (handle as *const EventDesc).as_ref() }) else {
+    // SAFETY: null or a leaked `&'static Registered` (event.rs).
+    let Some(reg) = (unsafe { (handle as *const Registered).as_ref() }) else {
         return;
     };
-    if packed_len(desc.fields) != Some(len) {
+    if reg.packed != Some(len) {
         return;
     }
+    let desc = &reg.desc;
     // SAFETY: `len` readable bytes (caller's contract).
     let bytes = unsafe { std::slice::from_raw_parts(payload, len) };
     desc.emit_at(len, ip, |out| copy_payload(out, bytes));
@@ -379,6 +373,37 @@ mod tests {
             assert_eq!(decode(&f.kind.ctf_type(), &out, &mut off).unwrap(), e);
         }
         assert_eq!(off, len, "the payload is exactly what the decoder reads");
+    }
+
+    /// The fast path's length: the sum of fixed sizes, none with a string
+    /// or byte sequence; the header's RINGTRACE__KSIZE gives the same.
+    #[test]
+    fn packed_length_is_the_fixed_payload() {
+        let f = |kinds: &[FieldKind]| -> Vec<FieldDesc> {
+            kinds
+                .iter()
+                .map(|&kind| FieldDesc { name: "f", kind })
+                .collect()
+        };
+        use crate::event::packed_len;
+        assert_eq!(packed_len(&f(&[])), Some(0));
+        assert_eq!(
+            packed_len(&f(&[
+                FieldKind::Unsigned(8),
+                FieldKind::Signed(16),
+                FieldKind::Unsigned(32),
+                FieldKind::F32,
+                FieldKind::Signed(64),
+                FieldKind::F64,
+                FieldKind::Bool,
+            ])),
+            Some(1 + 2 + 4 + 4 + 8 + 8 + 1)
+        );
+        assert_eq!(
+            packed_len(&f(&[FieldKind::Unsigned(64), FieldKind::Str])),
+            None
+        );
+        assert_eq!(packed_len(&f(&[FieldKind::Bytes])), None);
     }
 
     /// A string that changed length between measuring and writing (a race

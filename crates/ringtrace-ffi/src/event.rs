@@ -149,6 +149,28 @@ unsafe fn describe(ev: &RtEvent) -> Result<EventDesc, String> {
 /// Descriptors already seen (registered or refused), by address.
 static SEEN: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
 
+/// What a registered C descriptor's `handle` points to: the library's
+/// descriptor first (so the handle is also a `*const EventDesc`), then the
+/// fixed payload length the fast path checks against.
+#[repr(C)]
+pub(crate) struct Registered {
+    pub(crate) desc: EventDesc,
+    /// The payload length when every field has a fixed size (what
+    /// `ringtrace_emit_packed` must be given), else `None`.
+    pub(crate) packed: Option<usize>,
+}
+
+/// The payload length of `fields` when every one has a fixed size.
+pub(crate) fn packed_len(fields: &[FieldDesc]) -> Option<usize> {
+    fields.iter().try_fold(0usize, |n, f| match f.kind {
+        FieldKind::Unsigned(b) | FieldKind::Signed(b) => Some(n + b as usize / 8),
+        FieldKind::F32 => Some(n + 4),
+        FieldKind::F64 => Some(n + 8),
+        FieldKind::Bool => Some(n + 1),
+        FieldKind::Str | FieldKind::Bytes => None,
+    })
+}
+
 /// Registers every descriptor of `[start, stop)` not registered yet. A
 /// descriptor that cannot be read is reported on stderr (with its file and
 /// line) and stays dormant for ever.
@@ -182,7 +204,11 @@ pub unsafe extern "C" fn ringtrace_register_events(
         // SAFETY: static strings and fields (caller's contract).
         match unsafe { describe(&ev) } {
             Ok(desc) => {
-                let desc: &'static EventDesc = Box::leak(Box::new(desc));
+                let reg: &'static Registered = Box::leak(Box::new(Registered {
+                    packed: packed_len(desc.fields),
+                    desc,
+                }));
+                let desc = &reg.desc;
                 // SAFETY: `enabled` is a byte of a static C object that C
                 // code only reads with relaxed atomic loads.
                 let flag: &'static AtomicU8 = unsafe { AtomicU8::from_ptr(&raw mut (*p).enabled) };
@@ -191,7 +217,7 @@ pub unsafe extern "C" fn ringtrace_register_events(
                 // `ringtrace_emit` reads it with an acquire load.
                 let handle =
                     unsafe { AtomicPtr::from_ptr(&raw mut (*p).handle as *mut *mut c_void) };
-                handle.store(desc as *const EventDesc as *mut c_void, Release);
+                handle.store(reg as *const Registered as *mut c_void, Release);
                 new.push(desc);
             }
             Err(e) => {

@@ -6,19 +6,23 @@
 //! (`session.rs`) and the per-thread last error (`error.rs`).
 //!
 //! Must never: panic across the C boundary, allocate or lock in
-//! `ringtrace_emit`, or read a C descriptor of another layout version.
+//! `ringtrace_emit` or `ringtrace_emit_packed`, or read a C descriptor of
+//! another layout version.
 //!
 //! ```text
-//!   RINGTRACE_EVENT(…) ─► enabled byte (mirror of the EventDesc flag) ─► ringtrace_emit
-//!        │ constructor                                                     │ field words + static kinds
+//!   RINGTRACE_EVENT(…) ─► enabled byte (mirror of the EventDesc flag)
+//!        │                  ├─► all fields fixed-size: packed inline by the header ─► ringtrace_emit_packed
+//!        │ constructor      └─► otherwise: field words + static kinds ─► ringtrace_emit
 //!        ▼                                                                 ▼
-//!   ringtrace_register_events ─► EventDesc (leaked, 'static) ─► ringtrace::register_all / EventDesc::emit
-//! ```//!
+//!   ringtrace_register_events ─► Registered { EventDesc, packed length } (leaked, 'static)
+//!                                  ─► ringtrace::register_all / EventDesc::emit
+//! ```
+//!
 //! Module map (each imports only those below it):
 //!
 //! ```text
 //!   session (ringtrace_session_*) ─► error (last error), event
-//!   emit (ringtrace_emit) ─► event (descriptor layout, registration)
+//!   emit (ringtrace_emit, ringtrace_emit_packed) ─► event (descriptor layout, registration)
 //! ```
 #![warn(missing_docs)]
 
@@ -27,7 +31,7 @@ mod error;
 mod event;
 mod session;
 
-pub use emit::ringtrace_emit;
+pub use emit::{ringtrace_emit, ringtrace_emit_packed};
 pub use error::ringtrace_last_error;
 pub use event::{ringtrace_register_events, RtArg, RtEvent, RtField, ABI};
 pub use session::{

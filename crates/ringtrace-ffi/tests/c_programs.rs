@@ -373,6 +373,97 @@ int main(void) {
     assert_eq!(seen, [10, 10]);
 }
 
+/// The header's fast path (every field of fixed size: serialized in the
+/// caller, `ringtrace_emit_packed`) and the general one (a string among
+/// them: `ringtrace_emit`) give byte-exact values; a packed payload whose
+/// length does not match the event's fields records nothing.
+#[test]
+fn c_fixed_size_events_take_the_packed_path_byte_exact() {
+    let Some(cc) = tool("gcc") else {
+        return;
+    };
+    let dir = scratch("c-packed");
+    let exe = build_inline(
+        cc,
+        &dir,
+        "packed",
+        r#"#include <ringtrace.h>
+#include <stdint.h>
+static void wrong(void) {
+    static struct ringtrace_event ev = {0, {0, 0, 0}, RINGTRACE_ABI, 0, "pk", "wrong",
+        0, 0, RINGTRACE_LEVEL_INFO, __FILE__, __LINE__};
+    RINGTRACE__LIST(ev);
+    unsigned char b[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    ringtrace_emit_packed(&ev, b, 8); /* the event has no field: refused */
+    ringtrace_emit_packed(&ev, b, 0); /* the right length: recorded */
+}
+int main(void) {
+    for (int i = 0; i < 100; i++) {
+        RINGTRACE_EVENT(pk, fixed, RT_U8(a, 200 + (i & 7)), RT_I16(b, -i), RT_U64(c, 0xfedcba9876543210ull + i),
+                        RT_F64(d, i * 0.5), RT_BOOL(e, i & 1), RT_I32(f, -70000 - i));
+        RINGTRACE_EVENT(pk, mixed, RT_U32(a, i), RT_STR(s, "héllo"), RT_I64(c, -(int64_t)i));
+        wrong();
+    }
+    return 0;
+}
+"#,
+    );
+    let trace = dir.join("trace");
+    run(
+        &exe,
+        &[],
+        Some(format!("{},context=none,pk:*", trace.display())),
+    );
+    use ctf::value::Value;
+    let t = ctf::read::Trace::open(&trace).unwrap();
+    let (mut fixed, mut mixed, mut wrong) = (0i64, 0i64, 0);
+    for item in ctf::merge::Merger::new(&t) {
+        let (_, item) = item.unwrap();
+        let ctf::read::Item::Event(e) = item else {
+            panic!("lost events: {item:?}");
+        };
+        match t.desc.events[e.class].name.as_str() {
+            "pk:fixed" => {
+                let i = fixed;
+                assert_eq!(
+                    e.values,
+                    vec![
+                        Value::Uint(200 + (i as u64 & 7)),
+                        Value::Int(-i),
+                        Value::Uint(0xfedcba9876543210 + i as u64),
+                        Value::F64(i as f64 * 0.5),
+                        Value::Bool(i & 1 == 1),
+                        Value::Int(-70000 - i),
+                    ]
+                );
+                fixed += 1;
+            }
+            "pk:mixed" => {
+                let i = mixed;
+                assert_eq!(
+                    e.values,
+                    vec![
+                        Value::Uint(i as u64),
+                        Value::Str("héllo".into()),
+                        Value::Int(-i)
+                    ]
+                );
+                mixed += 1;
+            }
+            "pk:wrong" => {
+                assert!(e.values.is_empty());
+                wrong += 1;
+            }
+            other => panic!("unexpected event {other}"),
+        }
+    }
+    assert_eq!(
+        (fixed, mixed, wrong),
+        (100, 100, 100),
+        "pk:wrong only from the call with the right length"
+    );
+}
+
 #[test]
 fn untraced_c_program_records_nothing() {
     let Some(cc) = tool("gcc") else {

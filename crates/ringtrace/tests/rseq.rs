@@ -141,59 +141,14 @@ extern "C" fn on_signal(_: libc::c_int) {
     }
 }
 
-/// A POSIX timer sending SIGUSR1 to the calling thread periodically.
-struct Timer(libc::timer_t);
-
-impl Timer {
-    fn every(period: Duration) -> Timer {
-        // SAFETY: a zeroed sigevent is valid; SIGEV_THREAD_ID targets this
-        // thread; the timer id is written by `timer_create`.
-        unsafe {
-            let mut ev: libc::sigevent = std::mem::zeroed();
-            ev.sigev_notify = libc::SIGEV_THREAD_ID;
-            ev.sigev_signo = libc::SIGUSR1;
-            ev.sigev_notify_thread_id = libc::gettid();
-            let mut t: libc::timer_t = std::mem::zeroed();
-            assert_eq!(
-                libc::timer_create(libc::CLOCK_MONOTONIC, &mut ev, &mut t),
-                0
-            );
-            let ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: period.as_nanos() as libc::c_long,
-            };
-            let spec = libc::itimerspec {
-                it_interval: ts,
-                it_value: ts,
-            };
-            assert_eq!(libc::timer_settime(t, 0, &spec, std::ptr::null_mut()), 0);
-            Timer(t)
-        }
-    }
-}
-
-impl Drop for Timer {
-    fn drop(&mut self) {
-        // SAFETY: a timer created by `every`, deleted once.
-        unsafe { libc::timer_delete(self.0) };
-    }
-}
-
-fn storm(sync: CpuSync) {
+fn run_storm(sync: CpuSync) {
     let dir = tmpdir(&format!("rseq-storm-{sync:?}"));
     let s = session(&format!("storm-{sync:?}"), sync, Some(&dir)).unwrap();
     on_sigusr1(on_signal);
     HANDLED.store(0, Relaxed);
     ARMED.store(true, Relaxed);
     s.start();
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: a zeroed set, filled for this thread.
-        .filter(|&c| unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
-            libc::CPU_ISSET(c, &set)
-        })
-        .collect();
+    let cpus = storm::allowed_cpus();
     let done = AtomicBool::new(false);
     let started = Instant::now();
     let attempted = std::thread::scope(|sc| {
@@ -204,9 +159,8 @@ fn storm(sync: CpuSync) {
                 let done = &done;
                 sc.spawn(move || {
                     WRITER.with(|c| c.set(w));
-                    // SAFETY: no preconditions.
-                    tx.send(unsafe { libc::gettid() }).unwrap();
-                    let timer = Timer::every(Duration::from_micros(25));
+                    tx.send(storm::gettid()).unwrap();
+                    let timer = storm::Timer::every(libc::SIGUSR1, Duration::from_micros(25));
                     let mut seq = 0u64;
                     while !done.load(Relaxed) {
                         tick(w, seq, false);
@@ -228,12 +182,7 @@ fn storm(sync: CpuSync) {
         while start.elapsed() < Duration::from_millis(600) {
             for (w, &tid) in ids.iter().enumerate() {
                 GEN[w].fetch_add(1, AcqRel);
-                // SAFETY: a valid set for a live thread of this process.
-                unsafe {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    libc::CPU_SET(cpus[(k + w) % cpus.len()], &mut set);
-                    libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set);
-                }
+                storm::pin(tid, cpus[(k + w) % cpus.len()]);
                 GEN[w].fetch_add(1, AcqRel);
             }
             k += 1;
@@ -301,6 +250,6 @@ fn storm(sync: CpuSync) {
 
 #[test]
 fn a_trace_under_a_migration_storm_with_signals_is_exact() {
-    storm(CpuSync::Rseq);
-    storm(CpuSync::Atomics);
+    run_storm(CpuSync::Rseq);
+    run_storm(CpuSync::Atomics);
 }
