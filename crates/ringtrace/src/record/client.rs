@@ -208,7 +208,12 @@ impl<P: Payload> Payload for WithContexts<'_, P> {
 /// counted by the buffer. One match on the channel's layout chooses a
 /// record path compiled for it (no context: the record as it was before
 /// contexts existed).
-#[inline(always)]
+// Inlined whole into the probe in optimized builds (the speed of the
+// write path); in debug builds left as calls: unoptimized code gives every
+// inlined local its own stack slot, and the six channel kinds × five
+// context layouts inlined at each event made one test function's frame
+// 3.6 MB (a stack overflow on a 2 MiB thread).
+#[cfg_attr(not(debug_assertions), inline(always))]
 fn record_in<const O: bool, const T: bool, const R: bool, P: Payload>(
     ch: &Channel<Client<O, T, R>>,
     now: u64,
@@ -249,7 +254,7 @@ fn record_in<const O: bool, const T: bool, const R: bool, P: Payload>(
 }
 
 /// The header, then `len` bytes that `write` fills.
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 fn record_body<C: Config, P: Payload>(
     ch: &Channel<C>,
     now: u64,
@@ -421,7 +426,7 @@ impl AnyChannel {
 
     /// [`AnyChannel::record`] with the clock read by the caller (`now`, a
     /// reading of [`super::clock::clock`] at any time before the call).
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn record_payload<P: Payload>(
         &self,
         now: u64,
