@@ -9,7 +9,9 @@
 //! valgrind --tool=callgrind target/release/examples/event_loop per-thread 1000000 flight
 //! ```
 //!
-//! Arguments: `per-cpu|per-thread`, the number of events, `flight`
+//! Arguments: `per-cpu|per-thread` (`per-cpu` is rseq where glibc
+//! registered it; `per-cpu-rseq` and `per-cpu-atomics` force either), the
+//! number of events, `flight`
 //! (flight recorder, the default) or `discard` (to `$TMPDIR/event-loop-trace`,
 //! replaced), `u64` (the default) or `str16` for the payload, and the
 //! contexts every event carries (`none`, the default, as in the earlier
@@ -20,9 +22,11 @@ use ringtrace::{event, ChannelConfig, Mode, Session};
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize, default: &str| args.get(i).cloned().unwrap_or(default.to_string());
-    let per_thread = match arg(0, "per-thread").as_str() {
-        "per-thread" => true,
-        "per-cpu" => false,
+    let (per_thread, sync) = match arg(0, "per-thread").as_str() {
+        "per-thread" => (true, ringtrace::CpuSync::Auto),
+        "per-cpu" => (false, ringtrace::CpuSync::Auto),
+        "per-cpu-rseq" => (false, ringtrace::CpuSync::Rseq),
+        "per-cpu-atomics" => (false, ringtrace::CpuSync::Atomics),
         other => usage(&format!("buffers: {other}")),
     };
     let n: u64 = arg(1, "10000000")
@@ -42,7 +46,8 @@ fn main() {
         ringtrace::Contexts::parse(&arg(4, "none")).unwrap_or_else(|e| usage(&e.to_string()));
     let mut ch = ChannelConfig::new("loop")
         .subbufs(1 << 20, 4)
-        .contexts(contexts);
+        .contexts(contexts)
+        .cpu_sync(sync);
     if per_thread {
         ch = ch.per_thread();
     }
@@ -80,6 +85,6 @@ fn main() {
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("event_loop: {why}\nusage: event_loop [per-cpu|per-thread] [N] [flight|discard] [u64|str16] [none|default|all|<names>]");
+    eprintln!("event_loop: {why}\nusage: event_loop [per-cpu|per-cpu-rseq|per-cpu-atomics|per-thread] [N] [flight|discard] [u64|str16] [none|default|all|<names>]");
     std::process::exit(2)
 }
