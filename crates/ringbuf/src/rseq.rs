@@ -31,6 +31,18 @@
 
 /// What one run of the critical section did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// Where rseq is unavailable (loom, Miri, other targets) the stub only ever
+// says `Moved`.
+#[cfg_attr(
+    not(all(
+        target_os = "linux",
+        target_env = "gnu",
+        target_arch = "x86_64",
+        not(miri),
+        not(loom)
+    )),
+    allow(dead_code)
+)]
 pub(crate) enum Outcome {
     /// Both words compared equal and were stored.
     Stored,
