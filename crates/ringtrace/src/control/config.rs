@@ -37,7 +37,8 @@ impl std::str::FromStr for Mode {
 /// How a channel's buffers map to threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Buffers {
-    /// One buffer per possible CPU, SMP atomics.
+    /// One buffer per possible CPU: restartable sequences where glibc
+    /// registered them, else lock-prefixed atomics ([`CpuSync`]).
     PerCpu,
     /// One buffer per thread (from a pool), non-locked atomics: the fastest.
     PerThread,
