@@ -24,6 +24,9 @@ const SWITCHING: u64 = 3;
 
 static NEXT_CHANNEL_ID: StdAtomicU64 = StdAtomicU64::new(1);
 
+/// Reservations an rseq channel tries before it counts the record lost.
+const RSEQ_TRIES: usize = 1000;
+
 /// Channels a thread can hold per-thread buffers in at once.
 const THREAD_SLOTS: usize = 16;
 
@@ -203,7 +206,8 @@ impl<C: Config> Channel<C> {
     }
 
     /// Records dropped because a per-thread pool had no free buffer (or, rseq
-    /// channels, because the writing thread had no rseq area).
+    /// channels, because the writing thread had no rseq area, or failed
+    /// `RSEQ_TRIES` times in a row).
     pub fn lost_no_buffer(&self) -> u64 {
         self.lost_no_buffer.load(Relaxed)
     }
@@ -274,7 +278,11 @@ impl<C: Config> Channel<C> {
         now: u64,
         mut f: F,
     ) -> Result<Slot<'_, C>, Lost> {
-        loop {
+        // Each retry follows a migration, preemption or signal inside a few
+        // instructions: a thread that keeps failing (an area the kernel does
+        // not maintain, say) gives up and counts its record lost rather
+        // than spin in the program.
+        for _ in 0..RSEQ_TRIES {
             let cpu = match crate::rseq::area().map(crate::rseq::cpu_id) {
                 Some(c) if c >= 0 => c as usize,
                 _ => return self.no_rseq(),
@@ -289,6 +297,7 @@ impl<C: Config> Channel<C> {
                 r => return r,
             }
         }
+        self.no_rseq()
     }
 
     #[cold]

@@ -80,9 +80,9 @@
 //! and the CAS. Per-CPU buffers with [`Sync::Rseq`] move `W` inside a
 //! restartable sequence on their CPU ([`rseq`]): plain stores, the kernel
 //! aborting the sequence on preemption, migration or signal; their commit
-//! counts stay lock-prefixed, since a thread may commit after migrating. Their reservation is
-//! a 16-byte CAS on (`W`, last timestamp); other targets than x86_64, loom
-//! and Miri emulate it under a spin lock. Per-thread buffers can
+//! counts stay lock-prefixed, since a thread may commit after migrating.
+//! SMP buffers reserve with a 16-byte CAS on (`W`, last timestamp); other
+//! targets than x86_64, loom and Miri emulate it under a spin lock. Per-thread buffers can
 //! use non-locked `cmpxchg`/`xadd` ([`Sync::Local`]), atomic against the
 //! thread's own signal handlers, which play the part of interrupts here.
 //! Orderings: record bytes are published by the AcqRel add to `CC` and the

@@ -282,12 +282,16 @@ impl<C: Config> Buffer<C> {
         let Some(_pin) = crate::rseq::Pin::to(self.id as usize) else {
             return false;
         };
-        // Pinned: only an abort (preemption, a signal) can fail a try now.
-        loop {
+        // Pinned: only an abort (preemption, a signal) can fail a try now;
+        // bounded all the same (a thread whose area the kernel does not
+        // maintain would fail forever): the switch is then left to the
+        // next timer, or to the quiescent flush at stop.
+        for _ in 0..1000 {
             if let Ok(closed) = self.try_flush(false) {
                 return closed;
             }
         }
+        false
     }
 
     /// Forced switch while no writer can be inside a reservation (the
