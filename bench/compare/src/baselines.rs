@@ -52,6 +52,7 @@ pub fn mutex_ring(payload: Payload, threads: usize, events: u64) -> Run {
         lost: 0,
         bytes: None,
         drained_ns: 0,
+        consumer_ns: 0,
     }
 }
 
@@ -86,5 +87,6 @@ pub fn crossbeam(payload: Payload, threads: usize, events: u64) -> Run {
         lost: lost.load(Relaxed),
         bytes: None,
         drained_ns: 0,
+        consumer_ns: 0,
     }
 }

@@ -53,6 +53,8 @@ pub struct Run {
     /// ringtrace discard runs: session start to a complete trace on disk
     /// (`stop` returned), ns; 0 elsewhere.
     pub drained_ns: u64,
+    /// ringtrace runs: CPU time of the consumer thread over the run, ns.
+    pub consumer_ns: u64,
 }
 
 /// A cell: the median of its runs.
@@ -111,6 +113,17 @@ impl Cell {
             .iter()
             .filter(|r| r.drained_ns > 0)
             .filter_map(|r| Some(r.bytes? as f64 / r.drained_ns as f64 * 1e3))
+            .collect();
+        (!v.is_empty()).then(|| median(v))
+    }
+
+    /// Median over runs of the consumer thread's CPU time, ms.
+    pub fn consumer_ms(&self) -> Option<f64> {
+        let v: Vec<f64> = self
+            .runs
+            .iter()
+            .filter(|r| r.consumer_ns > 0)
+            .map(|r| r.consumer_ns as f64 / 1e6)
             .collect();
         (!v.is_empty()).then(|| median(v))
     }

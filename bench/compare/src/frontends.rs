@@ -94,6 +94,7 @@ fn finish(s: Session, elapsed_ns: u64, n: u64) -> Result<Run, String> {
         lost: st.lost(),
         bytes: Some(st.bytes_written()),
         drained_ns: 0,
+        consumer_ns: 0,
     })
 }
 
@@ -142,6 +143,7 @@ fn fmt_layer(n: u64, dir: &Path) -> Result<Run, String> {
         lost: 0,
         bytes,
         drained_ns: 0,
+        consumer_ns: 0,
     })
 }
 
@@ -170,6 +172,7 @@ fn c_api(bin: &Path, n: u64, dir: &Path) -> Result<Run, String> {
         lost: field("lost=")?,
         bytes: Some(field("bytes=")?),
         drained_ns: 0,
+        consumer_ns: 0,
     })
 }
 

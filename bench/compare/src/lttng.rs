@@ -272,6 +272,7 @@ pub fn run(
         lost,
         bytes: (mode == Mode::Discard).then(|| stream_bytes(&dir)),
         drained_ns: 0,
+        consumer_ns: 0,
     })
 }
 

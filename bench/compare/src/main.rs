@@ -391,14 +391,23 @@ fn drain_table(cells: &[Cell], dd: Option<f64>) {
         dd.map_or("-".into(), |r| format!("{r:.0} MB/s"))
     );
     println!(
-        "  {:<24} {:>8} {:>12} {:>12} {:>10}",
-        "tracer", "threads", "drain MB/s", "lost", "runs lossless"
+        "  {:<24} {:>8} {:>12} {:>12} {:>14} {:>14}",
+        "tracer", "threads", "drain MB/s", "lost", "runs lossless", "consumer CPU"
     );
     for c in cells.iter().filter(|c| {
         c.tracer.starts_with("ringtrace") && c.payload == Payload::U64 && c.mode == Mode::Discard
     }) {
+        // The consumer's CPU time over the run, and the rate it copies at
+        // while it runs (trace bytes per consumer CPU second).
+        let cpu = match (c.consumer_ms(), c.bytes_per_event()) {
+            (Some(ms), Some(b)) => format!(
+                "{ms:.0} ms {:.1} GB/s",
+                b * c.runs[0].per_thread as f64 * c.threads as f64 / (ms * 1e6)
+            ),
+            _ => "-".into(),
+        };
         println!(
-            "  {:<24} {:>8} {:>12} {:>12.0} {:>10}",
+            "  {:<24} {:>8} {:>12} {:>12.0} {:>14} {:>14}",
             c.tracer,
             c.threads,
             c.drain_mb_s().map_or("-".into(), |r| format!("{r:.0}")),
@@ -407,7 +416,8 @@ fn drain_table(cells: &[Cell], dd: Option<f64>) {
                 "{}/{}",
                 c.runs.iter().filter(|r| r.lost == 0).count(),
                 c.runs.len()
-            )
+            ),
+            cpu
         );
     }
 }

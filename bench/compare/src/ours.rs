@@ -46,6 +46,22 @@ pub fn run_threads(threads: usize, per_thread: u64, f: impl Fn(u64) + Sync) -> u
     })
 }
 
+/// CPU time the process's consumer thread (`ringtrace-cons`) has used so
+/// far, ns (`/proc/self/task/*/schedstat`: time on CPU).
+pub fn consumer_cpu_ns() -> u64 {
+    let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    rd.flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.trim_end() == "ringtrace-cons")
+        })
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
 fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .map(|rd| {
@@ -119,6 +135,7 @@ pub fn run(
             lost: 0,
             bytes: None,
             drained_ns: 0,
+            consumer_ns: 0,
         });
     }
     let dir = scratch.join("ringtrace");
@@ -143,6 +160,7 @@ pub fn run(
         _ => b.mode(ringtrace::Mode::FlightRecorder),
     };
     let s = b.create().map_err(|e| e.to_string())?;
+    let cpu0 = consumer_cpu_ns();
     let t0 = Instant::now();
     s.start();
     let elapsed = run_threads(threads, per_thread, |n| match rate {
@@ -152,6 +170,7 @@ pub fn run(
     s.stop().map_err(|e| e.to_string())?;
     // Start to a complete trace on disk: what the consumer sustained.
     let drained_ns = t0.elapsed().as_nanos() as u64;
+    let consumer_ns = consumer_cpu_ns().saturating_sub(cpu0);
     let st = s.stats();
     let bytes = (mode == Mode::Discard).then(|| dir_bytes(&dir));
     s.destroy().map_err(|e| e.to_string())?;
@@ -161,6 +180,7 @@ pub fn run(
         lost: st.lost(),
         bytes,
         drained_ns,
+        consumer_ns,
     })
 }
 
