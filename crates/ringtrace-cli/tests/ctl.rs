@@ -155,8 +155,9 @@ fn other_users_are_refused() {
     while !sock.exists() {
         assert!(
             t.elapsed() < Duration::from_secs(20),
-            "no socket {}",
-            sock.display()
+            "no socket {}; the process: {}",
+            sock.display(),
+            process_state(pid)
         );
         std::thread::sleep(Duration::from_millis(50));
     }

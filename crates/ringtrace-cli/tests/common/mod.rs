@@ -136,10 +136,42 @@ pub fn wait_for_socket(pid: u32, list_env: &[(&str, &str)]) {
         }
         assert!(
             t.elapsed() < Duration::from_secs(20),
-            "process {pid} never listed"
+            "process {pid} never listed; `ctl list` said {:?} {:?}; the process: {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+            process_state(pid)
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// What a process is doing, for a failure message: each thread's name,
+/// state and kernel wait channel (a hang shows where), or that it is gone.
+pub fn process_state(pid: u32) -> String {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return "gone".into();
+    };
+    tasks
+        .flatten()
+        .map(|t| {
+            let read = |f: &str| {
+                std::fs::read_to_string(t.path().join(f))
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string()
+            };
+            let stat = read("stat");
+            // The state letter follows the parenthesized name.
+            let state = stat.rsplit(") ").next().and_then(|r| r.split(' ').next());
+            format!(
+                "{} {} {}",
+                read("comm"),
+                state.unwrap_or("?"),
+                read("wchan")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Whether `tool` is on the PATH; under the test command (`CI` or
