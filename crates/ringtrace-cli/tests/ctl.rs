@@ -282,7 +282,8 @@ fn slow_clients_do_not_block_control() {
     assert!(o.ok, "{}", o.stderr);
 }
 
-/// The consumer thread runs at the nice value asked for (the default
+/// The consumer thread runs at the nice value asked for, in SCHED_FIFO 1
+/// where allowed unless `RINGTRACE_CONSUMER_RT=off` (the default
 /// -10 where the process may raise its priority, as root may; a higher
 /// value anyone may take), shown by `stats`; `off` keeps the program's.
 #[test]
@@ -297,15 +298,37 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
         )
     };
     let off = format!("nice {own}");
-    for (asked, want) in [
-        (None, root.then_some("nice -10")),
-        (Some("7"), (own <= 7).then_some("nice 7")),
-        (Some("off"), Some(off.as_str())),
+    // (variable, value, the nice value wanted, whether SCHED_FIFO is).
+    for (var, asked, want, fifo) in [
+        (
+            "RINGTRACE_CONSUMER_NICE",
+            None,
+            root.then_some("nice -10"),
+            root,
+        ),
+        (
+            "RINGTRACE_CONSUMER_NICE",
+            Some("7"),
+            (own <= 7).then_some("nice 7"),
+            root,
+        ),
+        (
+            "RINGTRACE_CONSUMER_NICE",
+            Some("off"),
+            Some(off.as_str()),
+            root,
+        ),
+        (
+            "RINGTRACE_CONSUMER_RT",
+            Some("off"),
+            root.then_some("nice -10"),
+            false,
+        ),
     ] {
-        let d = tmp(&format!("nice-{}", asked.unwrap_or("default")));
+        let d = tmp(&format!("nice-{var}-{}", asked.unwrap_or("default")));
         let mut cmd = demo_command(&exe, &d, &[]);
         if let Some(v) = asked {
-            cmd.env("RINGTRACE_CONSUMER_NICE", v);
+            cmd.env(var, v);
         }
         let child = cmd.spawn().unwrap();
         let pid = child.id();
@@ -321,6 +344,24 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
         if let Some(w) = want {
             assert!(line.ends_with(w), "{asked:?}: {line}");
         }
+        assert_eq!(
+            line.contains("SCHED_FIFO 1"),
+            fifo,
+            "{var}={asked:?}: {line}"
+        );
+        // The thread itself, as the kernel has it.
+        let consumer = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .flatten()
+            .find(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.trim_end() == "ringtrace-cons")
+            })
+            .expect("a consumer thread");
+        let tid: libc::pid_t = consumer.file_name().to_str().unwrap().parse().unwrap();
+        // SAFETY: a thread id of a live child; no memory is passed.
+        let policy = unsafe { libc::sched_getscheduler(tid) };
+        assert_eq!(policy == libc::SCHED_FIFO, fifo, "policy {policy}");
         drop(traced);
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -225,6 +225,7 @@ impl Recording {
             forks_untraced: st.forks_untraced.load(Relaxed),
             relay: sink.relay.as_ref().map(|r| r.stats()),
             consumer_nice: consumer::nice(),
+            consumer_fifo: consumer::fifo(),
             channels: st
                 .channels
                 .iter()

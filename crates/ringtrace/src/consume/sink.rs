@@ -29,12 +29,14 @@ const MIN_READ_PERIOD: Duration = Duration::from_micros(500);
 /// still while writers dropped, so the bytes understate the rate (they may
 /// be 0, which would otherwise read as idle); read again as soon as allowed.
 ///
-/// Idle (nothing written), the period grows by a quarter per look from the
-/// last one, up to the read timer: writers that start soon after the
-/// session did, or after a short pause, find the consumer still looking
-/// often (it looked every 0.5 ms right after start and jumped to the read
-/// timer at the first idle look, so a writer starting a few ms later at
-/// 720 MB/s filled 4 × 1 MiB before the next look: 1 run in 5 lost events).
+/// The period shortens at once but grows by at most a quarter per look:
+/// a window in which the writers wrote little (they had not started yet,
+/// or were off the CPU for a moment) does not send the consumer to sleep
+/// for the whole read timer while they resume at full speed. Measured in
+/// bench/compare (per-look debug output): a look whose window saw the
+/// writers stalled planned 5 ms, and the 2 writers, back at 545 MB/s each,
+/// overran 4 × 1 MiB before it; and the look right after `start` jumped
+/// to the read timer before the writer threads had run.
 fn read_period(
     bytes: u64,
     lost: u64,
@@ -48,12 +50,14 @@ fn read_period(
     if lost > 0 || elapsed < MIN_READ_PERIOD {
         return MIN_READ_PERIOD;
     }
-    if bytes == 0 {
-        return (prev + prev / 4).clamp(MIN_READ_PERIOD, read_timer.max(MIN_READ_PERIOD));
-    }
-    let fill_ns = (capacity / 4) as u128 * elapsed.as_nanos().max(1) / bytes as u128;
-    Duration::from_nanos(fill_ns.min(u64::MAX as u128) as u64)
-        .clamp(MIN_READ_PERIOD, read_timer.max(MIN_READ_PERIOD))
+    let longest = read_timer.max(MIN_READ_PERIOD);
+    let by_rate = if bytes == 0 {
+        longest
+    } else {
+        let fill_ns = (capacity / 4) as u128 * elapsed.as_nanos().max(1) / bytes as u128;
+        Duration::from_nanos(fill_ns.min(u64::MAX as u128) as u64)
+    };
+    by_rate.min(prev + prev / 4).clamp(MIN_READ_PERIOD, longest)
 }
 
 #[cfg(test)]
@@ -71,6 +75,19 @@ mod tests {
             Duration::from_micros(625)
         );
         assert_eq!(read_period(0, 0, ms(4), 4 << 20, ms(5), ms(4)), ms(5));
+        // A slow window after fast ones: a quarter longer, not the read
+        // timer (1 KiB in 1.3 ms would say 5 ms).
+        assert_eq!(
+            read_period(
+                1024,
+                0,
+                Duration::from_micros(1300),
+                4 << 20,
+                ms(5),
+                Duration::from_micros(1340)
+            ),
+            Duration::from_micros(1675)
+        );
         // 4 MiB buffer, 1 MiB written in 5 ms: a quarter buffer in 5 ms.
         assert_eq!(
             read_period(1 << 20, 0, ms(5), 4 << 20, ms(20), ms(5)),

@@ -154,6 +154,10 @@ pub struct SessionStats {
     /// The nice value of the process's consumer thread, once it runs
     /// (`RINGTRACE_CONSUMER_NICE`; -10 when the process may raise it).
     pub consumer_nice: Option<i32>,
+    /// Whether the consumer thread runs in the real-time `SCHED_FIFO`
+    /// class (priority 1; where the process may, unless
+    /// `RINGTRACE_CONSUMER_RT=off`).
+    pub consumer_fifo: bool,
 }
 
 impl SessionStats {
@@ -251,7 +255,12 @@ impl SessionStats {
             );
         }
         if let Some(n) = self.consumer_nice {
-            let _ = writeln!(s, "consumer thread: nice {n}");
+            let class = if self.consumer_fifo {
+                "SCHED_FIFO 1, "
+            } else {
+                ""
+            };
+            let _ = writeln!(s, "consumer thread: {class}nice {n}");
         }
         if let Some(r) = &self.relay {
             let _ =
