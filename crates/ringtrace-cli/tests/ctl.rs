@@ -283,7 +283,7 @@ fn slow_clients_do_not_block_control() {
 }
 
 /// The consumer thread runs at the nice value asked for, in SCHED_FIFO 1
-/// where allowed unless `RINGTRACE_CONSUMER_RT=off` (the default
+/// with `RINGTRACE_CONSUMER_RT=fifo` where allowed (the default
 /// -10 where the process may raise its priority, as root may; a higher
 /// value anyone may take), shown by `stats`; `off` keeps the program's.
 #[test]
@@ -304,25 +304,25 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
             "RINGTRACE_CONSUMER_NICE",
             None,
             root.then_some("nice -10"),
-            root,
+            false,
         ),
         (
             "RINGTRACE_CONSUMER_NICE",
             Some("7"),
             (own <= 7).then_some("nice 7"),
-            root,
+            false,
         ),
         (
             "RINGTRACE_CONSUMER_NICE",
             Some("off"),
             Some(off.as_str()),
-            root,
+            false,
         ),
         (
             "RINGTRACE_CONSUMER_RT",
-            Some("off"),
+            Some("fifo"),
             root.then_some("nice -10"),
-            false,
+            root,
         ),
     ] {
         let d = tmp(&format!("nice-{var}-{}", asked.unwrap_or("default")));

@@ -122,7 +122,8 @@ pub(crate) fn nice() -> Option<i32> {
 }
 
 /// Whether the consumer thread runs in the `SCHED_FIFO` class (priority
-/// 1, the lowest real-time one), once it started.
+/// 1, the lowest real-time one; `RINGTRACE_CONSUMER_RT=fifo`), once it
+/// started.
 static FIFO: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Whether the consumer thread runs `SCHED_FIFO`.
@@ -134,18 +135,17 @@ pub(crate) fn fifo() -> bool {
 /// `RLIMIT_NICE` that permits it, else the thread keeps the program's (no
 /// message: the statistics show the nice value it got).
 ///
-/// Then, where allowed (`CAP_SYS_NICE` or `RLIMIT_RTPRIO` ≥ 1), the
-/// lowest real-time class, `SCHED_FIFO` 1: at nice -10 the thread still
-/// waited up to 3.5 ms on the run queue after its timer fired while two
-/// writers kept both CPUs of the CI machine busy (schedstat's run delay,
-/// measured per look in bench/compare), long enough for a writer at
-/// 720 MB/s to fill 4 × 1 MiB; in `SCHED_FIFO` it runs when it wakes (the
-/// run delay over a whole bench/compare run went from 56 ms to 0.6 ms).
-/// Its work is bounded by the trace's rate and it sleeps between looks,
-/// so it cannot monopolize a CPU beyond what the trace asks (and the
-/// kernel keeps 5 % for other classes). A program whose own real-time
-/// threads must not share priority 1 with it sets
-/// `RINGTRACE_CONSUMER_RT=off`.
+/// With `RINGTRACE_CONSUMER_RT=fifo`, where allowed (`CAP_SYS_NICE` or
+/// `RLIMIT_RTPRIO` ≥ 1), also the lowest real-time class, `SCHED_FIFO` 1.
+/// Measured on the 2-vCPU CI machine kind (bench/compare, per-look
+/// schedstat): at nice -10 the thread sometimes waited 3-4 ms on the run
+/// queue after its timer fired while writers kept both CPUs busy (1 run
+/// in 30 of the 1-thread discard rows lost events); in `SCHED_FIFO` it
+/// runs when it wakes (run delay over a whole bench run 56 ms → 0.6 ms,
+/// no loss in 60 runs), but a waking real-time thread preempts whatever
+/// runs on its CPU rather than move to an idle one, so one writer got
+/// 5-25 % slower. Not the default, then: a tracer put into someone
+/// else's program takes no real-time class unasked.
 fn raise_priority() {
     let asked = match crate::sys::env::var("RINGTRACE_CONSUMER_NICE") {
         None => Some(CONSUMER_NICE),
@@ -170,7 +170,7 @@ fn raise_priority() {
         }
     }
     let rt = crate::sys::env::var("RINGTRACE_CONSUMER_RT");
-    if rt.as_deref().and_then(|v| v.to_str()).map(str::trim) == Some("off") {
+    if rt.as_deref().and_then(|v| v.to_str()).map(str::trim) != Some("fifo") {
         return;
     }
     let p = libc::sched_param { sched_priority: 1 };

@@ -155,8 +155,8 @@ pub struct SessionStats {
     /// (`RINGTRACE_CONSUMER_NICE`; -10 when the process may raise it).
     pub consumer_nice: Option<i32>,
     /// Whether the consumer thread runs in the real-time `SCHED_FIFO`
-    /// class (priority 1; where the process may, unless
-    /// `RINGTRACE_CONSUMER_RT=off`).
+    /// class (priority 1: `RINGTRACE_CONSUMER_RT=fifo`, where the process
+    /// may).
     pub consumer_fifo: bool,
 }
 
