@@ -36,11 +36,12 @@ pub(crate) trait ChannelOps: std::marker::Sync + Send {
     ///
     /// Precondition (not a memory-safety one, the buffer's counters stay
     /// atomic): no writer is inside a record — the session is stopped and a
-    /// grace period has passed — or per-thread buffers might miscount.
+    /// grace period has passed — or per-thread buffers might miscount and
+    /// rseq buffers overlap a record with the switch.
     fn flush_quiescent(&self) -> usize;
     /// Walks every complete packet of buffer `i` without consuming,
     /// oldest first (after a forced switch when `switch` is set and the
-    /// buffer is an SMP one: another thread never switches a live
+    /// buffer is an SMP or rseq one: another thread never switches a live
     /// per-thread buffer).
     fn snapshot(&self, i: usize, switch: bool, sink: &mut dyn PacketSink) -> usize;
     /// Counters of buffer `i`.
