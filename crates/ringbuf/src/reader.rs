@@ -107,6 +107,15 @@ impl<'a, C: Config> Reader<'a, C> {
         self.buf.poll()
     }
 
+    /// Bytes the writers are ahead of the read count: how far behind the
+    /// reader is (the buffer's size when it is full). Reads the write
+    /// count, the writers' cache line: once per sub-buffer, not per poll.
+    pub fn fill(&self) -> u64 {
+        let buf = self.buf;
+        buf.geo
+            .fill(buf.wr.head.w.load(Acquire), buf.rd.r.load(Acquire))
+    }
+
     /// The sub-buffer at the read count, if it is ready; `None` otherwise
     /// ("again").
     pub fn get_subbuf(&mut self) -> Option<Subbuf<'_, 'a, C>> {
@@ -263,6 +272,20 @@ impl<C: Config> Subbuf<'_, '_, C> {
         // mode writers do not enter it before `put` advances the read count
         // (equation 1). Either way it is complete (equation 2).
         unsafe { self.reader.buf.subbuf(self.phys) }
+    }
+
+    /// The whole sub-buffer, writable: a consumer may finish the packet in
+    /// place before it writes it out (pad it to a block size for direct
+    /// I/O, say). Only through `&mut self`: a snapshot's walk lends its
+    /// sub-buffers shared, so what it reads stays as the writers left it.
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        let s = self.reader.buf.geo.subbuf_size() as usize;
+        // SAFETY: as for `data`: the sub-buffer was swapped out of the ring
+        // (overwrite mode) or lies behind the read count that writers wait
+        // for (discard mode), so no writer reaches it until `put` or drop;
+        // the reader is unique (`Buffer::reader`) and this `Subbuf` borrows
+        // it mutably, so no other slice of these bytes lives.
+        unsafe { self.reader.buf.subbuf_mut(self.phys, s) }
     }
 
     /// Where [`Subbuf::data`] starts in the buffer's backing file (memfd or

@@ -103,6 +103,46 @@ fn discard_fills_then_drops_exactly() {
     assert_eq!((st.produced, st.consumed), (4, 4));
 }
 
+/// The reader's fill (how far it is behind) and its writable view of a
+/// taken sub-buffer: what it writes stays in that sub-buffer (a consumer
+/// padding a packet in place), and the writers' records around it are
+/// untouched; in overwrite mode too, where the sub-buffer was swapped out.
+#[test]
+fn reader_fill_and_writable_subbuf() {
+    fn check<C: ringbuf::Config + Default>() {
+        let w0 = near_wrap(256, 4, 1);
+        let b = Buffer::new(Arc::new(C::default()), &attr(256, 4, w0), "x").unwrap();
+        for seq in 0..14 {
+            write(&b, 32, seq).unwrap();
+        }
+        let mut rd = b.reader().unwrap();
+        // Two sub-buffers of 6 records closed, the third holds 2.
+        assert_eq!(rd.fill(), 2 * 256 + HEADER as u64 + 2 * 32);
+        let mut sb = rd.get_subbuf().unwrap();
+        let content = sb.content().len();
+        assert_eq!(content, HEADER + 6 * 32);
+        sb.data_mut()[content..].fill(0xab);
+        assert!(sb.data()[content..].iter().all(|&x| x == 0xab));
+        assert_eq!(check_subbuf(sb.content(), sb.data()).len(), 6);
+        sb.put().unwrap();
+        assert_eq!(rd.fill(), 256 + HEADER as u64 + 2 * 32);
+        // Writers go on into the sub-buffer given back; the next one read
+        // is whole.
+        for seq in 14..20 {
+            write(&b, 32, seq).unwrap();
+        }
+        let sb = rd.get_subbuf().unwrap();
+        let recs = check_subbuf(sb.content(), sb.data());
+        assert_eq!(
+            recs.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            (6..12).collect::<Vec<_>>()
+        );
+        sb.put().unwrap();
+    }
+    check::<Discard>();
+    check::<Overwrite>();
+}
+
 #[test]
 fn lost_counts_reach_the_next_header() {
     let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();

@@ -41,6 +41,11 @@ pub struct Args {
     /// `atomics` (lock-prefixed), or `auto`: rseq where glibc registered it.
     #[arg(long, default_value = "auto", value_parser = ringtrace::CpuSync::parse)]
     rseq: ringtrace::CpuSync,
+    /// Stream files: `direct` (direct I/O where the file system takes it,
+    /// packets padded to 4 KiB; about a third of the consumer's CPU) or
+    /// `buffered` (through the page cache).
+    #[arg(long, default_value = "direct", value_parser = ringtrace::FileIo::parse)]
+    io: ringtrace::FileIo,
     /// How many of the first events to print.
     #[arg(long, default_value_t = 20)]
     show: usize,
@@ -231,6 +236,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut builder = Session::builder("demo")
         .output(&output)
+        .file_io(args.io)
         .mode(args.mode)
         .channel(ch)
         .enable("demo:*");

@@ -82,6 +82,7 @@ pub use control::registry::{
 };
 pub use control::stats::{BufferStats, ChannelStats, RelayStats, SessionStats};
 pub use output::relay::RelayUrl;
+pub use output::FileIo;
 pub use record::clock::clock;
 pub use record::context::{here, Contexts, ThreadIds};
 pub use record::desc::{all_events, EventDesc, FieldDesc, EVENTS};

@@ -10,7 +10,7 @@ mod common;
 use std::process::Command;
 
 use common::*;
-use ringtrace::{event, ChannelConfig, Error, Session};
+use ringtrace::{event, ChannelConfig, Error, FileIo, Session};
 
 /// A 256 KiB tmpfs mounted at a new directory named after `name`, unmounted
 /// when the guard drops; `None` (the test skipped, with a message) where
@@ -58,12 +58,27 @@ impl Drop for Unmount {
 
 #[test]
 fn a_full_disk_drops_counted_packets_and_keeps_the_trace_readable() {
-    let Some(mnt) = small_tmpfs("tmpfs") else {
+    full_disk(FileIo::Direct);
+}
+
+#[test]
+fn a_full_disk_written_through_the_page_cache_alike() {
+    full_disk(FileIo::Buffered);
+}
+
+/// The disk fills under stream files written with `io` (tmpfs takes
+/// direct I/O: its `ENOSPC` comes from a direct write then).
+fn full_disk(io: FileIo) {
+    // One at a time: both sessions would record both tests' events.
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mnt) = small_tmpfs(&format!("tmpfs-{}", io.name())) else {
         return;
     };
     let dir = mnt.0.join("trace");
     let s = Session::builder("full")
         .output(&dir)
+        .file_io(io)
         .channel(ChannelConfig::new("c").subbufs(16 * 1024, 4))
         .enable("diskfull:*")
         .create()
@@ -84,6 +99,11 @@ fn a_full_disk_drops_counted_packets_and_keeps_the_trace_readable() {
         N,
         "every event recorded or counted lost"
     );
+    if io == FileIo::Direct {
+        assert!(st.stream_files_direct > 0, "{}", st.table());
+    } else {
+        assert_eq!(st.stream_files_direct, 0, "{}", st.table());
+    }
     let err = st.output_error.clone().expect("the disk filled");
     assert!(err.contains("No space left on device"), "{err}");
     assert!(st.packets_dropped_by_output > 0);

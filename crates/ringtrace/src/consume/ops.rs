@@ -167,8 +167,8 @@ impl Recording {
             ci: usize,
         }
         impl crate::record::ops::PacketSink for ToRelay<'_> {
-            fn packet(&mut self, b: usize, bytes: &[u8], _: Option<(&std::fs::File, u64)>) {
-                self.snap.packet(self.ci, b, bytes);
+            fn packet(&mut self, b: usize, p: crate::record::ops::Packet<'_>) {
+                self.snap.packet(self.ci, b, p.bytes);
             }
         }
         for (ci, ch) in st.channels.iter().enumerate() {
@@ -226,6 +226,14 @@ impl Recording {
             relay: sink.relay.as_ref().map(|r| r.stats()),
             consumer_nice: consumer::nice(),
             consumer_fifo: consumer::fifo(),
+            stream_files: sink.files.iter().flatten().flatten().count(),
+            stream_files_direct: sink
+                .files
+                .iter()
+                .flatten()
+                .flatten()
+                .filter(|f| f.is_direct())
+                .count(),
             channels: st
                 .channels
                 .iter()

@@ -1,7 +1,8 @@
 //! The consumer side of a session: stream files, the switch and read
-//! timers, the copy of ready packets (`sendfile` from the memfd-backed
-//! buffers), the closing packet that carries the last losses, and the
-//! writer of snapshots.
+//! timers, the copy of ready packets (direct I/O from the sub-buffer, or
+//! `sendfile` from the memfd-backed buffers: `output/stream.rs`), the
+//! closing packet that carries the last losses, and the writer of
+//! snapshots.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
@@ -11,7 +12,7 @@ use super::Recording;
 use crate::control::config::Mode;
 use crate::control::state::{lock, ChannelState};
 use crate::output;
-use crate::record::ops::PacketSink;
+use crate::record::ops::{Packet, PacketSink};
 use crate::Error;
 
 /// Read period of flight-recorder channels.
@@ -121,7 +122,7 @@ mod tests {
 #[derive(Debug)]
 pub(crate) struct Sink {
     /// Per channel, per buffer: the stream file, once it has a packet.
-    pub(crate) files: Vec<Vec<Option<std::fs::File>>>,
+    pub(crate) files: Vec<Vec<Option<output::StreamFile>>>,
     /// Per channel: when the switch and read timers fire next.
     pub(crate) next_switch: Vec<Option<Instant>>,
     pub(crate) next_read: Vec<Instant>,
@@ -445,8 +446,19 @@ impl Recording {
                     continue;
                 };
                 let path = dir.join(format!("{}_{b}", ch.cfg.name));
-                let r = output::append_own(&path)
-                    .and_then(|mut f| std::io::Write::write_all(&mut f, &h));
+                let r = match &mut sink.files[ci][b] {
+                    // Padded as the others, so that a direct file stays so.
+                    Some(f) => {
+                        let mut p = h.to_vec();
+                        if f.block() > 1 {
+                            p.resize(f.block(), 0);
+                            ctf::layout::set_packet_size(&mut p, f.block() as u64);
+                        }
+                        f.append(&p, None, false)
+                    }
+                    None => output::append_own(&path)
+                        .and_then(|mut f| std::io::Write::write_all(&mut f, &h)),
+                };
                 match r {
                     Ok(()) => {}
                     Err(e) if sink.error.is_none() => {
@@ -480,53 +492,58 @@ impl Recording {
             ci: usize,
         }
         impl PacketSink for Out<'_> {
-            fn packet(&mut self, b: usize, bytes: &[u8], src: Option<(&std::fs::File, u64)>) {
-                let s = &mut *self.sink;
-                if let Some(r) = &mut s.relay {
+            fn packet(&mut self, b: usize, p: Packet<'_>) {
+                let bytes = p.bytes;
+                if let Some(r) = &mut self.sink.relay {
                     r.packet(self.ci, b, bytes, &|| self.rec.metadata_text());
                 }
-                let header = bytes.get(..ctf::PACKET_HEADER_SIZE);
-                let Some(dir) = self.dir else {
-                    // Relay only: written means taken from the buffer and
-                    // handed to the relay (its own counters say the rest).
-                    let w = &mut s.written[self.ci][b];
-                    w.0 += 1;
-                    w.1 += bytes.len() as u64;
-                    if let Some(h) = header {
-                        s.last_header[self.ci][b] = Some(h.try_into().expect("sized"));
+                // Relay only: written means taken from the buffer and
+                // handed to the relay (its own counters say the rest).
+                if let Some(dir) = self.dir {
+                    let Some(f) = self.file(b) else {
+                        self.sink.dropped_packets += 1;
+                        return;
+                    };
+                    if let Err(e) = f.append(bytes, p.file, p.behind) {
+                        let s = &mut *self.sink;
+                        s.error = Some(format!("{}/{}_{b}: {e}", dir.display(), self.name));
+                        s.dropped_packets += 1;
+                        return;
                     }
-                    return;
-                };
+                }
+                let s = &mut *self.sink;
+                let w = &mut s.written[self.ci][b];
+                w.0 += 1;
+                w.1 += bytes.len() as u64;
+                if let Some(h) = bytes.get(..ctf::PACKET_HEADER_SIZE) {
+                    s.last_header[self.ci][b] = Some(h.try_into().expect("sized"));
+                }
+            }
+
+            fn block(&mut self, b: usize) -> usize {
+                self.file(b).map_or(1, |f| f.block())
+            }
+        }
+        impl Out<'_> {
+            /// Buffer `b`'s stream file, created at its first packet; `None`
+            /// after an output error (or without a trace folder).
+            fn file(&mut self, b: usize) -> Option<&mut output::StreamFile> {
+                let dir = self.dir?;
+                let s = &mut *self.sink;
                 if s.error.is_some() {
-                    s.dropped_packets += 1;
-                    return;
+                    return None;
                 }
                 if s.files[self.ci][b].is_none() {
                     let path = dir.join(format!("{}_{b}", self.name));
-                    match output::create_file(&path) {
+                    match output::StreamFile::create(&path, self.rec.io) {
                         Ok(f) => s.files[self.ci][b] = Some(f),
                         Err(e) => {
                             s.error = Some(format!("{}: {e}", path.display()));
-                            s.dropped_packets += 1;
-                            return;
+                            return None;
                         }
                     }
                 }
-                let f = s.files[self.ci][b].as_mut().expect("created above");
-                match output::copy_packet(f, bytes, src) {
-                    Ok(()) => {
-                        let w = &mut s.written[self.ci][b];
-                        w.0 += 1;
-                        w.1 += bytes.len() as u64;
-                        if let Some(h) = header {
-                            s.last_header[self.ci][b] = Some(h.try_into().expect("sized"));
-                        }
-                    }
-                    Err(e) => {
-                        s.error = Some(format!("{}/{}_{b}: {e}", dir.display(), self.name));
-                        s.dropped_packets += 1;
-                    }
-                }
+                s.files[self.ci][b].as_mut()
             }
         }
         ops.drain(
@@ -555,18 +572,21 @@ pub struct SnapshotInfo {
 
 pub(crate) struct SnapshotWriter<'a> {
     pub(crate) path: PathBuf,
-    pub(crate) file: Option<std::fs::File>,
+    pub(crate) file: Option<output::StreamFile>,
     pub(crate) err: Option<Error>,
     pub(crate) info: &'a mut SnapshotInfo,
 }
 
 impl PacketSink for SnapshotWriter<'_> {
-    fn packet(&mut self, _b: usize, bytes: &[u8], _src: Option<(&std::fs::File, u64)>) {
+    fn packet(&mut self, _b: usize, p: Packet<'_>) {
+        let bytes = p.bytes;
         if self.err.is_some() {
             return;
         }
         if self.file.is_none() {
-            match output::create_file(&self.path) {
+            // Buffered: a snapshot reads the buffers without taking them,
+            // so its packets cannot be padded in place for direct I/O.
+            match output::StreamFile::create(&self.path, output::FileIo::Buffered) {
                 Ok(f) => self.file = Some(f),
                 Err(e) => {
                     self.err = Some(Error::io(&self.path, e));
@@ -575,7 +595,7 @@ impl PacketSink for SnapshotWriter<'_> {
             }
         }
         let f = self.file.as_mut().expect("created above");
-        match output::copy_packet(f, bytes, None) {
+        match f.append(bytes, None, false) {
             Ok(()) => {
                 self.info.packets += 1;
                 self.info.bytes += bytes.len() as u64;

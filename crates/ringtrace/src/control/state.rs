@@ -54,6 +54,8 @@ pub(crate) struct SessionState {
     pub(crate) name: String,
     pub(crate) mode: Mode,
     pub(crate) output: Option<PathBuf>,
+    /// How stream files are written (`SessionBuilder::file_io`).
+    pub(crate) io: crate::output::FileIo,
     /// The relay daemon the trace streams to (`consume/relay.rs`).
     pub(crate) relay: Option<crate::control::config::RelayConfig>,
     /// Where the buffers' files are (`SessionBuilder::buffer_dir`).
@@ -96,6 +98,7 @@ impl SessionState {
             channels: cfgs,
             rules,
             relay,
+            io,
         } = c;
         let clock = crate::record::clock::clock();
         let uuid = random_uuid();
@@ -166,6 +169,7 @@ impl SessionState {
             name,
             mode,
             output,
+            io,
             relay,
             buffer_dir,
             active: Arc::new(AtomicBool::new(false)),

@@ -158,6 +158,12 @@ pub struct SessionStats {
     /// class (priority 1: `RINGTRACE_CONSUMER_RT=fifo`, where the process
     /// may).
     pub consumer_fifo: bool,
+    /// Stream files written so far, and how many of them with direct I/O
+    /// (`SessionBuilder::file_io`; a file system without it, or a packet
+    /// that could not be aligned, makes a file buffered).
+    pub stream_files: usize,
+    /// See `stream_files`.
+    pub stream_files_direct: usize,
 }
 
 impl SessionStats {
@@ -261,6 +267,19 @@ impl SessionStats {
                 ""
             };
             let _ = writeln!(s, "consumer thread: {class}nice {n}");
+        }
+        if self.stream_files > 0 {
+            let _ = writeln!(
+                s,
+                "stream files: {} of {} written with direct I/O{}",
+                self.stream_files_direct,
+                self.stream_files,
+                if self.stream_files_direct < self.stream_files {
+                    " (the others through the page cache)"
+                } else {
+                    ""
+                }
+            );
         }
         if let Some(r) = &self.relay {
             let _ =

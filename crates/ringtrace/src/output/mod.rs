@@ -1,19 +1,20 @@
 //! Where traces are written: trace and buffer directories that no other
 //! user controls (`dir.rs`), files created new and never through a link
-//! (`file.rs`), the packet copy into stream files (`copy.rs`), and the
+//! (`file.rs`), stream files that packets are appended to, directly or
+//! through the page cache (`stream.rs`), and the
 //! client of a relay daemon that packets go to over the network
 //! (`relay/`).
 
-mod copy;
 mod dir;
 mod file;
 pub mod relay;
+mod stream;
 
 use std::path::{Path, PathBuf};
 
-pub use copy::copy_packet;
 pub use dir::trusted_dir;
 pub use file::{append_own, create_file, publish_file};
+pub use stream::{FileIo, StreamFile};
 
 /// Creates (or checks) a directory for a new trace: refused if another user
 /// controls it (see [`trusted_dir`]) or if it already holds a trace (a

@@ -15,10 +15,51 @@ pub(crate) fn packet_bytes(sb: &[u8]) -> usize {
     ((bits / 8) as usize).min(sb.len())
 }
 
-/// Where a packet goes: the sink gets the bytes and, for file-backed
-/// buffers, the file and offset they sit at (for `sendfile`).
+/// Pads the packet at the start of `subbuf` (a whole sub-buffer the
+/// consumer has taken) to a multiple of `block` bytes: zeros after its
+/// content, `packet_size` raised to match (CTF readers skip a packet's
+/// padding). Returns the packet's length, unchanged when `block` is 1 or
+/// the padded packet would not fit the sub-buffer.
+pub(crate) fn pad_packet(subbuf: &mut [u8], block: usize) -> usize {
+    let packet = packet_bytes(subbuf);
+    if block <= 1 || packet.is_multiple_of(block) {
+        return packet;
+    }
+    let padded = packet.div_ceil(block) * block;
+    let Some((_, _, pc)) = ctf::layout::read_packet_context(subbuf) else {
+        return packet;
+    };
+    let content = (pc.content_size / 8) as usize;
+    if padded > subbuf.len() || content > packet {
+        return packet;
+    }
+    subbuf[content..padded].fill(0);
+    ctf::layout::set_packet_size(subbuf, padded as u64);
+    padded
+}
+
+/// A packet handed to a [`PacketSink`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Packet<'a> {
+    pub(crate) bytes: &'a [u8],
+    /// For file-backed buffers, the file and offset the bytes sit at (for
+    /// `sendfile`).
+    pub(crate) file: Option<(&'a File, u64)>,
+    /// The reader was more than half a buffer behind the writers when it
+    /// took the packet: it should go out the way that returns soonest.
+    pub(crate) behind: bool,
+}
+
+/// Where packets go.
 pub(crate) trait PacketSink {
-    fn packet(&mut self, buffer: usize, bytes: &[u8], file: Option<(&File, u64)>);
+    fn packet(&mut self, buffer: usize, p: Packet<'_>);
+
+    /// The block that packets of `buffer` are padded to before
+    /// [`PacketSink::packet`] when the consumer owns them (1: none): a
+    /// stream file written with direct I/O wants whole blocks.
+    fn block(&mut self, _buffer: usize) -> usize {
+        1
+    }
 }
 
 /// What the consumer and the session do with a channel, whatever its
@@ -67,11 +108,20 @@ impl<C: Config> ChannelOps for Channel<C> {
             return 0;
         };
         let mut n = 0;
-        while let Some(sb) = rd.get_subbuf() {
-            let data = sb.data();
-            let len = packet_bytes(data);
-            let file = b.store().file().map(|f| (f, sb.file_offset()));
-            sink.packet(i, &data[..len], file);
+        let half = b.geometry().buf_size() / 2;
+        loop {
+            let behind = rd.fill() > half;
+            let Some(mut sb) = rd.get_subbuf() else {
+                break;
+            };
+            let block = sink.block(i);
+            let len = pad_packet(sb.data_mut(), block);
+            let packet = Packet {
+                bytes: &sb.data()[..len],
+                file: b.store().file().map(|f| (f, sb.file_offset())),
+                behind,
+            };
+            sink.packet(i, packet);
             let _ = sb.put();
             n += 1;
         }
@@ -102,7 +152,14 @@ impl<C: Config> ChannelOps for Channel<C> {
         let walk = |sb: &ringbuf::Subbuf<'_, '_, C>| {
             let data = sb.data();
             let len = packet_bytes(data);
-            sink.packet(i, &data[..len], None);
+            sink.packet(
+                i,
+                Packet {
+                    bytes: &data[..len],
+                    file: None,
+                    behind: false,
+                },
+            );
         };
         let st = if switch && C::SYNC != ringbuf::Sync::Local {
             // SAFETY: an SMP or rseq buffer: any thread may switch it (an
@@ -128,5 +185,47 @@ impl<C: Config> ChannelOps for Channel<C> {
 
     fn drained(&self) -> bool {
         Channel::buffers(self).iter().all(|b| b.is_drained())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sub-buffer of `size` bytes holding a packet with `content` bytes
+    /// of header and records (0xee), the rest stale bytes (0x55).
+    fn subbuf(size: usize, content: usize) -> Vec<u8> {
+        let mut b = vec![0x55u8; size];
+        ctf::layout::write_packet_begin(&mut b, &[9; 16], 0, 0, 1, size as u64, 0, 0);
+        ctf::layout::write_packet_end(&mut b, 2, content as u64, 0);
+        ctf::layout::set_packet_size(&mut b, content.div_ceil(8) as u64 * 8);
+        b[ctf::PACKET_HEADER_SIZE..content].fill(0xee);
+        b
+    }
+
+    #[test]
+    fn pads_packets_to_whole_blocks_with_zeros() {
+        let mut b = subbuf(16384, 5001);
+        assert_eq!(packet_bytes(&b), 5008);
+        assert_eq!(pad_packet(&mut b, 4096), 8192);
+        assert_eq!(packet_bytes(&b), 8192);
+        let pc = ctf::layout::read_packet_context(&b).unwrap().2;
+        assert_eq!((pc.content_size, pc.packet_size), (5001 * 8, 8192 * 8));
+        assert!(b[ctf::PACKET_HEADER_SIZE..5001].iter().all(|&x| x == 0xee));
+        assert!(b[5001..8192].iter().all(|&x| x == 0), "padding zeroed");
+        assert!(
+            b[8192..].iter().all(|&x| x == 0x55),
+            "past the packet untouched"
+        );
+        // Already whole blocks, or no block: unchanged.
+        assert_eq!(pad_packet(&mut b, 4096), 8192);
+        let mut c = subbuf(16384, 5001);
+        assert_eq!(pad_packet(&mut c, 1), 5008);
+        assert!(c[5001..5008].iter().all(|&x| x == 0x55));
+        // A sub-buffer that is not whole blocks: its last packet cannot be
+        // padded past its end.
+        let mut e = subbuf(6000, 5001);
+        assert_eq!(pad_packet(&mut e, 4096), 5008);
+        assert_eq!(packet_bytes(&e), 5008);
     }
 }

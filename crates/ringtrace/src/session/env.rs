@@ -14,7 +14,9 @@
 //! event carries, joined by `+`: `vpid`, `vtid`, `pthread_id`, `procname`,
 //! `ip`, `all`, `none`; default `vpid+vtid`); `rseq=auto|rseq|atomics`
 //! (per-CPU buffers: restartable sequences where glibc registered them, the
-//! default, or forced either way); `relay=net://HOST[:CTRL[:DATA]]`
+//! default, or forced either way); `io=direct|buffered` (stream files
+//! written with direct I/O where the file system takes it, the default, or
+//! through the page cache); `relay=net://HOST[:CTRL[:DATA]]`
 //! (stream to an lttng-relayd as well; if it cannot be reached at start,
 //! the trace goes to `<dir>` alone); `live=<ms>` (the relay stream is live:
 //! flushed every `<ms>`, for `babeltrace2 net://…` while the program runs).
@@ -59,6 +61,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     let mut per_process = false;
     let mut relay = None;
     let mut live = None;
+    let mut io = crate::FileIo::default();
     if dir.contains("://") {
         relay = Some(relay_url(dir)?);
     }
@@ -99,6 +102,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
             Some(("bufdir", v)) if !v.is_empty() => buffer_dir = Some(v.to_string()),
             Some(("context", v)) => ch.contexts = crate::Contexts::parse(v).map_err(|e| bad(&e))?,
             Some(("rseq", v)) => ch.cpu_sync = crate::CpuSync::parse(v).map_err(|e| bad(&e))?,
+            Some(("io", v)) => io = crate::FileIo::parse(v).map_err(|e| bad(&e))?,
             Some(("relay", v)) => relay = Some(relay_url(v)?),
             Some(("live", v)) => live = Some(Duration::from_millis(num(v)?.max(1))),
             Some(("level", v)) => {
@@ -107,7 +111,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
                     .map_err(|e: crate::UnknownLevel| bad(&e.to_string()))?
             }
             Some(_) => return Err(bad(
-                "unknown option (subbuf, count, switch, read, level, bufdir, context, rseq, relay, live)",
+                "unknown option (subbuf, count, switch, read, level, bufdir, context, rseq, io, relay, live)",
             )),
         }
     }
@@ -127,7 +131,10 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     } else {
         (dir.into(), buffer_dir.map(Into::into))
     };
-    let mut b = SessionBuilder::new("env").mode(mode).channel(ch);
+    let mut b = SessionBuilder::new("env")
+        .mode(mode)
+        .channel(ch)
+        .file_io(io);
     if local {
         b = b.output(out);
     }
@@ -363,6 +370,14 @@ mod tests {
         assert!(dbg.contains("num_subbuf: 8"), "{dbg}");
         assert!(dbg.contains("pattern: \"db:query\""), "{dbg}");
         assert!(dbg.contains("level: Warning"), "{dbg}");
+        assert!(dbg.contains("io: Direct"), "{dbg}");
+        let dbg = format!("{:?}", parse("/tmp/x,io=buffered").unwrap());
+        assert!(dbg.contains("io: Buffered"), "{dbg}");
+        let e = parse("/tmp/x,io=fast").unwrap_err().to_string();
+        assert!(
+            e.contains("'io=fast': io=fast: expected direct or buffered"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,0 +1,395 @@
+//! A stream file: the packets of one ring buffer, appended whole, with
+//! direct I/O where the file system takes it.
+//!
+//! Why direct I/O: a consumer that copies packets into the page cache
+//! (`sendfile` or `write`) spends about 0.3 s of CPU per GiB here, and the
+//! kernel's flusher threads spend more writing the dirty pages back later.
+//! On a machine whose CPUs the traced program keeps busy that CPU comes
+//! out of the program's threads (and a consumer kept off the CPU loses
+//! records). A direct write hands the ring buffer's pages to the device
+//! (DMA from the sub-buffer itself): about 0.1 s of CPU per GiB, no dirty
+//! pages, no writeback (BENCHMARKS.md, session 16). The consumer waits for
+//! the device instead, off the CPU, while it holds a sub-buffer that no
+//! writer can reach (the reader's own, `ringbuf::Subbuf`).
+//!
+//! Direct I/O wants the memory, the file offset and the length aligned to
+//! the file system's block (`statx`'s `STATX_DIOALIGN`). Sub-buffers are
+//! page-aligned in memory; the consumer pads each packet to the block
+//! (zeros, `packet_size` raised: what LTTng's consumer does, which pads
+//! packets to the page size), so every packet starts at an aligned offset.
+//! A file system without direct I/O (or a packet that cannot be aligned)
+//! gets buffered writes, from then on for that file.
+
+use std::fs::File;
+use std::io::{self, ErrorKind, Seek, SeekFrom, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+/// How stream files are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FileIo {
+    /// Direct I/O (`O_DIRECT`) where the file system supports it, packets
+    /// padded to its block; buffered writes elsewhere.
+    #[default]
+    Direct,
+    /// Through the page cache (`sendfile` from file-backed buffers,
+    /// `write` otherwise); packets end with their content.
+    Buffered,
+}
+
+impl FileIo {
+    /// `direct` or `buffered`, as `RINGTRACE_SESSION`'s `io=` and the
+    /// command's `--io` take it.
+    pub fn parse(s: &str) -> Result<FileIo, String> {
+        match s {
+            "direct" => Ok(FileIo::Direct),
+            "buffered" => Ok(FileIo::Buffered),
+            _ => Err(format!("io={s}: expected direct or buffered")),
+        }
+    }
+
+    /// The name `parse` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            FileIo::Direct => "direct",
+            FileIo::Buffered => "buffered",
+        }
+    }
+}
+
+/// Largest block a packet is padded to: a page, as LTTng pads them. A file
+/// system asking for more gets buffered writes.
+const MAX_BLOCK: usize = 4096;
+
+/// One stream file being appended to.
+#[derive(Debug)]
+pub struct StreamFile {
+    file: File,
+    /// Bytes written so far: where the next packet starts.
+    len: u64,
+    /// Direct I/O: the file is `O_DIRECT`; offsets and lengths are
+    /// multiples of `block`, memory of `mem_align`.
+    direct: Option<Dio>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Dio {
+    block: usize,
+    mem_align: usize,
+}
+
+impl StreamFile {
+    /// Creates the stream file at `path` (new, 0600, never through a link:
+    /// [`super::create_file`]), in direct mode when `io` asks for it and the
+    /// file system takes it.
+    pub fn create(path: &Path, io: FileIo) -> io::Result<StreamFile> {
+        let file = super::create_file(path)?;
+        let direct = match io {
+            FileIo::Direct => enable_direct(&file),
+            FileIo::Buffered => None,
+        };
+        Ok(StreamFile {
+            file,
+            len: 0,
+            direct,
+        })
+    }
+
+    /// The block packets should be padded to before [`StreamFile::append`]
+    /// (1: none; the file is written through the page cache).
+    pub fn block(&self) -> usize {
+        self.direct.map_or(1, |d| d.block)
+    }
+
+    /// Whether packets go to the device directly.
+    pub fn is_direct(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// Appends one packet, whole or not at all: if the write fails part
+    /// way (disk full, file size limit), the file is cut back to where the
+    /// packet began, so the stream stays a sequence of complete packets that
+    /// readers accept. `src`: the file and offset the bytes sit at, for a
+    /// buffered copy with `sendfile`. `behind`: the consumer is behind the
+    /// writers, so a direct file takes this packet through the page cache,
+    /// which returns without waiting for the device (a direct write waits
+    /// about 0.5 ms per MiB here, and now and then 4-8 ms: longer than a
+    /// 4 MiB buffer lasts at full speed).
+    pub fn append(
+        &mut self,
+        bytes: &[u8],
+        src: Option<(&File, u64)>,
+        behind: bool,
+    ) -> io::Result<()> {
+        let start = self.len;
+        match self.write_at_end(bytes, src, behind) {
+            Ok(()) => {
+                self.len = start + bytes.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.file.set_len(start);
+                let _ = self.file.seek(SeekFrom::Start(start));
+                Err(e)
+            }
+        }
+    }
+
+    fn write_at_end(
+        &mut self,
+        bytes: &[u8],
+        src: Option<(&File, u64)>,
+        behind: bool,
+    ) -> io::Result<()> {
+        if let Some(d) = self.direct {
+            let aligned = (bytes.as_ptr() as usize).is_multiple_of(d.mem_align);
+            let whole =
+                bytes.len().is_multiple_of(d.block) && self.len.is_multiple_of(d.block as u64);
+            if whole && (behind || !aligned) {
+                // Whole blocks through the page cache (behind, or from
+                // memory the device cannot take directly): the offsets
+                // after them stay aligned, and the file stays direct.
+                set_direct(&self.file, false)?;
+                let r = pwrite_all(&self.file, bytes, self.len).map_err(|(_, e)| e);
+                if set_direct(&self.file, true).is_err() {
+                    // Buffered from now on (the position follows the data).
+                    self.direct = None;
+                    self.file.seek(SeekFrom::Start(self.len))?;
+                }
+                return r;
+            }
+            if whole {
+                match pwrite_all(&self.file, bytes, self.len) {
+                    Ok(()) => return Ok(()),
+                    // Refused before anything was written (the file system
+                    // took O_DIRECT at open but not this write): buffered
+                    // from now on, this packet included.
+                    Err((0, e)) if e.raw_os_error() == Some(libc::EINVAL) => {}
+                    Err((_, e)) => return Err(e),
+                }
+            }
+            // Buffered from here on (a packet that cannot be aligned leaves
+            // the offsets after it unaligned too), at the end of what the
+            // direct writes left (they do not move the file position).
+            self.direct = None;
+            set_direct(&self.file, false)?;
+            self.file.seek(SeekFrom::Start(self.len))?;
+        }
+        copy_bytes(&mut self.file, bytes, src)
+    }
+}
+
+/// Appends `bytes` at `out`'s position; when the bytes sit in `src` at an
+/// offset, the kernel copies them (`sendfile`) without passing through
+/// user space.
+fn copy_bytes(out: &mut File, bytes: &[u8], src: Option<(&File, u64)>) -> io::Result<()> {
+    if let Some((f, off)) = src {
+        let mut off = off as libc::off_t;
+        let mut left = bytes.len();
+        while left > 0 {
+            // SAFETY: both descriptors are open files owned by live `File`s;
+            // `off` is a valid local the kernel updates.
+            let n = unsafe { libc::sendfile(out.as_raw_fd(), f.as_raw_fd(), &mut off, left) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                if left == bytes.len() {
+                    // Not supported for this pair: fall back to a write.
+                    break;
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Err(ErrorKind::WriteZero.into());
+            }
+            left -= n as usize;
+        }
+        if left == 0 {
+            return Ok(());
+        }
+    }
+    out.write_all(bytes)
+}
+
+/// Writes all of `bytes` at `off`; on failure, how much was written.
+fn pwrite_all(f: &File, bytes: &[u8], off: u64) -> Result<(), (usize, io::Error)> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < bytes.len() {
+        match f.write_at(&bytes[done..], off + done as u64) {
+            Ok(0) => return Err((done, ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err((done, e)),
+        }
+    }
+    Ok(())
+}
+
+/// Turns `O_DIRECT` on for `f` and returns its alignment, or `None` if
+/// the file system does not do direct I/O (or wants blocks above a page).
+fn enable_direct(f: &File) -> Option<Dio> {
+    let (mem_align, block) = dio_align(f).unwrap_or((512, MAX_BLOCK));
+    if block == 0 || block > MAX_BLOCK || mem_align == 0 || mem_align > MAX_BLOCK {
+        return None;
+    }
+    set_direct(f, true).ok()?;
+    // Pad to a page even where the file system would take less: the same
+    // trace bytes on any disk, and what LTTng's packets look like.
+    Some(Dio {
+        block: MAX_BLOCK,
+        mem_align,
+    })
+}
+
+/// `statx`'s direct I/O alignment of `f`: (memory, file offset); `None`
+/// where the kernel does not say (before Linux 6.1), `(0, 0)` where the
+/// file does not support direct I/O.
+fn dio_align(f: &File) -> Option<(usize, usize)> {
+    // SAFETY: an all-zero `statx` is a valid value of the plain C struct.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `f` is an open descriptor, the path is the empty C string
+    // with AT_EMPTY_PATH (the descriptor itself), and `st` is ours.
+    let r = unsafe {
+        libc::statx(
+            f.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_DIOALIGN,
+            &mut st,
+        )
+    };
+    if r != 0 || st.stx_mask & libc::STATX_DIOALIGN == 0 {
+        return None;
+    }
+    Some((
+        st.stx_dio_mem_align as usize,
+        st.stx_dio_offset_align as usize,
+    ))
+}
+
+/// Sets or clears `O_DIRECT` on `f`.
+fn set_direct(f: &File, on: bool) -> io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL on a descriptor we own; no pointer passed.
+    unsafe {
+        let fl = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+        if fl < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let want = if on {
+            fl | libc::O_DIRECT
+        } else {
+            fl & !libc::O_DIRECT
+        };
+        if libc::fcntl(f.as_raw_fd(), libc::F_SETFL, want) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` page-aligned bytes, each `fill`, freed on drop.
+    struct Aligned(*mut u8, usize);
+
+    impl Aligned {
+        fn new(n: usize, fill: u8) -> Aligned {
+            let layout = std::alloc::Layout::from_size_align(n, 4096).unwrap();
+            // SAFETY: a non-zero size with a valid alignment.
+            let p = unsafe { std::alloc::alloc(layout) };
+            assert!(!p.is_null());
+            // SAFETY: `p` holds `n` bytes we own.
+            unsafe { p.write_bytes(fill, n) };
+            Aligned(p, n)
+        }
+
+        fn bytes(&self) -> &[u8] {
+            // SAFETY: `n` initialized bytes, alive while `self` is.
+            unsafe { std::slice::from_raw_parts(self.0, self.1) }
+        }
+    }
+
+    impl Drop for Aligned {
+        fn drop(&mut self) {
+            let layout = std::alloc::Layout::from_size_align(self.1, 4096).unwrap();
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { std::alloc::dealloc(self.0, layout) };
+        }
+    }
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("ringtrace-stream-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn direct_appends_whole_blocks_and_behind_goes_through_the_cache() {
+        let d = scratch("direct");
+        let path = d.join("s_0");
+        let mut f = StreamFile::create(&path, FileIo::Direct).unwrap();
+        // The test's temp dir (ext4 or tmpfs) takes direct I/O.
+        assert!(f.is_direct(), "{} refused O_DIRECT", d.display());
+        assert_eq!(f.block(), 4096);
+        let a = Aligned::new(8192, 0xa1);
+        let b = Aligned::new(4096, 0xb2);
+        f.append(a.bytes(), None, false).unwrap();
+        // Behind: through the page cache, and the file stays direct.
+        f.append(b.bytes(), None, true).unwrap();
+        assert!(f.is_direct());
+        f.append(&a.bytes()[..4096], None, false).unwrap();
+        assert!(f.is_direct());
+        // Whole blocks from memory the device cannot take (a Vec): through
+        // the page cache, the file still direct.
+        f.append(&vec![0xc3u8; 4096], None, false).unwrap();
+        assert!(f.is_direct());
+        // A packet that cannot be aligned: buffered from then on, at the end.
+        f.append(&[7u8; 100], None, false).unwrap();
+        assert!(!f.is_direct());
+        assert_eq!(f.block(), 1);
+        f.append(&[8u8; 28], None, false).unwrap();
+        drop(f);
+        let got = std::fs::read(&path).unwrap();
+        let mut want = vec![0xa1; 8192];
+        want.extend([0xb2; 4096]);
+        want.extend([0xa1; 4096]);
+        want.extend([0xc3; 4096]);
+        want.extend([7; 100]);
+        want.extend([8; 28]);
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "contents differ");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn buffered_appends_exact_bytes() {
+        let d = scratch("buffered");
+        let path = d.join("s_0");
+        let mut f = StreamFile::create(&path, FileIo::Buffered).unwrap();
+        assert!(!f.is_direct());
+        assert_eq!(f.block(), 1);
+        f.append(&[1u8; 100], None, false).unwrap();
+        f.append(&[2u8; 3], None, true).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap().len(), 103);
+        // Never over a file that exists.
+        assert!(StreamFile::create(&path, FileIo::Direct).is_err());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn parses_io_names() {
+        assert_eq!(FileIo::parse("direct"), Ok(FileIo::Direct));
+        assert_eq!(FileIo::parse("buffered"), Ok(FileIo::Buffered));
+        assert!(FileIo::parse("fast")
+            .unwrap_err()
+            .contains("direct or buffered"));
+        assert_eq!(FileIo::default().name(), "direct");
+    }
+}

@@ -1,0 +1,139 @@
+//! Stream files written with direct I/O (the default) and through the
+//! page cache hold the same events: every packet of a direct file is whole
+//! 4 KiB blocks (zero padding, `packet_size` raised), the files are whole
+//! blocks, babeltrace2 and our reader read both, and the buffered trace is
+//! as long as its content. The temp dir is on the file system the tests
+//! run on (ext4 here, tmpfs takes direct I/O too since Linux 6.6).
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use ringtrace::{event, ChannelConfig, FileIo, Session};
+
+const N: u64 = 50_000;
+
+/// Records `N` events from two threads into a new trace at `dir`, with
+/// a switch timer so that flushed, part-filled packets come too.
+fn record(dir: &Path, io: FileIo) -> ringtrace::SessionStats {
+    let s = Session::builder("dio")
+        .output(dir)
+        .file_io(io)
+        .channel(
+            ChannelConfig::new("c")
+                .subbufs(64 * 1024, 4)
+                .switch_timer(std::time::Duration::from_millis(2)),
+        )
+        .enable("dio:*")
+        .create()
+        .unwrap();
+    s.start();
+    std::thread::scope(|sc| {
+        for t in 0..2u64 {
+            sc.spawn(move || {
+                for i in 0..N / 2 {
+                    event!(dio, ev, t: u64 = t, i: u64 = i, s: &str = "payload");
+                    if i % 5_000 == 0 {
+                        // Part-filled packets: the switch timer closes them.
+                        std::thread::sleep(std::time::Duration::from_millis(3));
+                    }
+                }
+            });
+        }
+    });
+    s.stop().unwrap();
+    let st = s.stats();
+    s.destroy().unwrap();
+    st
+}
+
+/// (packet_size, content_size) in bytes of every packet of every stream
+/// file of the trace at `dir`, and the files' lengths.
+fn packets(dir: &Path) -> (Vec<(u64, u64)>, Vec<u64>) {
+    let mut sizes = Vec::new();
+    let mut lens = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("c_") {
+            continue;
+        }
+        let bytes = std::fs::read(e.path()).unwrap();
+        lens.push(bytes.len() as u64);
+        let mut at = 0;
+        while at < bytes.len() {
+            let (magic, _, pc) = ctf::layout::read_packet_context(&bytes[at..]).unwrap();
+            assert_eq!(magic, 0xC1FC1FC1, "{name} at {at}");
+            let (packet, content) = (pc.packet_size / 8, pc.content_size / 8);
+            assert!(content <= packet && packet > 0, "{name} at {at}: {pc:?}");
+            let tail = &bytes[at + content as usize..at + packet as usize];
+            if packet > content + 7 {
+                assert!(
+                    tail.iter().all(|&b| b == 0),
+                    "{name} at {at}: padding not zero"
+                );
+            }
+            sizes.push((packet, content));
+            at += packet as usize;
+        }
+    }
+    (sizes, lens)
+}
+
+#[test]
+fn direct_and_buffered_traces_hold_the_same_events() {
+    let d_dir = tmpdir("direct");
+    let b_dir = tmpdir("buffered");
+    let d = record(&d_dir, FileIo::Direct);
+    let b = record(&b_dir, FileIo::Buffered);
+    assert_eq!(d.lost(), 0, "direct: {}", d.table());
+    assert_eq!(b.lost(), 0, "buffered: {}", b.table());
+    // Every file direct (the test's file system takes direct I/O), and
+    // `stats` says so; none when asked for buffered writes.
+    assert!(d.stream_files > 0);
+    assert_eq!(d.stream_files_direct, d.stream_files, "{}", d.table());
+    assert!(
+        d.table().contains("written with direct I/O"),
+        "{}",
+        d.table()
+    );
+    assert_eq!(b.stream_files_direct, 0, "{}", b.table());
+
+    let (dp, dl) = packets(&d_dir);
+    let (bp, bl) = packets(&b_dir);
+    // Direct: whole 4 KiB blocks, packets and files.
+    assert!(dp.len() > 4, "{dp:?}");
+    assert!(
+        dp.iter().all(|&(p, _)| p % 4096 == 0),
+        "direct packets not whole blocks: {dp:?}"
+    );
+    assert!(dl.iter().all(|l| l % 4096 == 0), "{dl:?}");
+    // Part-filled packets were padded, not just full ones.
+    assert!(dp.iter().any(|&(p, c)| p - c >= 4096 / 2), "{dp:?}");
+    // Buffered: each packet its content rounded to 8 bytes.
+    assert!(
+        bp.iter().all(|&(p, c)| p == c.div_ceil(8) * 8),
+        "buffered packets padded: {bp:?}"
+    );
+    assert!(bl.iter().any(|l| l % 4096 != 0), "{bl:?}");
+
+    // The same events (timestamps differ: two runs), read by both readers.
+    let key = |e: &Ev| (uint(&e.values[0]), uint(&e.values[1]), e.name.clone());
+    let (mut de, dd) = read_all(&d_dir);
+    let (mut be, bd) = read_all(&b_dir);
+    assert_eq!((dd, bd), (0, 0));
+    assert_eq!(de.len() as u64, N);
+    de.sort_by_key(key);
+    be.sort_by_key(key);
+    assert_eq!(
+        de.iter().map(key).collect::<Vec<_>>(),
+        be.iter().map(key).collect::<Vec<_>>()
+    );
+    assert_streams_ordered(&d_dir);
+    if let Some(bt) = babeltrace2() {
+        assert_eq!(bt2(bt, &d_dir).events.len() as u64, N);
+        assert_eq!(bt2(bt, &b_dir).events.len() as u64, N);
+    }
+    let _ = std::fs::remove_dir_all(&d_dir);
+    let _ = std::fs::remove_dir_all(&b_dir);
+}
