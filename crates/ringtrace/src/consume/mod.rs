@@ -1,6 +1,7 @@
 //! The consumer side: what leaves the ring buffers. One thread per process
 //! (`consumer.rs`) runs every session's switch and read timers and copies
-//! ready packets to the stream files (`sink.rs`); the operations that
+//! ready packets to the stream files (`sink.rs`, polling at the period of
+//! `period.rs`); the operations that
 //! complete a trace (stop, flush, snapshot, statistics, destroy) are
 //! `ops.rs`, shared by the public `Session` handle and the control socket.
 //!
@@ -22,6 +23,7 @@ use crate::control::state::SessionState;
 
 pub(crate) mod consumer;
 pub(crate) mod ops;
+mod period;
 pub(crate) mod relay;
 pub(crate) mod sink;
 
