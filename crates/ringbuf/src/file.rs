@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!   0      FileHeader (magic, layout version, geometry, offsets)     one page
-//!   4096   N sub-buffer states (commit count CC[i] first), `stride` bytes each
+//!   4096   N sub-buffer states (commit count CC[i] first: its shared
+//!          word, then, from version 2, its local word), `stride` bytes each
 //!   data   N + 1 physical sub-buffers of S bytes
 //! ```
 //!
@@ -18,13 +19,15 @@ use std::path::Path;
 use std::mem::offset_of;
 
 use crate::counters::Geometry;
-use crate::state::{CloseRecord, SubbufState};
+use crate::state::{CloseRecord, CommitCount, SubbufState};
 use crate::sync::CacheAligned;
 
 /// First bytes of every buffer file.
 pub const MAGIC: [u8; 8] = *b"RTRBUF\0\x01";
-/// Layout version of this module's format.
-pub const VERSION: u32 = 1;
+/// Layout version of this module's format. Version 2 splits each commit
+/// count into a shared and a local word (rseq buffers); version 1 files
+/// (one word) are still read.
+pub const VERSION: u32 = 2;
 /// Bytes reserved for the header.
 pub const HEADER_PAGE: usize = 4096;
 
@@ -52,6 +55,8 @@ pub struct FileHeader {
     pub buffer_id: u32,
     /// Process that wrote the file.
     pub pid: u32,
+    /// Layout version (1 or 2).
+    pub version: u32,
 }
 
 /// Byte offsets of the header fields (after the 8-byte magic).
@@ -87,6 +92,7 @@ impl FileHeader {
             buffer_id: id,
             // SAFETY: getpid cannot fail.
             pid: unsafe { libc::getpid() } as u32,
+            version: VERSION,
         }
     }
 
@@ -123,9 +129,9 @@ impl FileHeader {
         let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
         let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
         let v = u32_at(at::VERSION);
-        if v != VERSION {
+        if !(1..=VERSION).contains(&v) {
             return Err(format!(
-                "offset {}: layout version {v} (this reader knows {VERSION})",
+                "offset {}: layout version {v} (this reader knows 1 to {VERSION})",
                 at::VERSION
             ));
         }
@@ -139,6 +145,7 @@ impl FileHeader {
             data_offset: u64_at(at::DATA),
             buffer_id: u32_at(at::BUFFER_ID),
             pid: u32_at(at::PID),
+            version: v,
         };
         if Geometry::new(h.subbuf_size as usize, h.num_subbuf as usize).is_err() {
             return Err(format!(
@@ -148,7 +155,7 @@ impl FileHeader {
                 h.subbuf_size
             ));
         }
-        if h.state_stride < 8 || h.client_header >= h.subbuf_size {
+        if h.state_stride < if v >= 2 { 16 } else { 8 } || h.client_header >= h.subbuf_size {
             return Err(format!(
                 "offset {}: bad state stride or client header",
                 at::CLIENT_HEADER
@@ -221,10 +228,16 @@ impl BufferFile {
         self.header.data_offset + phys as u64 * self.header.subbuf_size
     }
 
-    /// The commit count `CC[i]` of ring position `i` (`0..N`).
+    /// The commit count `CC[i]` of ring position `i` (`0..N`): its shared
+    /// word plus, from version 2, its local one.
     pub fn commit_count(&self, i: usize) -> u64 {
         let at = (self.header.states_offset + i as u64 * self.header.state_stride) as usize;
-        u64::from_le_bytes(self.bytes[at..at + 8].try_into().unwrap())
+        let word = |o: usize| u64::from_le_bytes(self.bytes[o..o + 8].try_into().unwrap());
+        let shared = word(at + offset_of!(CommitCount, shared));
+        if self.header.version < 2 {
+            return shared;
+        }
+        shared.wrapping_add(word(at + offset_of!(CommitCount, local)))
     }
 
     /// The close record of ring position `i`: the end timestamp and the

@@ -8,13 +8,18 @@ use std::sync::Arc;
 use crate::backend::{Entry, Store, Table};
 use crate::config::{ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufEnd, Sync};
 use crate::counters::Geometry;
-use crate::state::{CloseRecord, States, SubbufState};
+use crate::state::{CloseRecord, CommitCount, States, SubbufState};
 use crate::sync::{
     AtomicBool, AtomicU64, AtomicUsize, CacheAligned, Counter, Fail, Head, Ordering,
 };
 use crate::Error;
 
-use Ordering::{AcqRel, Relaxed, Release};
+use Ordering::{AcqRel, Acquire, Relaxed, Release};
+
+/// Tries of an rseq commit's critical section that the kernel aborted
+/// (preemption or a signal inside its few instructions) before the commit
+/// goes to the shared count.
+const RSEQ_COMMIT_TRIES: usize = 3;
 
 /// Why a reservation failed. Every failure to record is counted in the
 /// buffer's [`LostCounts`]; nothing is lost silently. ([`Lost::Empty`] is
@@ -87,6 +92,9 @@ pub(crate) struct WriterSide {
     /// from another CPU (see [`BufferStats::rseq_aborts`]).
     pub(crate) rseq_aborts: Counter,
     pub(crate) rseq_moves: Counter,
+    /// Rseq buffers: commits made from another CPU (see
+    /// [`BufferStats::rseq_shared_commits`]).
+    pub(crate) rseq_shared: Counter,
 }
 
 /// The reader's counters, alone on their cache line.
@@ -147,6 +155,11 @@ pub struct BufferStats {
     /// another CPU (the thread migrated after choosing it), tried again on
     /// the right one.
     pub rseq_moves: u64,
+    /// [`crate::Sync::Rseq`] buffers: commits that could not add to the
+    /// sub-buffer's local count on the buffer's CPU (the thread migrated
+    /// between reserve and commit, or was aborted three times in a row) and
+    /// took the lock-prefixed add instead.
+    pub rseq_shared_commits: u64,
 }
 
 /// A reserved record: write its bytes, then commit it. Dropping the slot
@@ -263,7 +276,7 @@ impl<C: Config> Buffer<C> {
         let c0 = geo.initial_commit(w0);
         let state = || {
             CacheAligned(SubbufState {
-                cc: CacheAligned(Counter::new(c0)),
+                cc: CacheAligned(CommitCount::new(c0)),
                 cs: AtomicU64::new(c0),
                 close: CloseRecord::default(),
             })
@@ -306,6 +319,7 @@ impl<C: Config> Buffer<C> {
                 clamps: Counter::new(0),
                 rseq_aborts: Counter::new(0),
                 rseq_moves: Counter::new(0),
+                rseq_shared: Counter::new(0),
             }),
             rd: CacheAligned(ReaderSide {
                 r: AtomicU64::new(w0),
@@ -482,17 +496,96 @@ impl<C: Config> Buffer<C> {
     fn commit_in(&self, i: usize, p: u64, amount: u64) {
         debug_assert_eq!(i, self.geo.sb_index(p));
         let geo = self.geo;
-        // The AcqRel add publishes this writer's bytes to whoever delivers.
-        let c = self
-            .subbuf_state(i)
-            .cc
-            .add(C::SYNC, amount)
-            .wrapping_add(amount);
+        let c = if C::SYNC == Sync::Rseq {
+            self.commit_rseq(i, amount)
+        } else {
+            // The AcqRel add publishes this writer's bytes to whoever
+            // delivers.
+            self.subbuf_state(i)
+                .cc
+                .shared
+                .add(C::SYNC, amount)
+                .wrapping_add(amount)
+        };
         // Commit counts start at a multiple of S, so a complete sub-buffer
         // has a count that is one: a cheap filter before equation (3).
         if geo.sb_offset(c) == 0 && geo.subbuf_complete(c, p) {
             self.deliver(i, c, p);
         }
+    }
+
+    /// Rseq buffers: adds `amount` to sub-buffer `i`'s local count inside
+    /// a restartable sequence on the buffer's CPU (no lock prefix), or,
+    /// from another CPU, to its shared count with a locked add; returns the
+    /// sum of both as this committer sees it (`DESIGN.md` §8).
+    ///
+    /// The sum may miss a commit made at the same moment on the other
+    /// count from another CPU (each side's store may still sit in its
+    /// CPU's store buffer when the other loads): then neither committer
+    /// delivers, and [`Buffer::deliver_missed`], which the consumer runs
+    /// on every look, does once both stores are visible.
+    #[inline(always)]
+    fn commit_rseq(&self, i: usize, amount: u64) -> u64 {
+        let cc = &self.subbuf_state(i).cc;
+        if let Some(area) = crate::rseq::area() {
+            // An abort (preemption or a signal inside the few instructions)
+            // is retried; a thread on another CPU goes to the shared count.
+            for _ in 0..RSEQ_COMMIT_TRIES {
+                // SAFETY: `area` is this thread's rseq area; `local` is an
+                // aligned u64 that only this section, on the buffer's CPU
+                // `self.id`, writes (other committers add to `shared`).
+                let (o, local) =
+                    unsafe { crate::rseq::add_local(area, self.id, cc.local_ptr(), amount) };
+                match o {
+                    crate::rseq::Outcome::Stored => {
+                        return local.wrapping_add(cc.shared.load(Acquire));
+                    }
+                    crate::rseq::Outcome::Aborted => continue,
+                    _ => break,
+                }
+            }
+        }
+        self.wr.rseq_shared.add(Sync::Smp, 1);
+        let shared = cc.shared.add(Sync::Smp, amount).wrapping_add(amount);
+        shared.wrapping_add(cc.local.load(Acquire))
+    }
+
+    /// Rseq buffers: delivers the closed sub-buffers whose every byte is
+    /// committed but whose last two committers, on two CPUs at the same
+    /// moment, each missed the other's add (see `commit_rseq`). The
+    /// consumer calls it on every look; returns how many it delivered.
+    /// Other buffers never miss a delivery: nothing to do.
+    pub fn deliver_missed(&self) -> usize {
+        if C::SYNC != Sync::Rseq {
+            return 0;
+        }
+        let geo = self.geo;
+        let s = geo.subbuf_size();
+        let end = geo.sb_trunc(self.wr.head.w.load(Acquire));
+        let mut n = 0;
+        // The sub-buffers behind the writers' current one, in the last lap.
+        for k in 1..geo.num_subbuf() {
+            let p = end.wrapping_sub(k * s);
+            if p.wrapping_sub(self.w0) > u64::MAX / 2 {
+                break; // before the buffer's first sub-buffer
+            }
+            let i = geo.sb_index(p);
+            let st = self.subbuf_state(i);
+            let cs = st.cs.load(Acquire);
+            if geo.subbuf_ready(cs, p) || geo.sb_offset(cs) != 0 {
+                continue; // delivered in p's lap, or being delivered
+            }
+            let c = st
+                .cc
+                .shared
+                .load(Acquire)
+                .wrapping_add(st.cc.local.load(Acquire));
+            if geo.sb_offset(c) == 0 && geo.subbuf_complete(c, p) {
+                self.deliver(i, c, p);
+                n += 1;
+            }
+        }
+        n
     }
 
     /// The commit that completed sub-buffer `i` (commit count now `c`):
@@ -561,6 +654,7 @@ impl<C: Config> Buffer<C> {
             clock_clamps: self.wr.clamps.load(Relaxed),
             rseq_aborts: self.wr.rseq_aborts.load(Relaxed),
             rseq_moves: self.wr.rseq_moves.load(Relaxed),
+            rseq_shared_commits: self.wr.rseq_shared.load(Relaxed),
         }
     }
 

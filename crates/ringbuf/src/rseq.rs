@@ -25,6 +25,11 @@
 //! raised and `W` unmoved, which is harmless (later records are clamped to
 //! it, as for per-thread buffers).
 //!
+//! [`add_local`] is the commit's section: add a record's length to the
+//! sub-buffer's *local* commit count, which only such sections on the
+//! buffer's CPU write (a thread that migrated since its reservation adds to
+//! the shared, lock-prefixed count instead; `frontend.rs`).
+//!
 //! x86_64 glibc Linux only; elsewhere, and under loom and Miri (which run
 //! no inline assembly), rseq is reported unavailable and channels use
 //! lock-prefixed atomics.
@@ -179,6 +184,65 @@ mod imp {
             _ => Outcome::Aborted,
         }
     }
+
+    /// The commit's critical section: if the thread runs on `cpu`, adds
+    /// `v` to `*p` with a load and a store, the store being the commit.
+    /// Returns the outcome and, when stored, the new value.
+    ///
+    /// # Safety
+    /// As [`cmp2_store2`]: `area` is the calling thread's [`area`]; `p`
+    /// points to an aligned `u64` that only such sections of threads
+    /// running on `cpu` write.
+    #[inline(always)]
+    pub(crate) unsafe fn add_local(area: *mut u8, cpu: u32, p: *mut u64, v: u64) -> (Outcome, u64) {
+        let r: u32;
+        let new: u64;
+        // SAFETY: as for `cmp2_store2` (descriptor, signature, arming, the
+        // CPU check first); the store of the sum to `p` is the section's
+        // last instruction. `p` is valid per the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                ".pushsection __rseq_cs, \"aw\"",
+                ".balign 32",
+                "66:",
+                ".long 0x0, 0x0",
+                ".quad 67f, (68f - 67f), 69f",
+                ".popsection",
+                "lea {t}, [rip + 66b]",
+                "mov qword ptr [{a} + 8], {t}",
+                "67:",
+                "cmp dword ptr [{a} + 4], {cpu:e}",
+                "jne 70f",
+                "mov {n}, qword ptr [{p}]",
+                "add {n}, {v}",
+                "mov qword ptr [{p}], {n}",
+                "68:",
+                "xor {r:e}, {r:e}",
+                "jmp 73f",
+                "70:",
+                "mov {r:e}, 2",
+                "jmp 73f",
+                ".byte 0x0f, 0xb9, 0x3d",
+                ".long 0x53053053",
+                "69:",
+                "mov {r:e}, 3",
+                "73:",
+                a = in(reg) area,
+                p = in(reg) p,
+                cpu = in(reg) cpu,
+                v = in(reg) v,
+                n = out(reg) new,
+                t = out(reg) _,
+                r = out(reg) r,
+                options(nostack),
+            );
+        }
+        match r {
+            0 => (Outcome::Stored, new),
+            2 => (Outcome::Moved, 0),
+            _ => (Outcome::Aborted, 0),
+        }
+    }
 }
 
 #[cfg(not(all(
@@ -214,9 +278,17 @@ mod imp {
     ) -> Outcome {
         Outcome::Moved
     }
+
+    /// Never called: no area exists here.
+    ///
+    /// # Safety
+    /// None needed.
+    pub(crate) unsafe fn add_local(_: *mut u8, _: u32, _: *mut u64, _: u64) -> (Outcome, u64) {
+        (Outcome::Moved, 0)
+    }
 }
 
-pub(crate) use imp::{area, cmp2_store2, cpu_id};
+pub(crate) use imp::{add_local, area, cmp2_store2, cpu_id};
 
 /// Whether the calling thread has a registered rseq area whose `cpu_id`
 /// the kernel maintains: what per-CPU buffers in rseq mode need.

@@ -19,6 +19,43 @@ pub(crate) struct CloseRecord {
     pub(crate) lost_big: AtomicU64,
 }
 
+/// The commit count `CC[i]` of one sub-buffer, in two words whose sum it
+/// is. `shared` takes lock-prefixed adds (SMP buffers; per-thread buffers'
+/// own adds); `local` is written only by the restartable sequence of an
+/// rseq buffer's CPU (`rseq::add_local`: a record committed by the thread
+/// that reserved it, still on that CPU), so the common commit of an rseq
+/// buffer has no lock prefix. `local` stays 0 for other buffers.
+///
+/// `repr(C)`: a buffer file holds `shared` then `local` at the start of
+/// each state (`file.rs`).
+#[derive(Debug)]
+#[repr(C)]
+pub(crate) struct CommitCount {
+    pub(crate) shared: Counter,
+    pub(crate) local: AtomicU64,
+}
+
+impl CommitCount {
+    pub(crate) fn new(c0: u64) -> CommitCount {
+        CommitCount {
+            shared: Counter::new(c0),
+            local: AtomicU64::new(0),
+        }
+    }
+
+    /// `local`'s word, for the restartable sequence that adds to it.
+    #[cfg(not(loom))]
+    pub(crate) fn local_ptr(&self) -> *mut u64 {
+        self.local.as_ptr()
+    }
+
+    /// Loom has no rseq (`rseq::area` is `None`): never used.
+    #[cfg(loom)]
+    pub(crate) fn local_ptr(&self) -> *mut u64 {
+        std::ptr::null_mut()
+    }
+}
+
 /// Counters of one sub-buffer. The commit count, written on every commit,
 /// has a cache line of its own: the reader polls the commit seq, and must not
 /// pull the writers' line away on each poll.
@@ -29,7 +66,7 @@ pub(crate) struct CloseRecord {
 #[repr(C)]
 pub(crate) struct SubbufState {
     /// Commit count `CC[i]`.
-    pub(crate) cc: CacheAligned<Counter>,
+    pub(crate) cc: CacheAligned<CommitCount>,
     /// Commit seq `CS[i]`.
     pub(crate) cs: AtomicU64,
     pub(crate) close: CloseRecord,

@@ -150,6 +150,7 @@ fn buffer_file_keeps_header_and_commit_counts() {
     assert_eq!(f.header.buffer_id, 3);
     assert_eq!(f.header.client_header, HEADER as u64);
     assert_eq!(f.header.pid, std::process::id());
+    assert_eq!(f.header.version, 2, "commit counts in two words");
     assert_eq!(f.committed(0), Committed::Complete);
     let per_sb = (4096 - HEADER) / 100;
     let in_1 = 53 - per_sb;
@@ -176,7 +177,9 @@ fn buffer_file_keeps_header_and_commit_counts() {
     assert!(FileHeader::decode(&bytes, len)
         .unwrap_err()
         .contains("offset 8: layout version 9"));
+    // Version 1 (one commit word, before rseq's local counts) still reads.
     bytes[8] = 1;
+    assert_eq!(FileHeader::decode(&bytes, len).unwrap().version, 1);
     assert!(FileHeader::decode(&bytes, len - 1)
         .unwrap_err()
         .contains("does not fit the file"));

@@ -119,6 +119,8 @@ struct Seen {
     read: u64,
     placed: u64,
     repins: u64,
+    /// Sub-buffers the reader delivered (`deliver_missed`).
+    rescued: u64,
     stats: BufferStats,
     secs: f64,
 }
@@ -156,9 +158,11 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
         let reader = sc.spawn(|| {
             let mut readers: Vec<_> = ch.buffers().iter().map(|b| b.reader().unwrap()).collect();
             let mut seqs: HashMap<u32, Vec<u64>> = HashMap::new();
-            let (mut read, mut placed) = (0u64, 0u64);
+            let (mut read, mut placed, mut rescued) = (0u64, 0u64, 0u64);
             let mut drain = |readers: &mut Vec<ringbuf::Reader<'_, C>>| {
                 for (cpu, rd) in readers.iter_mut().enumerate() {
+                    // As the tracer's consumer does on every look.
+                    rescued += rd.buffer().deliver_missed() as u64;
                     while let Some(sb) = rd.get_subbuf() {
                         for r in check_subbuf(sb.content(), sb.data()) {
                             let tag = r.writer >> 16;
@@ -192,7 +196,7 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
                 v.dedup();
                 assert_eq!(v.len(), n, "writer {w}: a record read twice");
             }
-            (read, placed)
+            (read, placed, rescued)
         });
         let (tx, rx) = std::sync::mpsc::channel();
         let writers: Vec<_> = (0..WRITERS)
@@ -253,7 +257,7 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
             seen.lost += l;
         }
         stop.store(true, Release);
-        (seen.read, seen.placed) = reader.join().unwrap();
+        (seen.read, seen.placed, seen.rescued) = reader.join().unwrap();
     });
     CHANNEL.store(std::ptr::null_mut(), Release);
     seen.secs = start.elapsed().as_secs_f64();
@@ -264,6 +268,7 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
         seen.stats.lost.wrap += s.lost.wrap;
         seen.stats.rseq_aborts += s.rseq_aborts;
         seen.stats.rseq_moves += s.rseq_moves;
+        seen.stats.rseq_shared_commits += s.rseq_shared_commits;
     }
     let (ha, hw, hl) = (
         H_ATTEMPTED.load(Relaxed),
@@ -272,7 +277,8 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
     );
     eprintln!(
         "{:.2} s: threads {} written {} lost {}; handlers {} written {hw} lost {hl} ({:.0}/s); \
-         read {} ({} placement-checked); re-pinned {} times; rseq aborts {} moves {}",
+         read {} ({} placement-checked); re-pinned {} times; rseq aborts {} moves {}; \
+         commits from another CPU {}, delivered by the reader {}",
         seen.secs,
         seen.attempted,
         seen.written,
@@ -283,7 +289,9 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
         seen.placed,
         seen.repins,
         seen.stats.rseq_aborts,
-        seen.stats.rseq_moves
+        seen.stats.rseq_moves,
+        seen.stats.rseq_shared_commits,
+        seen.rescued
     );
     assert_eq!(seen.written + seen.lost, seen.attempted);
     assert_eq!(hw + hl, ha);
@@ -329,12 +337,17 @@ fn rseq_per_cpu_buffers_under_migration_storm_and_signals() {
     if !ringbuf::rseq::available() {
         panic!("rseq is not registered here: glibc 2.35+ on Linux 4.18+ registers it (unless GLIBC_TUNABLES=glibc.pthread.rseq=0)");
     }
-    let (mut aborts, mut moves) = (0, 0);
+    let (mut aborts, mut moves, mut shared) = (0, 0, 0);
     for _ in 0..reps() {
         let s = run::<Rseq>(Duration::from_millis(400));
         aborts += s.stats.rseq_aborts;
         moves += s.stats.rseq_moves;
+        shared += s.stats.rseq_shared_commits;
     }
+    assert!(
+        shared > 0,
+        "writers migrated between reserve and commit: commits from another CPU"
+    );
     assert!(
         aborts > 0,
         "the kernel aborted critical sections (signals, preemption)"
@@ -349,6 +362,9 @@ fn rseq_per_cpu_buffers_under_migration_storm_and_signals() {
 fn atomic_per_cpu_buffers_under_migration_storm_and_signals() {
     for _ in 0..reps() {
         let s = run::<Atomics>(Duration::from_millis(400));
-        assert_eq!(s.stats.rseq_aborts + s.stats.rseq_moves, 0);
+        assert_eq!(
+            s.stats.rseq_aborts + s.stats.rseq_moves + s.stats.rseq_shared_commits + s.rescued,
+            0
+        );
     }
 }

@@ -198,6 +198,8 @@ impl Recording {
                     sink.last_read[ci] = (written, lost, Instant::now());
                     period
                 } else {
+                    // Writers wait for these (rseq buffers, rarely).
+                    ops.deliver_missed();
                     for b in 0..ops.buffers() {
                         self.watch_wrap(&mut sink, ci, b, now);
                     }

@@ -45,6 +45,10 @@ pub struct BufferStats {
     /// Per-CPU rseq buffers: reservations that found the thread on another
     /// CPU than the buffer's (it migrated after choosing), tried again there.
     pub rseq_moves: u64,
+    /// Per-CPU rseq buffers: commits made from another CPU than the
+    /// buffer's (the thread migrated between reserve and commit), with a
+    /// lock-prefixed add; the others add without one.
+    pub rseq_shared_commits: u64,
 }
 
 impl BufferStats {
@@ -70,6 +74,7 @@ impl BufferStats {
             clock_clamps: s.clock_clamps,
             rseq_aborts: s.rseq_aborts,
             rseq_moves: s.rseq_moves,
+            rseq_shared_commits: s.rseq_shared_commits,
         }
     }
 
@@ -117,6 +122,7 @@ impl ChannelStats {
             t.clock_clamps += b.clock_clamps;
             t.rseq_aborts += b.rseq_aborts;
             t.rseq_moves += b.rseq_moves;
+            t.rseq_shared_commits += b.rseq_shared_commits;
         }
         t
     }
@@ -243,8 +249,8 @@ impl SessionStats {
                 c.sharing,
                 if c.sharing == "per-cpu rseq" {
                     format!(
-                        " ({} aborted and {} moved reservations retried)",
-                        t.rseq_aborts, t.rseq_moves
+                        " ({} aborted and {} moved reservations retried, {} commits from another CPU)",
+                        t.rseq_aborts, t.rseq_moves, t.rseq_shared_commits
                     )
                 } else {
                     String::new()

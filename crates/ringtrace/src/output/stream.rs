@@ -331,6 +331,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "O_DIRECT, statx and fcntl are system calls Miri does not run"
+    )]
     fn direct_appends_whole_blocks_and_behind_goes_through_the_cache() {
         let d = scratch("direct");
         let path = d.join("s_0");
@@ -369,6 +373,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "statx and fcntl are system calls Miri does not run")]
     fn buffered_appends_exact_bytes() {
         let d = scratch("buffered");
         let path = d.join("s_0");

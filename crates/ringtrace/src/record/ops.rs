@@ -95,6 +95,11 @@ pub(crate) trait ChannelOps: std::marker::Sync + Send {
     fn recycle(&self) -> usize;
     /// Whether the reader has consumed everything written to every buffer.
     fn drained(&self) -> bool;
+    /// Rseq buffers: delivers the sub-buffers whose last two commits, on
+    /// two CPUs at once, each missed the other's (`ringbuf`'s
+    /// `Buffer::deliver_missed`); `drain` and `snapshot` do it first.
+    /// Returns how many.
+    fn deliver_missed(&self) -> usize;
 }
 
 impl<C: Config> ChannelOps for Channel<C> {
@@ -104,6 +109,7 @@ impl<C: Config> ChannelOps for Channel<C> {
 
     fn drain(&self, i: usize, sink: &mut dyn PacketSink) -> usize {
         let b = &Channel::buffers(self)[i];
+        b.deliver_missed();
         let Some(mut rd) = b.reader() else {
             return 0;
         };
@@ -146,6 +152,7 @@ impl<C: Config> ChannelOps for Channel<C> {
 
     fn snapshot(&self, i: usize, switch: bool, sink: &mut dyn PacketSink) -> usize {
         let b = &Channel::buffers(self)[i];
+        b.deliver_missed();
         let Some(mut rd) = b.reader() else {
             return 0;
         };
@@ -185,6 +192,13 @@ impl<C: Config> ChannelOps for Channel<C> {
 
     fn drained(&self) -> bool {
         Channel::buffers(self).iter().all(|b| b.is_drained())
+    }
+
+    fn deliver_missed(&self) -> usize {
+        Channel::buffers(self)
+            .iter()
+            .map(|b| b.deliver_missed())
+            .sum()
     }
 }
 
