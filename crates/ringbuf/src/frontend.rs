@@ -1,12 +1,12 @@
-//! Producer side: reserve (its fast path), commit and delivery; the
-//! sub-buffer switch, the reservation's slow path and the forced switch are
-//! in [`crate::switch`] (`DESIGN.md` §4–5); the arithmetic is in
-//! [`crate::counters`].
+//! Producer side: the buffer, reserve (its fast path) and the slot; commit
+//! and delivery are in [`crate::commit`], the sub-buffer switch, the
+//! reservation's slow path and the forced switch in [`crate::switch`]
+//! (`DESIGN.md` §4–5); the arithmetic is in [`crate::counters`].
 
 use std::sync::Arc;
 
-use crate::backend::{Entry, Store, Table};
-use crate::config::{ChannelAttr, Config, ConfigError, LostCounts, Mode, SubbufEnd, Sync};
+use crate::backend::{Store, Table};
+use crate::config::{ChannelAttr, Config, ConfigError, LostCounts, Mode, Sync};
 use crate::counters::Geometry;
 use crate::state::{CloseRecord, CommitCount, States, SubbufState};
 use crate::sync::{
@@ -14,12 +14,7 @@ use crate::sync::{
 };
 use crate::Error;
 
-use Ordering::{AcqRel, Acquire, Relaxed, Release};
-
-/// Tries of an rseq commit's critical section that the kernel aborted
-/// (preemption or a signal inside its few instructions) before the commit
-/// goes to the shared count.
-const RSEQ_COMMIT_TRIES: usize = 3;
+use Ordering::Relaxed;
 
 /// Why a reservation failed. Every failure to record is counted in the
 /// buffer's [`LostCounts`]; nothing is lost silently. ([`Lost::Empty`] is
@@ -81,7 +76,7 @@ impl SlotCtx {
 pub(crate) struct WriterSide {
     /// Write count `W` and the last reservation's timestamp.
     pub(crate) head: Head,
-    records: Counter,
+    pub(crate) records: Counter,
     pub(crate) lost_full: Counter,
     pub(crate) lost_wrap: Counter,
     pub(crate) lost_big: Counter,
@@ -123,7 +118,7 @@ pub struct Buffer<C: Config> {
     pub(crate) w0: u64,
     /// Index of the buffer in its channel.
     pub(crate) id: u32,
-    produced: AtomicU64,
+    pub(crate) produced: AtomicU64,
     pub(crate) cfg: Arc<C>,
 }
 
@@ -472,165 +467,6 @@ impl<C: Config> Buffer<C> {
             Mode::Overwrite => self.table.hold(i),
             Mode::Discard => i,
         }
-    }
-
-    /// Commits the record `[end - len, end)` of ring sub-buffer `idx`.
-    #[inline(always)]
-    fn commit_record(&self, idx: u32, end: u64, len: u32) {
-        if C::COUNT_RECORDS {
-            self.wr.records.add(C::SYNC, 1);
-        }
-        self.commit_in(idx as usize, end.wrapping_sub(1), len as u64);
-    }
-
-    /// Adds `amount` committed bytes to the sub-buffer containing byte `p`
-    /// and delivers it if that completed it.
-    #[inline(always)]
-    pub(crate) fn commit_at(&self, p: u64, amount: u64) {
-        self.commit_in(self.geo.sb_index(p), p, amount)
-    }
-
-    /// [`Buffer::commit_at`] with the ring index `i` of `p`'s sub-buffer
-    /// already known.
-    #[inline(always)]
-    fn commit_in(&self, i: usize, p: u64, amount: u64) {
-        debug_assert_eq!(i, self.geo.sb_index(p));
-        let geo = self.geo;
-        let c = if C::SYNC == Sync::Rseq {
-            self.commit_rseq(i, amount)
-        } else {
-            // The AcqRel add publishes this writer's bytes to whoever
-            // delivers.
-            self.subbuf_state(i)
-                .cc
-                .shared
-                .add(C::SYNC, amount)
-                .wrapping_add(amount)
-        };
-        // Commit counts start at a multiple of S, so a complete sub-buffer
-        // has a count that is one: a cheap filter before equation (3).
-        if geo.sb_offset(c) == 0 && geo.subbuf_complete(c, p) {
-            self.deliver(i, c, p);
-        }
-    }
-
-    /// Rseq buffers: adds `amount` to sub-buffer `i`'s local count inside
-    /// a restartable sequence on the buffer's CPU (no lock prefix), or,
-    /// from another CPU, to its shared count with a locked add; returns the
-    /// sum of both as this committer sees it (`DESIGN.md` §8).
-    ///
-    /// The sum may miss a commit made at the same moment on the other
-    /// count from another CPU (each side's store may still sit in its
-    /// CPU's store buffer when the other loads): then neither committer
-    /// delivers, and [`Buffer::deliver_missed`], which the consumer runs
-    /// on every look, does once both stores are visible.
-    #[inline(always)]
-    fn commit_rseq(&self, i: usize, amount: u64) -> u64 {
-        let cc = &self.subbuf_state(i).cc;
-        if let Some(area) = crate::rseq::area() {
-            // An abort (preemption or a signal inside the few instructions)
-            // is retried; a thread on another CPU goes to the shared count.
-            for _ in 0..RSEQ_COMMIT_TRIES {
-                // SAFETY: `area` is this thread's rseq area; `local` is an
-                // aligned u64 that only this section, on the buffer's CPU
-                // `self.id`, writes (other committers add to `shared`).
-                let (o, local) =
-                    unsafe { crate::rseq::add_local(area, self.id, cc.local_ptr(), amount) };
-                match o {
-                    crate::rseq::Outcome::Stored => {
-                        return local.wrapping_add(cc.shared.load(Acquire));
-                    }
-                    crate::rseq::Outcome::Aborted => continue,
-                    _ => break,
-                }
-            }
-        }
-        self.wr.rseq_shared.add(Sync::Smp, 1);
-        let shared = cc.shared.add(Sync::Smp, amount).wrapping_add(amount);
-        shared.wrapping_add(cc.local.load(Acquire))
-    }
-
-    /// Rseq buffers: delivers the closed sub-buffers whose every byte is
-    /// committed but whose last two committers, on two CPUs at the same
-    /// moment, each missed the other's add (see `commit_rseq`). The
-    /// consumer calls it on every look; returns how many it delivered.
-    /// Other buffers never miss a delivery: nothing to do.
-    pub fn deliver_missed(&self) -> usize {
-        if C::SYNC != Sync::Rseq {
-            return 0;
-        }
-        let geo = self.geo;
-        let s = geo.subbuf_size();
-        let end = geo.sb_trunc(self.wr.head.w.load(Acquire));
-        let mut n = 0;
-        // The sub-buffers behind the writers' current one, in the last lap.
-        for k in 1..geo.num_subbuf() {
-            let p = end.wrapping_sub(k * s);
-            if p.wrapping_sub(self.w0) > u64::MAX / 2 {
-                break; // before the buffer's first sub-buffer
-            }
-            let i = geo.sb_index(p);
-            let st = self.subbuf_state(i);
-            let cs = st.cs.load(Acquire);
-            if geo.subbuf_ready(cs, p) || geo.sb_offset(cs) != 0 {
-                continue; // delivered in p's lap, or being delivered
-            }
-            let c = st
-                .cc
-                .shared
-                .load(Acquire)
-                .wrapping_add(st.cc.local.load(Acquire));
-            if geo.sb_offset(c) == 0 && geo.subbuf_complete(c, p) {
-                self.deliver(i, c, p);
-                n += 1;
-            }
-        }
-        n
-    }
-
-    /// The commit that completed sub-buffer `i` (commit count now `c`):
-    /// finish its header, let go of it, publish it to the reader.
-    #[cold]
-    #[inline(never)]
-    fn deliver(&self, i: usize, c: u64, p: u64) {
-        let geo = self.geo;
-        let s = geo.subbuf_size();
-        let st = self.subbuf_state(i);
-        // Claim delivery: `c - S + 1` is never a valid commit seq, so only one
-        // committer passes and writers see the sub-buffer as not yet
-        // fully committed until the final store below.
-        if st
-            .cs
-            .compare_exchange(c.wrapping_sub(s), c.wrapping_sub(s) + 1, AcqRel, Relaxed)
-            .is_err()
-        {
-            return;
-        }
-        let phys = match C::MODE {
-            Mode::Overwrite => self.table.load(i).index(),
-            Mode::Discard => i,
-        };
-        let close = &st.close;
-        let end = SubbufEnd {
-            end_ts: close.end_ts.load(Relaxed),
-            data_size: close.data_size.load(Relaxed),
-            lost: LostCounts {
-                full: close.lost_full.load(Relaxed),
-                wrap: close.lost_wrap.load(Relaxed),
-                too_big: close.lost_big.load(Relaxed),
-            },
-        };
-        // SAFETY: the sub-buffer is complete and still held (overwrite mode)
-        // or not yet readable (discard: CS not published), so no writer and
-        // no reader touches its header now.
-        let header = unsafe { self.subbuf_mut(phys, self.header_size as usize) };
-        self.cfg.subbuf_end(header, &end);
-        if C::MODE == Mode::Overwrite {
-            // Let go: a plain store is enough, the reader cannot CAS a held entry.
-            self.table.store(i, Entry::new(phys, false, geo.lapno(p)));
-        }
-        self.produced.fetch_add(1, Relaxed);
-        st.cs.store(c, Release);
     }
 
     /// Cumulative lost-record counts.

@@ -11,7 +11,7 @@
 //! ```text
 //! channel                     a channel: its buffers (per CPU, per thread, global)
 //!   writer  reader  switch    owner-only writes; the consumer side; the slow path
-//!     frontend                Buffer: reserve's fast path, commit, delivery
+//!     frontend  commit        Buffer: reserve's fast path; commit and delivery
 //!       file  backend  state  buffer files; memory and sub-buffer table; per-sub-buffer counters
 //!         counters  sync  config  cpu   equations; atomics; the client's interface; CPU number
 //!           rseq                  restartable sequences: glibc's area, the critical section
@@ -79,8 +79,10 @@
 //! (lock-prefixed) atomics: threads migrate between reading the CPU number
 //! and the CAS. Per-CPU buffers with [`Sync::Rseq`] move `W` inside a
 //! restartable sequence on their CPU ([`rseq`]): plain stores, the kernel
-//! aborting the sequence on preemption, migration or signal; their commit
-//! counts stay lock-prefixed, since a thread may commit after migrating.
+//! aborting the sequence on preemption, migration or signal; and they
+//! commit the same way into a local word of the commit count, or, from a
+//! thread that migrated between reserve and commit, with a locked add into
+//! a shared one (`DESIGN.md` §8: the consumer delivers what the two missed).
 //! SMP buffers reserve with a 16-byte CAS on (`W`, last timestamp); other
 //! targets than x86_64, loom and Miri emulate it under a spin lock. Per-thread buffers can
 //! use non-locked `cmpxchg`/`xadd` ([`Sync::Local`]), atomic against the
@@ -107,6 +109,7 @@
 
 pub mod backend;
 pub mod channel;
+mod commit;
 pub mod config;
 pub mod counters;
 pub mod cpu;
