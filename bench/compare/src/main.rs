@@ -61,6 +61,11 @@ struct Args {
     /// tracers,frontends: a few minutes).
     #[arg(long)]
     focus: bool,
+    /// How ringtrace's stream files are written: direct (the default:
+    /// direct I/O where the file system takes it) or buffered (through
+    /// the page cache).
+    #[arg(long, default_value = "direct", value_parser = ringtrace::FileIo::parse)]
+    io: ringtrace::FileIo,
 }
 
 const TRACERS: [&str; 6] = [
@@ -116,6 +121,7 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let a = Args::parse();
+    ours::set_file_io(a.io);
     let n = a
         .events
         .unwrap_or(if a.quick { 1_000_000 } else { 10_000_000 });
@@ -387,7 +393,8 @@ fn dd_once(scratch: &std::path::Path) -> Option<f64> {
 /// time from session start to a complete trace on disk), beside `dd`'s.
 fn drain_table(cells: &[Cell], dd: Option<f64>) {
     println!(
-        "Consumer drain rate, u64, discard (MB/s: trace bytes / start..stop returned, median), page cache by dd: {}",
+        "Consumer drain rate, u64, discard (MB/s: trace bytes / start..stop returned, median; stream files {}), page cache by dd: {}",
+        ours::file_io().name(),
         dd.map_or("-".into(), |r| format!("{r:.0} MB/s"))
     );
     println!(

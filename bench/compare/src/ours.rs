@@ -12,6 +12,19 @@ use crate::cell::{Mode, Payload, Run};
 
 const S16: &str = "0123456789abcde";
 
+/// How the runs' stream files are written (`--io`), set once at start.
+static FILE_IO: std::sync::OnceLock<ringtrace::FileIo> = std::sync::OnceLock::new();
+
+/// Sets [`file_io`] (the first call wins).
+pub fn set_file_io(io: ringtrace::FileIo) {
+    let _ = FILE_IO.set(io);
+}
+
+/// How the runs' stream files are written: direct unless `--io` said.
+pub fn file_io() -> ringtrace::FileIo {
+    FILE_IO.get().copied().unwrap_or_default()
+}
+
 fn emit(payload: Payload, n: u64) {
     match payload {
         Payload::U64 => {
@@ -154,7 +167,10 @@ pub fn run(
         Bufs::PerCpu => ch.cpu_sync(ringtrace::CpuSync::Atomics),
         Bufs::PerCpuRseq => ch.cpu_sync(ringtrace::CpuSync::Rseq),
     };
-    let mut b = Session::builder("compare").channel(ch).enable("cmpbench:*");
+    let mut b = Session::builder("compare")
+        .channel(ch)
+        .enable("cmpbench:*")
+        .file_io(file_io());
     b = match mode {
         Mode::Discard => b.output(&dir),
         _ => b.mode(ringtrace::Mode::FlightRecorder),

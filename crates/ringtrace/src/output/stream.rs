@@ -24,6 +24,7 @@ use std::fs::File;
 use std::io::{self, ErrorKind, Seek, SeekFrom, Write};
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// How stream files are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,6 +62,17 @@ impl FileIo {
 /// system asking for more gets buffered writes.
 const MAX_BLOCK: usize = 4096;
 
+/// A direct write slower than this is a stall of the device (1 MiB writes
+/// take about 0.5 ms here, 0.9 ms at the 99th percentile)...
+const SLOW_WRITE: Duration = Duration::from_millis(2);
+
+/// ...after which the file's packets go through the page cache for this
+/// long: the device's stalls come in clusters (here a 3.1 ms write followed
+/// at once by a 9.7 ms one; 4.0 ms and 3.0 ms five writes apart; 2.4, 3.5
+/// and 2.8 ms in a row), and a later one, not the first, is often the one
+/// that a 4 MiB buffer at 600 MB/s (7 ms) does not outlast.
+const STALL_PAUSE: Duration = Duration::from_millis(100);
+
 /// One stream file being appended to.
 #[derive(Debug)]
 pub struct StreamFile {
@@ -70,6 +82,9 @@ pub struct StreamFile {
     /// Direct I/O: the file is `O_DIRECT`; offsets and lengths are
     /// multiples of `block`, memory of `mem_align`.
     direct: Option<Dio>,
+    /// After a stalled direct write: packets go through the page cache
+    /// until then.
+    paused_until: Option<Instant>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -92,6 +107,7 @@ impl StreamFile {
             file,
             len: 0,
             direct,
+            paused_until: None,
         })
     }
 
@@ -113,8 +129,9 @@ impl StreamFile {
     /// buffered copy with `sendfile`. `behind`: the consumer is behind the
     /// writers, so a direct file takes this packet through the page cache,
     /// which returns without waiting for the device (a direct write waits
-    /// about 0.5 ms per MiB here, and now and then 4-8 ms: longer than a
-    /// 4 MiB buffer lasts at full speed).
+    /// about 0.5 ms per MiB here, and now and then 4-10 ms: longer than a
+    /// 4 MiB buffer lasts at full speed); so it does for a moment after a
+    /// direct write stalled.
     pub fn append(
         &mut self,
         bytes: &[u8],
@@ -145,7 +162,8 @@ impl StreamFile {
             let aligned = (bytes.as_ptr() as usize).is_multiple_of(d.mem_align);
             let whole =
                 bytes.len().is_multiple_of(d.block) && self.len.is_multiple_of(d.block as u64);
-            if whole && (behind || !aligned) {
+            let paused = self.paused_until.is_some_and(|t| Instant::now() < t);
+            if whole && (behind || paused || !aligned) {
                 // Whole blocks through the page cache (behind, or from
                 // memory the device cannot take directly): the offsets
                 // after them stay aligned, and the file stays direct.
@@ -159,8 +177,15 @@ impl StreamFile {
                 return r;
             }
             if whole {
+                let t0 = Instant::now();
                 match pwrite_all(&self.file, bytes, self.len) {
-                    Ok(()) => return Ok(()),
+                    Ok(()) => {
+                        let now = Instant::now();
+                        if now - t0 > SLOW_WRITE {
+                            self.paused_until = Some(now + STALL_PAUSE);
+                        }
+                        return Ok(());
+                    }
                     // Refused before anything was written (the file system
                     // took O_DIRECT at open but not this write): buffered
                     // from now on, this packet included.
