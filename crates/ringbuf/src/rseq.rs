@@ -104,6 +104,54 @@ mod imp {
         unsafe { core::ptr::read_volatile(area.add(4) as *const i32) }
     }
 
+    /// One restartable sequence in inline assembly: the `struct rseq_cs`
+    /// descriptor (version 0, flags 0, start `67`, post-commit offset
+    /// `68 - 67`, abort address `69`) in the `__rseq_cs` section, 32-byte
+    /// aligned; arming it by storing its address to `rseq_cs` (byte 8 of
+    /// the area `{a}`; the kernel clears it lazily); the check of `cpu_id`
+    /// (byte 4) against `{cpu}` first (`jne 70f`: moved); then `$body`,
+    /// whose last instruction is the commit and which may jump to `71f`
+    /// (changed); `{r}` says which: 0 stored, 1 changed, 2 moved, 3 aborted.
+    /// The abort address is preceded by the signature glibc registered
+    /// (`RSEQ_SIG`, 0x53053053 on x86, as the operand of a `ud1` so that
+    /// the bytes decode as one instruction) and lies outside [start,
+    /// post-commit). Numeric labels only: the block may be instantiated
+    /// many times.
+    macro_rules! rseq_section {
+        ([$($body:literal),* $(,)?], $($operands:tt)*) => {
+            core::arch::asm!(
+                ".pushsection __rseq_cs, \"aw\"",
+                ".balign 32",
+                "66:",
+                ".long 0x0, 0x0",
+                ".quad 67f, (68f - 67f), 69f",
+                ".popsection",
+                "lea {t}, [rip + 66b]",
+                "mov qword ptr [{a} + 8], {t}",
+                "67:",
+                "cmp dword ptr [{a} + 4], {cpu:e}",
+                "jne 70f",
+                $($body,)*
+                "68:",
+                "xor {r:e}, {r:e}",
+                "jmp 73f",
+                "71:",
+                "mov {r:e}, 1",
+                "jmp 73f",
+                "70:",
+                "mov {r:e}, 2",
+                "jmp 73f",
+                ".byte 0x0f, 0xb9, 0x3d",
+                ".long 0x53053053",
+                "69:",
+                "mov {r:e}, 3",
+                "73:",
+                t = out(reg) _,
+                $($operands)*
+            )
+        };
+    }
+
     /// The critical section (see the module doc): if the thread runs on
     /// `cpu` and `p[0], p[1]` equal `cur`, stores `new.1` to `p[1]`, then
     /// `new.0` to `p[0]` as the commit.
@@ -121,50 +169,20 @@ mod imp {
         new: (u64, u64),
     ) -> Outcome {
         let r: u32;
-        // SAFETY: the descriptor (`struct rseq_cs`: version 0, flags 0,
-        // start, post-commit offset, abort address) is emitted in the
-        // `__rseq_cs` section, 32-byte aligned; the abort address is
-        // preceded by the signature glibc registered (`RSEQ_SIG`,
-        // 0x53053053 on x86, as the operand of a `ud1` so that the bytes
-        // decode as one instruction) and lies outside [start, post-commit).
-        // Storing the descriptor's address to `rseq_cs` (byte 8 of the area)
-        // arms it; the kernel clears it lazily. Inside, `cpu_id` is checked
-        // first, the stores come last, the store of `p[0]` being the final
-        // instruction of the section. `p` is valid per the caller's contract.
-        // Numeric labels only: the block may be instantiated many times.
+        // SAFETY: `rseq_section` (descriptor, signature, arming, the CPU
+        // check first); the stores come last, the store of `p[0]` being the
+        // final instruction of the section. `area` is this thread's area
+        // and `p` is valid, per the caller's contract.
         unsafe {
-            core::arch::asm!(
-                ".pushsection __rseq_cs, \"aw\"",
-                ".balign 32",
-                "66:",
-                ".long 0x0, 0x0",
-                ".quad 67f, (68f - 67f), 69f",
-                ".popsection",
-                "lea {t}, [rip + 66b]",
-                "mov qword ptr [{a} + 8], {t}",
-                "67:",
-                "cmp dword ptr [{a} + 4], {cpu:e}",
-                "jne 70f",
-                "cmp qword ptr [{p}], {cw}",
-                "jne 71f",
-                "cmp qword ptr [{p} + 8], {cts}",
-                "jne 71f",
-                "mov qword ptr [{p} + 8], {nts}",
-                "mov qword ptr [{p}], {nw}",
-                "68:",
-                "xor {r:e}, {r:e}",
-                "jmp 73f",
-                "71:",
-                "mov {r:e}, 1",
-                "jmp 73f",
-                "70:",
-                "mov {r:e}, 2",
-                "jmp 73f",
-                ".byte 0x0f, 0xb9, 0x3d",
-                ".long 0x53053053",
-                "69:",
-                "mov {r:e}, 3",
-                "73:",
+            rseq_section!(
+                [
+                    "cmp qword ptr [{p}], {cw}",
+                    "jne 71f",
+                    "cmp qword ptr [{p} + 8], {cts}",
+                    "jne 71f",
+                    "mov qword ptr [{p} + 8], {nts}",
+                    "mov qword ptr [{p}], {nw}",
+                ],
                 a = in(reg) area,
                 p = in(reg) p,
                 cpu = in(reg) cpu,
@@ -172,7 +190,6 @@ mod imp {
                 cts = in(reg) cur.1,
                 nw = in(reg) new.0,
                 nts = in(reg) new.1,
-                t = out(reg) _,
                 r = out(reg) r,
                 options(nostack),
             );
@@ -197,42 +214,22 @@ mod imp {
     pub(crate) unsafe fn add_local(area: *mut u8, cpu: u32, p: *mut u64, v: u64) -> (Outcome, u64) {
         let r: u32;
         let new: u64;
-        // SAFETY: as for `cmp2_store2` (descriptor, signature, arming, the
-        // CPU check first); the store of the sum to `p` is the section's
-        // last instruction. `p` is valid per the caller's contract.
+        // SAFETY: `rseq_section` (descriptor, signature, arming, the CPU
+        // check first); the store of the sum to `p` is the section's last
+        // instruction. `area` is this thread's area and `p` is valid, per
+        // the caller's contract.
         unsafe {
-            core::arch::asm!(
-                ".pushsection __rseq_cs, \"aw\"",
-                ".balign 32",
-                "66:",
-                ".long 0x0, 0x0",
-                ".quad 67f, (68f - 67f), 69f",
-                ".popsection",
-                "lea {t}, [rip + 66b]",
-                "mov qword ptr [{a} + 8], {t}",
-                "67:",
-                "cmp dword ptr [{a} + 4], {cpu:e}",
-                "jne 70f",
-                "mov {n}, qword ptr [{p}]",
-                "add {n}, {v}",
-                "mov qword ptr [{p}], {n}",
-                "68:",
-                "xor {r:e}, {r:e}",
-                "jmp 73f",
-                "70:",
-                "mov {r:e}, 2",
-                "jmp 73f",
-                ".byte 0x0f, 0xb9, 0x3d",
-                ".long 0x53053053",
-                "69:",
-                "mov {r:e}, 3",
-                "73:",
+            rseq_section!(
+                [
+                    "mov {n}, qword ptr [{p}]",
+                    "add {n}, {v}",
+                    "mov qword ptr [{p}], {n}",
+                ],
                 a = in(reg) area,
                 p = in(reg) p,
                 cpu = in(reg) cpu,
                 v = in(reg) v,
                 n = out(reg) new,
-                t = out(reg) _,
                 r = out(reg) r,
                 options(nostack),
             );
