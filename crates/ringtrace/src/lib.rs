@@ -44,6 +44,7 @@
 //!   record/    the recording path: event descriptions, probe, client, rcu, clock
 //!
 //!   output/    trusted directories and files,     ┐ below everything
+//!              stream files (direct I/O),         │
 //!              the lttng-relayd protocol client   │
 //!   sys/       the trusted environment, threads   ┘ (no crate imports)
 //!   recover/   a killed process's trace, from its buffer files (record/, output/)

@@ -135,7 +135,8 @@ impl SessionState {
             let attr = ChannelAttr {
                 subbuf_size: cfg.subbuf_size,
                 num_subbuf: cfg.num_subbuf,
-                // Files survive a crash; memfd: the consumer copies with sendfile.
+                // Files survive a crash; memfd: a buffered stream file copies
+                // from it with sendfile (a direct one from the mapping).
                 backing: match (&buffer_dir, mode) {
                     (Some(dir), _) => Backing::Dir(dir.clone()),
                     (None, Mode::Discard) => Backing::Memfd,
