@@ -2,15 +2,19 @@
 //! direct I/O where the file system takes it.
 //!
 //! Why direct I/O: a consumer that copies packets into the page cache
-//! (`sendfile` or `write`) spends about 0.3 s of CPU per GiB here, and the
+//! (`sendfile` or `write`) spends 0.35-0.6 s of CPU per GiB here, and the
 //! kernel's flusher threads spend more writing the dirty pages back later.
 //! On a machine whose CPUs the traced program keeps busy that CPU comes
 //! out of the program's threads (and a consumer kept off the CPU loses
 //! records). A direct write hands the ring buffer's pages to the device
-//! (DMA from the sub-buffer itself): about 0.1 s of CPU per GiB, no dirty
+//! (DMA from the sub-buffer itself): 0.1-0.17 s of CPU per GiB, no dirty
 //! pages, no writeback (BENCHMARKS.md, session 16). The consumer waits for
 //! the device instead, off the CPU, while it holds a sub-buffer that no
-//! writer can reach (the reader's own, `ringbuf::Subbuf`).
+//! writer can reach (the reader's own, `ringbuf::Subbuf`). That wait is the
+//! price: a device that stalls a write for longer than the buffer lasts
+//! at the write rate loses records, which the page cache would have
+//! absorbed. So a consumer that is behind, or a file whose last direct
+//! write stalled, goes through the page cache for a while ([`StreamFile::append`]).
 //!
 //! Direct I/O wants the memory, the file offset and the length aligned to
 //! the file system's block (`statx`'s `STATX_DIOALIGN`). Sub-buffers are
