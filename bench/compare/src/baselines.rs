@@ -53,6 +53,7 @@ pub fn mutex_ring(payload: Payload, threads: usize, events: u64) -> Run {
         bytes: None,
         drained_ns: 0,
         consumer_ns: 0,
+        slowest_write_ns: 0,
     }
 }
 
@@ -88,5 +89,6 @@ pub fn crossbeam(payload: Payload, threads: usize, events: u64) -> Run {
         bytes: None,
         drained_ns: 0,
         consumer_ns: 0,
+        slowest_write_ns: 0,
     }
 }

@@ -55,6 +55,9 @@ pub struct Run {
     pub drained_ns: u64,
     /// ringtrace runs: CPU time of the consumer thread over the run, ns.
     pub consumer_ns: u64,
+    /// ringtrace runs with direct I/O: the slowest direct write of a
+    /// packet, ns (0: none).
+    pub slowest_write_ns: u64,
 }
 
 /// A cell: the median of its runs.

@@ -95,6 +95,7 @@ fn finish(s: Session, elapsed_ns: u64, n: u64) -> Result<Run, String> {
         bytes: Some(st.bytes_written()),
         drained_ns: 0,
         consumer_ns: 0,
+        slowest_write_ns: 0,
     })
 }
 
@@ -144,6 +145,7 @@ fn fmt_layer(n: u64, dir: &Path) -> Result<Run, String> {
         bytes,
         drained_ns: 0,
         consumer_ns: 0,
+        slowest_write_ns: 0,
     })
 }
 
@@ -173,6 +175,7 @@ fn c_api(bin: &Path, n: u64, dir: &Path) -> Result<Run, String> {
         bytes: Some(field("bytes=")?),
         drained_ns: 0,
         consumer_ns: 0,
+        slowest_write_ns: 0,
     })
 }
 

@@ -273,6 +273,7 @@ pub fn run(
         bytes: (mode == Mode::Discard).then(|| stream_bytes(&dir)),
         drained_ns: 0,
         consumer_ns: 0,
+        slowest_write_ns: 0,
     })
 }
 

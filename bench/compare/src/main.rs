@@ -398,7 +398,7 @@ fn drain_table(cells: &[Cell], dd: Option<f64>) {
         dd.map_or("-".into(), |r| format!("{r:.0} MB/s"))
     );
     println!(
-        "  {:<24} {:>8} {:>12} {:>12} {:>14} {:>14}",
+        "  {:<24} {:>8} {:>12} {:>12} {:>14} {:>14}  slowest direct write (all runs; lossy runs)",
         "tracer", "threads", "drain MB/s", "lost", "runs lossless", "consumer CPU"
     );
     for c in cells.iter().filter(|c| {
@@ -413,8 +413,17 @@ fn drain_table(cells: &[Cell], dd: Option<f64>) {
             ),
             _ => "-".into(),
         };
+        let slowest = |lossy: bool| {
+            c.runs
+                .iter()
+                .filter(|r| !lossy || r.lost > 0)
+                .map(|r| r.slowest_write_ns)
+                .max()
+                .filter(|&ns| ns > 0)
+                .map_or("-".to_string(), |ns| format!("{:.1} ms", ns as f64 / 1e6))
+        };
         println!(
-            "  {:<24} {:>8} {:>12} {:>12.0} {:>14} {:>14}",
+            "  {:<24} {:>8} {:>12} {:>12.0} {:>14} {:>14}  {}; {}",
             c.tracer,
             c.threads,
             c.drain_mb_s().map_or("-".into(), |r| format!("{r:.0}")),
@@ -424,7 +433,9 @@ fn drain_table(cells: &[Cell], dd: Option<f64>) {
                 c.runs.iter().filter(|r| r.lost == 0).count(),
                 c.runs.len()
             ),
-            cpu
+            cpu,
+            slowest(false),
+            slowest(true)
         );
     }
 }

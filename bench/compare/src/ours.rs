@@ -149,6 +149,7 @@ pub fn run(
             bytes: None,
             drained_ns: 0,
             consumer_ns: 0,
+            slowest_write_ns: 0,
         });
     }
     let dir = scratch.join("ringtrace");
@@ -197,6 +198,7 @@ pub fn run(
         bytes,
         drained_ns,
         consumer_ns,
+        slowest_write_ns: st.stream_writes.slowest.as_nanos() as u64,
     })
 }
 

@@ -234,6 +234,13 @@ impl Recording {
                 .flatten()
                 .filter(|f| f.is_direct())
                 .count(),
+            stream_writes: sink.files.iter().flatten().flatten().fold(
+                crate::output::Writes::default(),
+                |mut w, f| {
+                    w.add(&f.writes());
+                    w
+                },
+            ),
             channels: st
                 .channels
                 .iter()

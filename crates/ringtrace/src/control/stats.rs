@@ -170,6 +170,10 @@ pub struct SessionStats {
     pub stream_files: usize,
     /// See `stream_files`.
     pub stream_files_direct: usize,
+    /// Packets written directly and, of direct files, through the page
+    /// cache; the slowest direct write (a device stall the buffers had to
+    /// outlast).
+    pub stream_writes: crate::output::Writes,
 }
 
 impl SessionStats {
@@ -275,15 +279,27 @@ impl SessionStats {
             let _ = writeln!(s, "consumer thread: {class}nice {n}");
         }
         if self.stream_files > 0 {
+            let w = &self.stream_writes;
             let _ = writeln!(
                 s,
-                "stream files: {} of {} written with direct I/O{}",
+                "stream files: {} of {} written with direct I/O{}{}",
                 self.stream_files_direct,
                 self.stream_files,
                 if self.stream_files_direct < self.stream_files {
                     " (the others through the page cache)"
                 } else {
                     ""
+                },
+                if w.direct + w.cached > 0 {
+                    format!(
+                        "; {} packets direct (slowest write {:.1} ms), {} through the page cache \
+                         while behind or after a stalled write",
+                        w.direct,
+                        w.slowest.as_secs_f64() * 1e3,
+                        w.cached
+                    )
+                } else {
+                    String::new()
                 }
             );
         }

@@ -89,6 +89,30 @@ pub struct StreamFile {
     /// After a stalled direct write: packets go through the page cache
     /// until then.
     paused_until: Option<Instant>,
+    /// What went where: [`StreamFile::writes`].
+    writes: Writes,
+}
+
+/// How a stream file's packets were written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Writes {
+    /// Packets written with direct I/O.
+    pub direct: u64,
+    /// Packets of a direct file written through the page cache instead
+    /// (the consumer was behind, the last direct write had stalled, or the
+    /// packet's memory was not aligned).
+    pub cached: u64,
+    /// The slowest direct write.
+    pub slowest: Duration,
+}
+
+impl Writes {
+    /// Adds `o`'s counts to these.
+    pub fn add(&mut self, o: &Writes) {
+        self.direct += o.direct;
+        self.cached += o.cached;
+        self.slowest = self.slowest.max(o.slowest);
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -112,6 +136,7 @@ impl StreamFile {
             len: 0,
             direct,
             paused_until: None,
+            writes: Writes::default(),
         })
     }
 
@@ -124,6 +149,12 @@ impl StreamFile {
     /// Whether packets go to the device directly.
     pub fn is_direct(&self) -> bool {
         self.direct.is_some()
+    }
+
+    /// How many packets went to the device directly, how many of a direct
+    /// file through the page cache, and the slowest direct write.
+    pub fn writes(&self) -> Writes {
+        self.writes
     }
 
     /// Appends one packet, whole or not at all: if the write fails part
@@ -173,6 +204,7 @@ impl StreamFile {
                 // after them stay aligned, and the file stays direct.
                 set_direct(&self.file, false)?;
                 let r = pwrite_all(&self.file, bytes, self.len).map_err(|(_, e)| e);
+                self.writes.cached += u64::from(r.is_ok());
                 if set_direct(&self.file, true).is_err() {
                     // Buffered from now on (the position follows the data).
                     self.direct = None;
@@ -185,9 +217,12 @@ impl StreamFile {
                 match pwrite_all(&self.file, bytes, self.len) {
                     Ok(()) => {
                         let now = Instant::now();
-                        if now - t0 > SLOW_WRITE {
+                        let took = now - t0;
+                        if took > SLOW_WRITE {
                             self.paused_until = Some(now + STALL_PAUSE);
                         }
+                        self.writes.direct += 1;
+                        self.writes.slowest = self.writes.slowest.max(took);
                         return Ok(());
                     }
                     // Refused before anything was written (the file system
@@ -383,6 +418,9 @@ mod tests {
         // the page cache, the file still direct.
         f.append(&vec![0xc3u8; 4096], None, false).unwrap();
         assert!(f.is_direct());
+        let w = f.writes();
+        assert_eq!((w.direct, w.cached), (2, 2));
+        assert!(w.slowest > Duration::ZERO);
         // A packet that cannot be aligned: buffered from then on, at the end.
         f.append(&[7u8; 100], None, false).unwrap();
         assert!(!f.is_direct());
