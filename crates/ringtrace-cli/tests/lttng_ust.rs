@@ -161,26 +161,42 @@ fn record(
 }
 
 /// Events and discarded events our reader finds in `trace`.
-fn ours(trace: &Path) -> (u64, u64) {
+fn ours(trace: &Path) -> (u64, (u64, u64)) {
     let t = ctf::read::Trace::open(trace).unwrap_or_else(|e| panic!("{e}"));
-    let (mut events, mut discarded) = (0, 0);
+    let (mut events, mut discarded, mut packets) = (0, 0, 0);
     for item in ctf::merge::Merger::new(&t) {
         match item.unwrap_or_else(|e| panic!("{e}")).1 {
             ctf::read::Item::Event(_) => events += 1,
-            ctf::read::Item::Discarded { events: n, .. } => discarded += n,
+            ctf::read::Item::Discarded {
+                events: n,
+                packets: p,
+                ..
+            } => {
+                discarded += n;
+                packets += p;
+            }
         }
     }
-    (events, discarded)
+    (events, (discarded, packets))
 }
 
-/// The events babeltrace2 says the tracer discarded, from its warnings
-/// ("WARNING: Tracer discarded 36 events between ...").
-fn their_discarded(stderr: &str) -> u64 {
-    stderr
-        .lines()
-        .filter_map(|l| l.split("discarded ").nth(1))
-        .filter_map(|r| r.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
+/// The events and the packets babeltrace2 says the tracer discarded, from
+/// its warnings ("WARNING: Tracer discarded 36 events between ...", and
+/// "... discarded 1 packet ..." where an overwrite session's sub-buffer
+/// was overwritten in flight).
+fn their_discarded(stderr: &str) -> (u64, u64) {
+    let (mut events, mut packets) = (0, 0);
+    for rest in stderr.lines().filter_map(|l| l.split("discarded ").nth(1)) {
+        let mut words = rest.split_whitespace();
+        let Some(n) = words.next().and_then(|n| n.parse::<u64>().ok()) else {
+            continue;
+        };
+        match words.next() {
+            Some(w) if w.starts_with("packet") => packets += n,
+            _ => events += n,
+        }
+    }
+    (events, packets)
 }
 
 #[test]
@@ -221,9 +237,13 @@ fn lttng_ust_traces_read_as_babeltrace2_reads_them() {
 fn check_trace(trace: &Path, name: &str, discard: bool) {
     {
         let (lines, stderr) = same_as_babeltrace2(trace);
-        let (events, lost) = ours(trace);
+        let (events, (lost, lost_packets)) = ours(trace);
         assert_eq!(events, lines as u64, "{name}: event count");
-        assert_eq!(lost, their_discarded(&stderr), "{name}: events discarded");
+        assert_eq!(
+            (lost, lost_packets),
+            their_discarded(&stderr),
+            "{name}: events and packets discarded"
+        );
         if discard {
             // Per-process buffers are small by default: LTTng may discard.
             assert_eq!(events + lost, ROUNDS * 3 * 2, "{name}: every event");
