@@ -102,8 +102,13 @@ impl<C: Config> Buffer<C> {
         let s = geo.subbuf_size();
         let end = geo.sb_trunc(self.wr.head.w.load(Acquire));
         let mut n = 0;
-        // The sub-buffers behind the writers' current one, in the last lap.
-        for k in 1..geo.num_subbuf() {
+        // The sub-buffers behind the writers' position, the last lap of
+        // them: N, when a forced switch left `W` on a boundary with the
+        // buffer full (the reader waiting at `end - B` for this very
+        // delivery). A sub-buffer of an earlier lap at the same index has
+        // a commit seq that says so (writers entered it again only after
+        // its delivery), so it is skipped.
+        for k in 1..=geo.num_subbuf() {
             let p = end.wrapping_sub(k * s);
             if p.wrapping_sub(self.w0) > u64::MAX / 2 {
                 break; // before the buffer's first sub-buffer
