@@ -177,3 +177,80 @@ impl<C: Config> Buffer<C> {
         st.cs.store(c, Release);
     }
 }
+
+#[cfg(all(test, not(loom), not(miri)))]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::config::{Alloc, ChannelAttr, SubbufBegin};
+
+    struct RseqClient;
+
+    impl Config for RseqClient {
+        const MODE: Mode = Mode::Discard;
+        const ALLOC: Alloc = Alloc::PerCpu;
+        const SYNC: Sync = Sync::Rseq;
+        fn clock(&self) -> u64 {
+            0
+        }
+        fn header_size(&self) -> usize {
+            16
+        }
+        fn subbuf_begin(&self, _: &mut [u8], _: &SubbufBegin) {}
+        fn subbuf_end(&self, h: &mut [u8], e: &SubbufEnd) {
+            h[8..16].copy_from_slice(&e.data_size.to_le_bytes());
+        }
+        fn data_size(&self, sb: &[u8]) -> usize {
+            u64::from_le_bytes(sb[8..16].try_into().unwrap()) as usize
+        }
+    }
+
+    /// The case a look back of N - 1 sub-buffers missed: every sub-buffer
+    /// of the lap closed (a forced switch left `W` on the boundary `B`),
+    /// the reader at 0 waiting for sub-buffer 0, whose two commit words sum
+    /// to a whole lap though no committer delivered it. The consumer's
+    /// look delivers it, once; the others, delivered, are left alone.
+    #[test]
+    fn a_missed_delivery_at_the_read_position_of_a_full_buffer_is_made() {
+        if !crate::rseq::available() {
+            panic!("rseq is not registered here: glibc 2.35+ on Linux 4.18+ registers it");
+        }
+        let attr = ChannelAttr {
+            subbuf_size: 4096,
+            num_subbuf: 4,
+            ..Default::default()
+        };
+        let b = Buffer::new(Arc::new(RseqClient), &attr, "missed").unwrap();
+        let geo = b.geo;
+        let (s, n) = (geo.subbuf_size(), geo.num_subbuf());
+        let c0 = geo.initial_commit(b.w0);
+        // W on the boundary after the last sub-buffer of the first lap.
+        let (w, last) = b.wr.head.load();
+        b.wr.head
+            .cas_quiescent((w, last), (w + n * s, last))
+            .unwrap();
+        for i in 0..n as usize {
+            let st = b.subbuf_state(i);
+            // Half the bytes in each word: a whole lap in sum.
+            st.cc.shared.add(Sync::Smp, s / 2);
+            st.cc.local.store(s / 2, Relaxed);
+            st.close.data_size.store(100 + i as u64, Relaxed);
+            if i > 0 {
+                // Delivered (by their committers).
+                st.cs.store(c0.wrapping_add(s), Release);
+            }
+        }
+        assert_eq!(b.deliver_missed(), 1, "sub-buffer 0, at end - B");
+        assert_eq!(b.subbuf_state(0).cs.load(Acquire), c0.wrapping_add(s));
+        assert_eq!(b.produced.load(Relaxed), 1);
+        // The reader gets it, with the header its delivery wrote.
+        let mut rd = b.reader().unwrap();
+        let sb = rd.get_subbuf().expect("delivered");
+        assert_eq!(sb.content().len(), 100);
+        sb.put().unwrap();
+        drop(rd);
+        // Nothing left to deliver: every sub-buffer says so.
+        assert_eq!(b.deliver_missed(), 0);
+    }
+}
