@@ -61,10 +61,10 @@ struct Args {
     /// tracers,frontends: a few minutes).
     #[arg(long)]
     focus: bool,
-    /// How ringtrace's stream files are written: direct (the default:
-    /// direct I/O where the file system takes it) or buffered (through
-    /// the page cache).
-    #[arg(long, default_value = "direct", value_parser = ringtrace::FileIo::parse)]
+    /// How ringtrace's stream files are written: buffered (the default,
+    /// through the page cache) or direct (direct I/O where the file system
+    /// takes it).
+    #[arg(long, default_value = "buffered", value_parser = ringtrace::FileIo::parse)]
     io: ringtrace::FileIo,
 }
 

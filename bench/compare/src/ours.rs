@@ -20,7 +20,8 @@ pub fn set_file_io(io: ringtrace::FileIo) {
     let _ = FILE_IO.set(io);
 }
 
-/// How the runs' stream files are written: direct unless `--io` said.
+/// How the runs' stream files are written: as `--io` said (buffered by
+/// default, as sessions are).
 pub fn file_io() -> ringtrace::FileIo {
     FILE_IO.get().copied().unwrap_or_default()
 }

@@ -44,10 +44,11 @@ pub struct Args {
     /// `atomics` (lock-prefixed), or `auto`: rseq where glibc registered it.
     #[arg(long, default_value = "auto", value_parser = ringtrace::CpuSync::parse)]
     rseq: ringtrace::CpuSync,
-    /// Stream files: `direct` (direct I/O where the file system takes it,
-    /// packets padded to 4 KiB; about a third of the consumer's CPU) or
-    /// `buffered` (through the page cache).
-    #[arg(long, default_value = "direct", value_parser = ringtrace::FileIo::parse)]
+    /// Stream files: `buffered` (through the page cache) or `direct`
+    /// (direct I/O where the file system takes it, packets padded to 4 KiB:
+    /// about a third of the consumer's CPU, more sensitive to the disk's
+    /// and the scheduler's delays).
+    #[arg(long, default_value = "buffered", value_parser = ringtrace::FileIo::parse)]
     io: ringtrace::FileIo,
     /// Sub-buffer size: bytes, or with a k or m suffix; a power of two from
     /// 4k (a page, as LTTng's minimum) to 1024m.

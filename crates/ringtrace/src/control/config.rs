@@ -266,7 +266,7 @@ impl SessionBuilder {
             channels: Vec::new(),
             rules: Vec::new(),
             relay: None,
-            io: FileIo::Direct,
+            io: FileIo::Buffered,
         }
     }
 
@@ -318,15 +318,17 @@ impl SessionBuilder {
         self
     }
 
-    /// How stream files are written: [`FileIo::Direct`] (the default) hands
-    /// each packet from the ring buffer to the device with direct I/O, where
-    /// the file system supports it, packets padded to 4 KiB as LTTng pads
-    /// them; [`FileIo::Buffered`] copies them into the page cache, packets
-    /// as long as their content. Direct I/O costs the consumer about a third
-    /// of the CPU and leaves no dirty pages for the kernel to write back (on
-    /// a busy machine, CPU taken from the traced program); buffered writes
-    /// absorb a disk's stalls in the page cache, and keep the trace there
-    /// for a reader right after.
+    /// How stream files are written: [`FileIo::Buffered`] (the default)
+    /// copies each packet into the page cache, packets as long as their
+    /// content; [`FileIo::Direct`] hands each packet from the ring buffer to
+    /// the device with direct I/O, where the file system supports it,
+    /// packets padded to 4 KiB as LTTng pads them. Direct I/O costs the
+    /// consumer about a third of the CPU and leaves no dirty pages for the
+    /// kernel to write back (on a busy machine, CPU taken from the traced
+    /// program); buffered writes absorb the disk's stalls and the
+    /// consumer's scheduling delays better (fewer lost records at full
+    /// speed), and keep the trace in the page cache for a reader right
+    /// after.
     pub fn file_io(mut self, io: FileIo) -> Self {
         self.io = io;
         self

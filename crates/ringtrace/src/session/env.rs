@@ -14,9 +14,9 @@
 //! event carries, joined by `+`: `vpid`, `vtid`, `pthread_id`, `procname`,
 //! `ip`, `all`, `none`; default `vpid+vtid`); `rseq=auto|rseq|atomics`
 //! (per-CPU buffers: restartable sequences where glibc registered them, the
-//! default, or forced either way); `io=direct|buffered` (stream files
-//! written with direct I/O where the file system takes it, the default, or
-//! through the page cache); `relay=net://HOST[:CTRL[:DATA]]`
+//! default, or forced either way); `io=buffered|direct` (stream files
+//! written through the page cache, the default, or with direct I/O where
+//! the file system takes it); `relay=net://HOST[:CTRL[:DATA]]`
 //! (stream to an lttng-relayd as well; if it cannot be reached at start,
 //! the trace goes to `<dir>` alone); `live=<ms>` (the relay stream is live:
 //! flushed every `<ms>`, for `babeltrace2 net://…` while the program runs).
@@ -370,9 +370,9 @@ mod tests {
         assert!(dbg.contains("num_subbuf: 8"), "{dbg}");
         assert!(dbg.contains("pattern: \"db:query\""), "{dbg}");
         assert!(dbg.contains("level: Warning"), "{dbg}");
-        assert!(dbg.contains("io: Direct"), "{dbg}");
-        let dbg = format!("{:?}", parse("/tmp/x,io=buffered").unwrap());
         assert!(dbg.contains("io: Buffered"), "{dbg}");
+        let dbg = format!("{:?}", parse("/tmp/x,io=direct").unwrap());
+        assert!(dbg.contains("io: Direct"), "{dbg}");
         let e = parse("/tmp/x,io=fast").unwrap_err().to_string();
         assert!(
             e.contains("'io=fast': io=fast: expected direct or buffered"),
