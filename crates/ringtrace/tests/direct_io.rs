@@ -102,6 +102,8 @@ fn direct_and_buffered_traces_hold_the_same_events() {
         d.table()
     );
     assert_eq!(b.stream_files_direct, 0, "{}", b.table());
+    // Buffered, the default, says nothing of it.
+    assert!(!b.table().contains("direct I/O"), "{}", b.table());
     // Every packet counted where it went; a buffered file has no direct
     // write (nor a slowest one).
     let dw = d.stream_writes;

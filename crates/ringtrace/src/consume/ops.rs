@@ -226,6 +226,7 @@ impl Recording {
             relay: sink.relay.as_ref().map(|r| r.stats()),
             consumer_nice: consumer::nice(),
             consumer_fifo: consumer::fifo(),
+            file_io: st.io,
             stream_files: sink.files.iter().flatten().flatten().count(),
             stream_files_direct: sink
                 .files

@@ -164,6 +164,8 @@ pub struct SessionStats {
     /// class (priority 1: `RINGTRACE_CONSUMER_RT=fifo`, where the process
     /// may).
     pub consumer_fifo: bool,
+    /// How the session writes its stream files (`SessionBuilder::file_io`).
+    pub file_io: crate::output::FileIo,
     /// Stream files written so far, and how many of them with direct I/O
     /// (`SessionBuilder::file_io`; a file system without it, or a packet
     /// that could not be aligned, makes a file buffered).
@@ -278,7 +280,9 @@ impl SessionStats {
             };
             let _ = writeln!(s, "consumer thread: {class}nice {n}");
         }
-        if self.stream_files > 0 {
+        // Direct I/O asked for: how much of it happened (buffered, the
+        // default, says nothing).
+        if self.file_io == crate::output::FileIo::Direct && self.stream_files > 0 {
             let w = &self.stream_writes;
             let _ = writeln!(
                 s,
