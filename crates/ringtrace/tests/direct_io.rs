@@ -1,4 +1,4 @@
-//! Stream files written with direct I/O (the default) and through the
+//! Stream files written with direct I/O (`io=direct`) and through the
 //! page cache hold the same events: every packet of a direct file is whole
 //! 4 KiB blocks (zero padding, `packet_size` raised), the files are whole
 //! blocks, babeltrace2 and our reader read both, and the buffered trace is

@@ -38,6 +38,14 @@ pub(crate) struct Meta {
     buffer_file: Option<MetadataFile>,
 }
 
+impl Meta {
+    /// Closes the trace's metadata file (`destroy`: nothing is added to a
+    /// destroyed session's trace).
+    pub(crate) fn close_file(&mut self) {
+        self.file = None;
+    }
+}
+
 /// One channel of a session.
 #[derive(Debug)]
 pub(crate) struct ChannelState {

@@ -162,6 +162,12 @@ impl Session {
     pub fn destroy(self) -> Result<(), Error> {
         self.rec.destroy()
     }
+
+    /// The session's state, as the consumer thread holds it during a look.
+    #[cfg(test)]
+    pub(crate) fn recording(&self) -> Arc<Recording> {
+        self.rec.clone()
+    }
 }
 
 impl Drop for Session {
