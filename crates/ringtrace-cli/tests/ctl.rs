@@ -286,6 +286,10 @@ fn slow_clients_do_not_block_control() {
 /// with `RINGTRACE_CONSUMER_RT=fifo` where allowed (the default
 /// -10 where the process may raise its priority, as root may; a higher
 /// value anyone may take), shown by `stats`; `off` keeps the program's.
+/// In the normal class it has a 0.1 ms time slice where the kernel has
+/// custom slices (Linux 6.12 and later, `se.slice` in `/proc/.../sched`),
+/// or the one `RINGTRACE_CONSUMER_SLICE_US` asks for; `off` keeps the
+/// kernel's; `stats` shows it, and the kernel has it.
 #[test]
 fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
     let exe = assert_cmd::cargo::cargo_bin("ringtrace");
@@ -298,6 +302,12 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
         )
     };
     let off = format!("nice {own}");
+    // Custom slices came with Linux 6.12.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut v = release
+        .split(['.', '-'])
+        .map(|x| x.parse::<u32>().unwrap_or(0));
+    let custom_slices = (v.next().unwrap_or(0), v.next().unwrap_or(0)) >= (6, 12);
     // (variable, value, the nice value wanted, whether SCHED_FIFO is).
     for (var, asked, want, fifo) in [
         (
@@ -323,6 +333,18 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
             Some("fifo"),
             root.then_some("nice -10"),
             root,
+        ),
+        (
+            "RINGTRACE_CONSUMER_SLICE_US",
+            Some("off"),
+            root.then_some("nice -10"),
+            false,
+        ),
+        (
+            "RINGTRACE_CONSUMER_SLICE_US",
+            Some("250"),
+            root.then_some("nice -10"),
+            false,
         ),
     ] {
         let d = tmp(&format!("nice-{var}-{}", asked.unwrap_or("default")));
@@ -362,6 +384,28 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
         // SAFETY: a thread id of a live child; no memory is passed.
         let policy = unsafe { libc::sched_getscheduler(tid) };
         assert_eq!(policy == libc::SCHED_FIFO, fifo, "policy {policy}");
+        // The slice: asked for in the normal class, where the kernel takes
+        // it (`se.slice`, ns).
+        let slice = std::fs::read_to_string(consumer.path().join("sched"))
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("se.slice"))
+            .and_then(|l| l.split(':').nth(1)?.trim().parse::<u64>().ok())
+            .filter(|_| custom_slices);
+        let want_us = match (var, asked) {
+            (_, _) if fifo => None,
+            ("RINGTRACE_CONSUMER_SLICE_US", Some("off")) => None,
+            ("RINGTRACE_CONSUMER_SLICE_US", Some(v)) => Some(v.parse::<u64>().unwrap()),
+            _ => Some(100),
+        };
+        match (slice.is_some() && !fifo, want_us) {
+            (true, Some(us)) => {
+                assert_eq!(slice, Some(us * 1000), "{var}={asked:?}");
+                let shown = format!("slice {} ms, ", us as f64 / 1000.0);
+                assert!(line.contains(&shown), "{var}={asked:?}: {line}");
+            }
+            _ => assert!(!line.contains("slice"), "{var}={asked:?}: {line}"),
+        }
         drop(traced);
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -230,6 +230,7 @@ impl Recording {
             relay: sink.relay.as_ref().map(|r| r.stats()),
             consumer_nice: consumer::nice(),
             consumer_fifo: consumer::fifo(),
+            consumer_slice_us: consumer::slice_us(),
             file_io: st.io,
             stream_files: files.count,
             stream_files_direct: files.direct,

@@ -164,6 +164,10 @@ pub struct SessionStats {
     /// class (priority 1: `RINGTRACE_CONSUMER_RT=fifo`, where the process
     /// may).
     pub consumer_fifo: bool,
+    /// The consumer thread's time slice, µs, where the kernel took the one
+    /// it asked for (`RINGTRACE_CONSUMER_SLICE_US`; 100 by default: it
+    /// runs as soon as it wakes); `None`: the kernel's default.
+    pub consumer_slice_us: Option<u64>,
     /// How the session writes its stream files (`SessionBuilder::file_io`).
     pub file_io: crate::output::FileIo,
     /// Stream files written so far, and how many of them with direct I/O
@@ -273,10 +277,10 @@ impl SessionStats {
             );
         }
         if let Some(n) = self.consumer_nice {
-            let class = if self.consumer_fifo {
-                "SCHED_FIFO 1, "
-            } else {
-                ""
+            let class = match (self.consumer_fifo, self.consumer_slice_us) {
+                (true, _) => "SCHED_FIFO 1, ".to_string(),
+                (false, Some(us)) => format!("slice {} ms, ", us as f64 / 1000.0),
+                (false, None) => String::new(),
             };
             let _ = writeln!(s, "consumer thread: {class}nice {n}");
         }
