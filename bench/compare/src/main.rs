@@ -62,8 +62,9 @@ struct Args {
     #[arg(long)]
     focus: bool,
     /// How ringtrace's stream files are written: buffered (the default,
-    /// through the page cache) or direct (direct I/O where the file system
-    /// takes it).
+    /// as sessions: through the page cache), auto (direct I/O for fast
+    /// streams, the page cache for slow ones) or direct (direct I/O where
+    /// the file system takes it, every packet padded).
     #[arg(long, default_value = "buffered", value_parser = ringtrace::FileIo::parse)]
     io: ringtrace::FileIo,
 }

@@ -44,10 +44,10 @@ pub struct Args {
     /// `atomics` (lock-prefixed), or `auto`: rseq where glibc registered it.
     #[arg(long, default_value = "auto", value_parser = ringtrace::CpuSync::parse)]
     rseq: ringtrace::CpuSync,
-    /// Stream files: `buffered` (through the page cache) or `direct`
-    /// (direct I/O where the file system takes it, packets padded to 4 KiB:
-    /// about a third of the consumer's CPU, more sensitive to the disk's
-    /// and the scheduler's delays).
+    /// Stream files: `buffered` (through the page cache), `auto` (direct
+    /// I/O for fast streams, about a third of the consumer's CPU, the page
+    /// cache for slow ones) or `direct` (direct I/O where the file system
+    /// takes it, every packet padded to 4 KiB).
     #[arg(long, default_value = "buffered", value_parser = ringtrace::FileIo::parse)]
     io: ringtrace::FileIo,
     /// Sub-buffer size: bytes, or with a k or m suffix; a power of two from

@@ -130,7 +130,7 @@ typedef struct ringtrace_session ringtrace_session;
  *   "<dir>[,discard|flight-recorder][,per-cpu|per-thread][,subbuf=64k]
  *    [,count=4][,switch=<ms>][,read=<ms>][,level=<level>][,bufdir=<dir>]
  *    [,context=vpid+vtid+pthread_id+procname+ip|all|none]
- *    [,rseq=auto|rseq|atomics][,io=buffered|direct]
+ *    [,rseq=auto|rseq|atomics][,io=buffered|auto|direct]
  *    [,relay=net://HOST[:CTRL[:DATA]]][,live=<ms>][,<pattern>...]"
  * Every event carries the chosen contexts (default vpid+vtid: who
  * recorded it) as the CTF stream event context. With relay=, the trace is

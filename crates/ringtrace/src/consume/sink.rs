@@ -395,11 +395,12 @@ impl Recording {
                     // Padded as the others, so that a direct file stays so.
                     Some(f) => {
                         let mut p = h.to_vec();
-                        if f.block() > 1 {
-                            p.resize(f.block(), 0);
-                            ctf::layout::set_packet_size(&mut p, f.block() as u64);
+                        let block = f.block(false);
+                        if block > 1 {
+                            p.resize(block, 0);
+                            ctf::layout::set_packet_size(&mut p, block as u64);
                         }
-                        f.append(&p, None, false)
+                        f.append(&p, None, output::Hint::default())
                     }
                     None => output::append_own(&path)
                         .and_then(|mut f| std::io::Write::write_all(&mut f, &h)),
@@ -449,7 +450,11 @@ impl Recording {
                         self.sink.dropped_packets += 1;
                         return;
                     };
-                    if let Err(e) = f.append(bytes, p.file, p.behind) {
+                    let hint = output::Hint {
+                        behind: p.behind,
+                        fast: p.fast,
+                    };
+                    if let Err(e) = f.append(bytes, p.file, hint) {
                         let s = &mut *self.sink;
                         s.error = Some(format!("{}/{}_{b}: {e}", dir.display(), self.name));
                         s.dropped_packets += 1;
@@ -465,8 +470,8 @@ impl Recording {
                 }
             }
 
-            fn block(&mut self, b: usize) -> usize {
-                self.file(b).map_or(1, |f| f.block())
+            fn block(&mut self, b: usize, fast: bool) -> usize {
+                self.file(b).map_or(1, |f| f.block(fast))
             }
         }
         impl Out<'_> {
@@ -540,7 +545,7 @@ impl PacketSink for SnapshotWriter<'_> {
             }
         }
         let f = self.file.as_mut().expect("created above");
-        match f.append(bytes, None, false) {
+        match f.append(bytes, None, output::Hint::default()) {
             Ok(()) => {
                 self.info.packets += 1;
                 self.info.bytes += bytes.len() as u64;

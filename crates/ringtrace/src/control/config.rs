@@ -266,7 +266,7 @@ impl SessionBuilder {
             channels: Vec::new(),
             rules: Vec::new(),
             relay: None,
-            io: FileIo::Buffered,
+            io: FileIo::default(),
         }
     }
 
@@ -319,16 +319,15 @@ impl SessionBuilder {
     }
 
     /// How stream files are written: [`FileIo::Buffered`] (the default)
-    /// copies each packet into the page cache, packets as long as their
-    /// content; [`FileIo::Direct`] hands each packet from the ring buffer to
-    /// the device with direct I/O, where the file system supports it,
-    /// packets padded to 4 KiB as LTTng pads them. Direct I/O costs the
-    /// consumer about a third of the CPU and leaves no dirty pages for the
-    /// kernel to write back (on a busy machine, CPU taken from the traced
-    /// program); buffered writes absorb the disk's stalls and the
-    /// consumer's scheduling delays better (fewer lost records at full
-    /// speed), and keep the trace in the page cache for a reader right
-    /// after.
+    /// copies every packet into the page cache; [`FileIo::Auto`] writes
+    /// a fast stream's packets (at least half a sub-buffer each) with
+    /// direct I/O, padded to 4 KiB as LTTng pads them, and a slow stream's
+    /// through the page cache, unpadded; [`FileIo::Direct`] pads and writes
+    /// every packet directly, where the file system supports it. Direct
+    /// I/O costs the consumer about a third of the CPU and leaves no dirty
+    /// pages for the kernel to write back (on a busy machine, CPU taken
+    /// from the traced program); buffered writes keep the trace in the
+    /// page cache for a reader right after.
     pub fn file_io(mut self, io: FileIo) -> Self {
         self.io = io;
         self

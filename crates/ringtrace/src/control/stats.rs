@@ -284,9 +284,9 @@ impl SessionStats {
             };
             let _ = writeln!(s, "consumer thread: {class}nice {n}");
         }
-        // Direct I/O asked for: how much of it happened (buffered, the
-        // default, says nothing).
-        if self.file_io == crate::output::FileIo::Direct && self.stream_files > 0 {
+        // Direct I/O asked for (for every packet or, auto, for fast
+        // streams'): how much of it happened (buffered says nothing).
+        if self.file_io != crate::output::FileIo::Buffered && self.stream_files > 0 {
             let w = &self.stream_writes;
             let _ = writeln!(
                 s,

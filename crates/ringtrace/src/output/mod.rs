@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 pub use dir::trusted_dir;
 pub use file::{append_own, create_file, publish_file};
-pub use stream::{FileIo, StreamFile, Writes};
+pub use stream::{FileIo, Hint, StreamFile, Writes};
 
 /// Creates (or checks) a directory for a new trace: refused if another user
 /// controls it (see [`trusted_dir`]) or if it already holds a trace (a

@@ -23,6 +23,14 @@
 //! packets to the page size), so every packet starts at an aligned offset.
 //! A file system without direct I/O (or a packet that cannot be aligned)
 //! gets buffered writes, from then on for that file.
+//!
+//! With [`FileIo::Auto`] only fast streams pay for the padding: a
+//! packet that holds at least half its sub-buffer, and the one right after
+//! it, is padded and written directly; a slow stream's packet goes through
+//! the page cache as it is, and its file stays buffered from then on
+//! (BENCHMARKS.md, session 17: in bench/compare every stream is fast, the
+//! consumer used 13-18 ms of CPU per 120 MB instead of 43-50 ms, and no
+//! run of 60 lost a record).
 
 use std::fs::File;
 use std::io::{self, ErrorKind, Seek, SeekFrom, Write};
@@ -33,35 +41,61 @@ use std::time::{Duration, Instant};
 /// How stream files are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FileIo {
-    /// Direct I/O (`O_DIRECT`) where the file system supports it, packets
-    /// padded to its block; buffered writes elsewhere.
+    /// Direct I/O for a fast stream, the page cache for a slow one: a
+    /// packet that holds at least half its sub-buffer (the writers, not a
+    /// timer, filled it), and the packet right after one (the timer or the
+    /// end caught a fast stream), is padded to the block and written
+    /// directly; any other goes through the page cache unpadded, and its
+    /// file stays buffered from then on. The fast streams, where the
+    /// consumer's CPU matters, get direct I/O (a third of the CPU per
+    /// byte), the slow ones no padding (BENCHMARKS.md, session 17).
+    Auto,
+    /// Direct I/O (`O_DIRECT`) where the file system supports it, every
+    /// packet padded to its block; buffered writes elsewhere.
     Direct,
     /// Through the page cache (`sendfile` from file-backed buffers,
     /// `write` otherwise); packets end with their content. The default:
-    /// it lost no record in 60 benchmark runs where direct writes lost
-    /// some in 6 of 150 (BENCHMARKS.md, session 16).
+    /// twice in session 16 (direct I/O the default) and perhaps once in
+    /// session 17 (auto the default) a full test run saw a stream reach
+    /// its live reader seconds late, not reproduced since and not
+    /// explained, never seen with buffered writes (BENCHMARKS.md).
     #[default]
     Buffered,
 }
 
 impl FileIo {
-    /// `direct` or `buffered`, as `RINGTRACE_SESSION`'s `io=` and the
-    /// command's `--io` take it.
+    /// `auto`, `direct` or `buffered`, as `RINGTRACE_SESSION`'s `io=` and
+    /// the command's `--io` take it.
     pub fn parse(s: &str) -> Result<FileIo, String> {
         match s {
+            "auto" => Ok(FileIo::Auto),
             "direct" => Ok(FileIo::Direct),
             "buffered" => Ok(FileIo::Buffered),
-            _ => Err(format!("io={s}: expected direct or buffered")),
+            _ => Err(format!("io={s}: expected auto, direct or buffered")),
         }
     }
 
     /// The name `parse` takes.
     pub fn name(self) -> &'static str {
         match self {
+            FileIo::Auto => "auto",
             FileIo::Direct => "direct",
             FileIo::Buffered => "buffered",
         }
     }
+}
+
+/// What the consumer knows of a packet it appends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hint {
+    /// The consumer is behind the writers: the packet should go out the
+    /// way that returns soonest (a direct file takes it through the page
+    /// cache).
+    pub behind: bool,
+    /// The packet holds at least half its sub-buffer (the writers, not a
+    /// timer, filled it): with [`FileIo::Auto`], the file's next packet is
+    /// padded to stay direct whatever its length.
+    pub fast: bool,
 }
 
 /// Largest block a packet is padded to: a page, as LTTng pads them. A file
@@ -93,6 +127,10 @@ pub struct StreamFile {
     paused_until: Option<Instant>,
     /// What went where: [`StreamFile::writes`].
     writes: Writes,
+    /// [`FileIo::Auto`]: pad only fast packets and the one after a fast
+    /// one (`hot`: the last packet was fast).
+    auto: bool,
+    hot: bool,
 }
 
 /// How a stream file's packets were written.
@@ -130,7 +168,7 @@ impl StreamFile {
     pub fn create(path: &Path, io: FileIo) -> io::Result<StreamFile> {
         let file = super::create_file(path)?;
         let direct = match io {
-            FileIo::Direct => enable_direct(&file),
+            FileIo::Auto | FileIo::Direct => enable_direct(&file),
             FileIo::Buffered => None,
         };
         Ok(StreamFile {
@@ -139,13 +177,20 @@ impl StreamFile {
             direct,
             paused_until: None,
             writes: Writes::default(),
+            auto: io == FileIo::Auto,
+            hot: false,
         })
     }
 
-    /// The block packets should be padded to before [`StreamFile::append`]
-    /// (1: none; the file is written through the page cache).
-    pub fn block(&self) -> usize {
-        self.direct.map_or(1, |d| d.block)
+    /// The block the next packet, `fast` or not ([`Hint::fast`]), should
+    /// be padded to before [`StreamFile::append`] (1: none; the file is
+    /// written through the page cache, or, with [`FileIo::Auto`], neither
+    /// this packet nor the last one was fast: a slow stream is not padded).
+    pub fn block(&self, fast: bool) -> usize {
+        match self.direct {
+            Some(d) if !self.auto || fast || self.hot => d.block,
+            _ => 1,
+        }
     }
 
     /// Whether packets go to the device directly.
@@ -163,22 +208,23 @@ impl StreamFile {
     /// way (disk full, file size limit), the file is cut back to where the
     /// packet began, so the stream stays a sequence of complete packets that
     /// readers accept. `src`: the file and offset the bytes sit at, for a
-    /// buffered copy with `sendfile`. `behind`: the consumer is behind the
-    /// writers, so a direct file takes this packet through the page cache,
-    /// which returns without waiting for the device (a direct write waits
-    /// about 0.5 ms per MiB here, and now and then 4-10 ms: longer than a
-    /// 4 MiB buffer lasts at full speed); so it does for a moment after a
-    /// direct write stalled.
+    /// buffered copy with `sendfile`. `hint.behind`: the consumer is behind
+    /// the writers, so a direct file takes this packet through the page
+    /// cache, which returns without waiting for the device (a direct write
+    /// waits about 0.5 ms per MiB here, and now and then 4-10 ms: longer
+    /// than a 4 MiB buffer lasts at full speed); so it does for a moment
+    /// after a direct write stalled.
     pub fn append(
         &mut self,
         bytes: &[u8],
         src: Option<(&File, u64)>,
-        behind: bool,
+        hint: Hint,
     ) -> io::Result<()> {
         let start = self.len;
-        match self.write_at_end(bytes, src, behind) {
+        match self.write_at_end(bytes, src, hint.behind) {
             Ok(()) => {
                 self.len = start + bytes.len() as u64;
+                self.hot = hint.fast;
                 Ok(())
             }
             Err(e) => {
@@ -388,6 +434,11 @@ mod tests {
         }
     }
 
+    const BEHIND: Hint = Hint {
+        behind: true,
+        fast: false,
+    };
+
     fn scratch(name: &str) -> std::path::PathBuf {
         let d =
             std::env::temp_dir().join(format!("ringtrace-stream-{}-{name}", std::process::id()));
@@ -407,27 +458,28 @@ mod tests {
         let mut f = StreamFile::create(&path, FileIo::Direct).unwrap();
         // The test's temp dir (ext4 or tmpfs) takes direct I/O.
         assert!(f.is_direct(), "{} refused O_DIRECT", d.display());
-        assert_eq!(f.block(), 4096);
+        assert_eq!(f.block(false), 4096);
         let a = Aligned::new(8192, 0xa1);
         let b = Aligned::new(4096, 0xb2);
-        f.append(a.bytes(), None, false).unwrap();
+        f.append(a.bytes(), None, Hint::default()).unwrap();
         // Behind: through the page cache, and the file stays direct.
-        f.append(b.bytes(), None, true).unwrap();
+        f.append(b.bytes(), None, BEHIND).unwrap();
         assert!(f.is_direct());
-        f.append(&a.bytes()[..4096], None, false).unwrap();
+        f.append(&a.bytes()[..4096], None, Hint::default()).unwrap();
         assert!(f.is_direct());
         // Whole blocks from memory the device cannot take (a Vec): through
         // the page cache, the file still direct.
-        f.append(&vec![0xc3u8; 4096], None, false).unwrap();
+        f.append(&vec![0xc3u8; 4096], None, Hint::default())
+            .unwrap();
         assert!(f.is_direct());
         let w = f.writes();
         assert_eq!((w.direct, w.cached), (2, 2));
         assert!(w.slowest > Duration::ZERO);
         // A packet that cannot be aligned: buffered from then on, at the end.
-        f.append(&[7u8; 100], None, false).unwrap();
+        f.append(&[7u8; 100], None, Hint::default()).unwrap();
         assert!(!f.is_direct());
-        assert_eq!(f.block(), 1);
-        f.append(&[8u8; 28], None, false).unwrap();
+        assert_eq!(f.block(false), 1);
+        f.append(&[8u8; 28], None, Hint::default()).unwrap();
         drop(f);
         let got = std::fs::read(&path).unwrap();
         let mut want = vec![0xa1; 8192];
@@ -448,9 +500,9 @@ mod tests {
         let path = d.join("s_0");
         let mut f = StreamFile::create(&path, FileIo::Buffered).unwrap();
         assert!(!f.is_direct());
-        assert_eq!(f.block(), 1);
-        f.append(&[1u8; 100], None, false).unwrap();
-        f.append(&[2u8; 3], None, true).unwrap();
+        assert_eq!(f.block(false), 1);
+        f.append(&[1u8; 100], None, Hint::default()).unwrap();
+        f.append(&[2u8; 3], None, BEHIND).unwrap();
         assert_eq!(std::fs::read(&path).unwrap().len(), 103);
         // Never over a file that exists.
         assert!(StreamFile::create(&path, FileIo::Direct).is_err());
@@ -458,12 +510,51 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "O_DIRECT, statx and fcntl are system calls Miri does not run"
+    )]
+    fn auto_pads_fast_packets_and_the_next_and_leaves_slow_ones_buffered() {
+        let d = scratch("auto");
+        let path = d.join("s_0");
+        let mut f = StreamFile::create(&path, FileIo::Auto).unwrap();
+        assert!(f.is_direct(), "{} refused O_DIRECT", d.display());
+        // A slow packet of a new file is not padded; a fast one is.
+        assert_eq!((f.block(false), f.block(true)), (1, 4096));
+        let fast = Hint {
+            fast: true,
+            ..Hint::default()
+        };
+        let a = Aligned::new(8192, 0xa1);
+        f.append(a.bytes(), None, fast).unwrap();
+        // After a fast packet the next one is padded, fast or not...
+        assert_eq!(f.block(false), 4096);
+        f.append(&a.bytes()[..4096], None, Hint::default()).unwrap();
+        assert!(f.is_direct());
+        assert_eq!(f.writes().direct, 2);
+        // ...and after a slow one, not: it goes through the page cache
+        // unpadded, and so does the file from then on.
+        assert_eq!(f.block(false), 1);
+        f.append(&[7u8; 100], None, Hint::default()).unwrap();
+        assert!(!f.is_direct());
+        assert_eq!(f.block(true), 1);
+        f.append(&[8u8; 28], None, fast).unwrap();
+        drop(f);
+        let mut want = vec![0xa1; 8192 + 4096];
+        want.extend([7; 100]);
+        want.extend([8; 28]);
+        assert!(std::fs::read(&path).unwrap() == want, "contents differ");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn parses_io_names() {
         assert_eq!(FileIo::parse("direct"), Ok(FileIo::Direct));
         assert_eq!(FileIo::parse("buffered"), Ok(FileIo::Buffered));
+        assert_eq!(FileIo::parse("auto"), Ok(FileIo::Auto));
         assert!(FileIo::parse("fast")
             .unwrap_err()
-            .contains("direct or buffered"));
+            .contains("auto, direct or buffered"));
         assert_eq!(FileIo::default().name(), "buffered");
     }
 }

@@ -48,16 +48,20 @@ pub(crate) struct Packet<'a> {
     /// The reader was more than half a buffer behind the writers when it
     /// took the packet: it should go out the way that returns soonest.
     pub(crate) behind: bool,
+    /// The packet holds at least half its sub-buffer (before padding): a
+    /// fast stream's, which the writers rather than a timer filled.
+    pub(crate) fast: bool,
 }
 
 /// Where packets go.
 pub(crate) trait PacketSink {
     fn packet(&mut self, buffer: usize, p: Packet<'_>);
 
-    /// The block that packets of `buffer` are padded to before
-    /// [`PacketSink::packet`] when the consumer owns them (1: none): a
-    /// stream file written with direct I/O wants whole blocks.
-    fn block(&mut self, _buffer: usize) -> usize {
+    /// The block that the next packet of `buffer`, `fast` or not (see
+    /// [`Packet::fast`]), is padded to before [`PacketSink::packet`] when
+    /// the consumer owns it (1: none): a stream file written with direct
+    /// I/O wants whole blocks.
+    fn block(&mut self, _buffer: usize, _fast: bool) -> usize {
         1
     }
 }
@@ -120,12 +124,14 @@ impl<C: Config> ChannelOps for Channel<C> {
             let Some(mut sb) = rd.get_subbuf() else {
                 break;
             };
-            let block = sink.block(i);
+            let fast = packet_bytes(sb.data()) * 2 >= sb.data().len();
+            let block = sink.block(i, fast);
             let len = pad_packet(sb.data_mut(), block);
             let packet = Packet {
                 bytes: &sb.data()[..len],
                 file: b.store().file().map(|f| (f, sb.file_offset())),
                 behind,
+                fast,
             };
             sink.packet(i, packet);
             let _ = sb.put();
@@ -165,6 +171,7 @@ impl<C: Config> ChannelOps for Channel<C> {
                     bytes: &data[..len],
                     file: None,
                     behind: false,
+                    fast: false,
                 },
             );
         };

@@ -14,8 +14,9 @@
 //! event carries, joined by `+`: `vpid`, `vtid`, `pthread_id`, `procname`,
 //! `ip`, `all`, `none`; default `vpid+vtid`); `rseq=auto|rseq|atomics`
 //! (per-CPU buffers: restartable sequences where glibc registered them, the
-//! default, or forced either way); `io=buffered|direct` (stream files
-//! written through the page cache, the default, or with direct I/O where
+//! default, or forced either way); `io=buffered|auto|direct` (stream
+//! files: through the page cache, the default; fast streams with direct
+//! I/O and slow ones through the page cache; all with direct I/O where
 //! the file system takes it); `relay=net://HOST[:CTRL[:DATA]]`
 //! (stream to an lttng-relayd as well; if it cannot be reached at start,
 //! the trace goes to `<dir>` alone); `live=<ms>` (the relay stream is live:
@@ -373,9 +374,11 @@ mod tests {
         assert!(dbg.contains("io: Buffered"), "{dbg}");
         let dbg = format!("{:?}", parse("/tmp/x,io=direct").unwrap());
         assert!(dbg.contains("io: Direct"), "{dbg}");
+        let dbg = format!("{:?}", parse("/tmp/x,io=auto").unwrap());
+        assert!(dbg.contains("io: Auto"), "{dbg}");
         let e = parse("/tmp/x,io=fast").unwrap_err().to_string();
         assert!(
-            e.contains("'io=fast': io=fast: expected direct or buffered"),
+            e.contains("'io=fast': io=fast: expected auto, direct or buffered"),
             "{e}"
         );
     }
