@@ -1,12 +1,14 @@
 //! Where traces are written: trace and buffer directories that no other
 //! user controls (`dir.rs`), files created new and never through a link
-//! (`file.rs`), stream files that packets are appended to, directly or
-//! through the page cache (`stream.rs`), and the
+//! (`file.rs`), how stream files are written (`file_io.rs`), stream files
+//! that packets are appended to, directly or through the page cache
+//! (`stream.rs`), and the
 //! client of a relay daemon that packets go to over the network
 //! (`relay/`).
 
 mod dir;
 mod file;
+mod file_io;
 pub mod relay;
 mod stream;
 
@@ -14,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 pub use dir::trusted_dir;
 pub use file::{append_own, create_file, publish_file};
-pub use stream::{FileIo, Hint, StreamFile, Writes};
+pub use file_io::{FileIo, Hint};
+pub use stream::{StreamFile, Writes};
 
 /// Creates (or checks) a directory for a new trace: refused if another user
 /// controls it (see [`trusted_dir`]) or if it already holds a trace (a

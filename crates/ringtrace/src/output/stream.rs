@@ -38,65 +38,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// How stream files are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FileIo {
-    /// Direct I/O for a fast stream, the page cache for a slow one: a
-    /// packet that holds at least half its sub-buffer (the writers, not a
-    /// timer, filled it), and the packet right after one (the timer or the
-    /// end caught a fast stream), is padded to the block and written
-    /// directly; any other goes through the page cache unpadded, and its
-    /// file stays buffered from then on. The fast streams, where the
-    /// consumer's CPU matters, get direct I/O (a third of the CPU per
-    /// byte), the slow ones no padding (BENCHMARKS.md, session 17).
-    Auto,
-    /// Direct I/O (`O_DIRECT`) where the file system supports it, every
-    /// packet padded to its block; buffered writes elsewhere.
-    Direct,
-    /// Through the page cache (`sendfile` from file-backed buffers,
-    /// `write` otherwise); packets end with their content. The default:
-    /// twice in session 16 (direct I/O the default) and perhaps once in
-    /// session 17 (auto the default) a full test run saw a stream reach
-    /// its live reader seconds late, not reproduced since and not
-    /// explained, never seen with buffered writes (BENCHMARKS.md).
-    #[default]
-    Buffered,
-}
-
-impl FileIo {
-    /// `auto`, `direct` or `buffered`, as `RINGTRACE_SESSION`'s `io=` and
-    /// the command's `--io` take it.
-    pub fn parse(s: &str) -> Result<FileIo, String> {
-        match s {
-            "auto" => Ok(FileIo::Auto),
-            "direct" => Ok(FileIo::Direct),
-            "buffered" => Ok(FileIo::Buffered),
-            _ => Err(format!("io={s}: expected auto, direct or buffered")),
-        }
-    }
-
-    /// The name `parse` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            FileIo::Auto => "auto",
-            FileIo::Direct => "direct",
-            FileIo::Buffered => "buffered",
-        }
-    }
-}
-
-/// What the consumer knows of a packet it appends.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Hint {
-    /// The consumer is behind the writers: the packet should go out the
-    /// way that returns soonest (a direct file takes it through the page
-    /// cache).
-    pub behind: bool,
-    /// The packet holds at least half its sub-buffer (the writers, not a
-    /// timer, filled it): with [`FileIo::Auto`], the file's next packet is
-    /// padded to stay direct whatever its length.
-    pub fast: bool,
-}
+use super::{FileIo, Hint};
 
 /// Largest block a packet is padded to: a page, as LTTng pads them. A file
 /// system asking for more gets buffered writes.
@@ -106,12 +48,42 @@ const MAX_BLOCK: usize = 4096;
 /// take about 0.5 ms here, 0.9 ms at the 99th percentile)...
 const SLOW_WRITE: Duration = Duration::from_millis(2);
 
-/// ...after which the file's packets go through the page cache for this
-/// long: the device's stalls come in clusters (here a 3.1 ms write followed
-/// at once by a 9.7 ms one; 4.0 ms and 3.0 ms five writes apart; 2.4, 3.5
-/// and 2.8 ms in a row), and a later one, not the first, is often the one
-/// that a 4 MiB buffer at 600 MB/s (7 ms) does not outlast.
+/// ...after which every direct file of the process goes through the page
+/// cache for 50 times the stall, at least this long: the device's stalls
+/// come in clusters (here a 3.1 ms write followed at once by a 9.7 ms one;
+/// 4.0 ms and 3.0 ms five writes apart; 2.4, 3.5 and 2.8 ms in a row), and
+/// a later one, not the first, is often the one that a 4 MiB buffer at
+/// 600 MB/s (7 ms) does not outlast...
 const STALL_PAUSE: Duration = Duration::from_millis(100);
+
+/// ...and at most this long. A long stall is the device busy with the page
+/// cache's writeback (a direct write queues behind it: with 6 GB being
+/// written back here, 1 MiB direct writes took up to 34 ms against 1.2 ms,
+/// buffered ones 0.3 ms), which lasts seconds and is the whole device's:
+/// every direct file pauses, not only the one that stalled
+/// (BENCHMARKS.md, session 17).
+const MAX_PAUSE: Duration = Duration::from_secs(10);
+
+/// Until when direct files go through the page cache (see [`STALL_PAUSE`]):
+/// the process's consumer threads share it.
+static PAUSED_UNTIL: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+
+/// How long direct writes pause after one that took `took`.
+fn pause_after(took: Duration) -> Duration {
+    took.saturating_mul(50).clamp(STALL_PAUSE, MAX_PAUSE)
+}
+
+/// Whether direct writes are paused at `now`.
+fn paused(now: Instant) -> bool {
+    let p = PAUSED_UNTIL.lock().unwrap_or_else(|e| e.into_inner());
+    p.is_some_and(|t| now < t)
+}
+
+/// Pauses direct writes until `until` (or later, if already paused longer).
+fn pause_until(until: Instant) {
+    let mut p = PAUSED_UNTIL.lock().unwrap_or_else(|e| e.into_inner());
+    *p = Some(p.map_or(until, |t| t.max(until)));
+}
 
 /// One stream file being appended to.
 #[derive(Debug)]
@@ -122,9 +94,6 @@ pub struct StreamFile {
     /// Direct I/O: the file is `O_DIRECT`; offsets and lengths are
     /// multiples of `block`, memory of `mem_align`.
     direct: Option<Dio>,
-    /// After a stalled direct write: packets go through the page cache
-    /// until then.
-    paused_until: Option<Instant>,
     /// What went where: [`StreamFile::writes`].
     writes: Writes,
     /// [`FileIo::Auto`]: pad only fast packets and the one after a fast
@@ -175,7 +144,6 @@ impl StreamFile {
             file,
             len: 0,
             direct,
-            paused_until: None,
             writes: Writes::default(),
             auto: io == FileIo::Auto,
             hot: false,
@@ -212,8 +180,8 @@ impl StreamFile {
     /// the writers, so a direct file takes this packet through the page
     /// cache, which returns without waiting for the device (a direct write
     /// waits about 0.5 ms per MiB here, and now and then 4-10 ms: longer
-    /// than a 4 MiB buffer lasts at full speed); so it does for a moment
-    /// after a direct write stalled.
+    /// than a 4 MiB buffer lasts at full speed); so does every direct file
+    /// for a while after a direct write stalled ([`STALL_PAUSE`]).
     pub fn append(
         &mut self,
         bytes: &[u8],
@@ -245,7 +213,7 @@ impl StreamFile {
             let aligned = (bytes.as_ptr() as usize).is_multiple_of(d.mem_align);
             let whole =
                 bytes.len().is_multiple_of(d.block) && self.len.is_multiple_of(d.block as u64);
-            let paused = self.paused_until.is_some_and(|t| Instant::now() < t);
+            let paused = paused(Instant::now());
             if whole && (behind || paused || !aligned) {
                 // Whole blocks through the page cache (behind, or from
                 // memory the device cannot take directly): the offsets
@@ -267,7 +235,7 @@ impl StreamFile {
                         let now = Instant::now();
                         let took = now - t0;
                         if took > SLOW_WRITE {
-                            self.paused_until = Some(now + STALL_PAUSE);
+                            pause_until(now + pause_after(took));
                         }
                         self.writes.direct += 1;
                         self.writes.slowest = self.writes.slowest.max(took);
@@ -434,6 +402,14 @@ mod tests {
         }
     }
 
+    /// The tests that write direct files, one at a time: the pause after a
+    /// stalled write is the process's.
+    static DIRECT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        DIRECT.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     const BEHIND: Hint = Hint {
         behind: true,
         fast: false,
@@ -453,6 +429,7 @@ mod tests {
         ignore = "O_DIRECT, statx and fcntl are system calls Miri does not run"
     )]
     fn direct_appends_whole_blocks_and_behind_goes_through_the_cache() {
+        let _one = one_at_a_time();
         let d = scratch("direct");
         let path = d.join("s_0");
         let mut f = StreamFile::create(&path, FileIo::Direct).unwrap();
@@ -515,6 +492,7 @@ mod tests {
         ignore = "O_DIRECT, statx and fcntl are system calls Miri does not run"
     )]
     fn auto_pads_fast_packets_and_the_next_and_leaves_slow_ones_buffered() {
+        let _one = one_at_a_time();
         let d = scratch("auto");
         let path = d.join("s_0");
         let mut f = StreamFile::create(&path, FileIo::Auto).unwrap();
@@ -548,13 +526,36 @@ mod tests {
     }
 
     #[test]
-    fn parses_io_names() {
-        assert_eq!(FileIo::parse("direct"), Ok(FileIo::Direct));
-        assert_eq!(FileIo::parse("buffered"), Ok(FileIo::Buffered));
-        assert_eq!(FileIo::parse("auto"), Ok(FileIo::Auto));
-        assert!(FileIo::parse("fast")
-            .unwrap_err()
-            .contains("auto, direct or buffered"));
-        assert_eq!(FileIo::default().name(), "buffered");
+    #[cfg_attr(
+        miri,
+        ignore = "O_DIRECT, statx and fcntl are system calls Miri does not run"
+    )]
+    fn a_stalled_write_pauses_every_direct_file_for_a_while() {
+        let _one = one_at_a_time();
+        let ms = Duration::from_millis;
+        // 50 times the stall, from 0.1 s to 10 s.
+        assert_eq!(pause_after(ms(2)), ms(100));
+        assert_eq!(pause_after(ms(33)), ms(1650));
+        assert_eq!(pause_after(Duration::from_secs(2)), Duration::from_secs(10));
+        // Another file's stall (as if): this file's whole, aligned packets
+        // go through the page cache meanwhile, and it stays direct.
+        let d = scratch("paused");
+        let mut f = StreamFile::create(&d.join("s_0"), FileIo::Direct).unwrap();
+        assert!(f.is_direct(), "{} refused O_DIRECT", d.display());
+        let now = Instant::now();
+        pause_until(now + Duration::from_secs(60));
+        // A shorter pause does not cut a longer one short.
+        pause_until(now + ms(1));
+        assert!(paused(now + Duration::from_secs(30)));
+        let a = Aligned::new(4096, 0x5a);
+        f.append(a.bytes(), None, Hint::default()).unwrap();
+        assert_eq!((f.writes().direct, f.writes().cached), (0, 1));
+        assert!(f.is_direct());
+        *PAUSED_UNTIL.lock().unwrap() = None;
+        f.append(a.bytes(), None, Hint::default()).unwrap();
+        assert_eq!((f.writes().direct, f.writes().cached), (1, 1));
+        drop(f);
+        assert!(std::fs::read(d.join("s_0")).unwrap() == vec![0x5a; 8192]);
+        let _ = std::fs::remove_dir_all(&d);
     }
 }
