@@ -2,8 +2,7 @@
 //! page cache (`io=buffered`) hold the same events: every packet of a
 //! direct file is whole 4 KiB blocks (zero padding, `packet_size` raised),
 //! the files are whole blocks, babeltrace2 and our reader read both, and
-//! the buffered trace is as long as its content. With `io=auto` a fast
-//! stream is written directly and a slow one through the page cache.
+//! the buffered trace is as long as its content (`io=auto`: auto_io.rs).
 //! The temp dir is on the file system the tests run on (ext4 here, tmpfs
 //! takes direct I/O too since Linux 6.6).
 
@@ -52,38 +51,6 @@ fn record(dir: &Path, io: FileIo) -> ringtrace::SessionStats {
     let st = s.stats();
     s.destroy().unwrap();
     st
-}
-
-/// (packet_size, content_size) in bytes of every packet of every stream
-/// file of the trace at `dir`, and the files' lengths.
-fn packets(dir: &Path) -> (Vec<(u64, u64)>, Vec<u64>) {
-    let mut sizes = Vec::new();
-    let mut lens = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("c_") {
-            continue;
-        }
-        let bytes = std::fs::read(e.path()).unwrap();
-        lens.push(bytes.len() as u64);
-        let mut at = 0;
-        while at < bytes.len() {
-            let (magic, _, pc) = ctf::layout::read_packet_context(&bytes[at..]).unwrap();
-            assert_eq!(magic, 0xC1FC1FC1, "{name} at {at}");
-            let (packet, content) = (pc.packet_size / 8, pc.content_size / 8);
-            assert!(content <= packet && packet > 0, "{name} at {at}: {pc:?}");
-            let tail = &bytes[at + content as usize..at + packet as usize];
-            if packet > content + 7 {
-                assert!(
-                    tail.iter().all(|&b| b == 0),
-                    "{name} at {at}: padding not zero"
-                );
-            }
-            sizes.push((packet, content));
-            at += packet as usize;
-        }
-    }
-    (sizes, lens)
 }
 
 #[test]
@@ -153,111 +120,4 @@ fn direct_and_buffered_traces_hold_the_same_events() {
     }
     let _ = std::fs::remove_dir_all(&d_dir);
     let _ = std::fs::remove_dir_all(&b_dir);
-}
-
-/// `io=auto`: a stream whose writer fills sub-buffers is
-/// written directly, its last, part-filled packet (closed by `stop` right
-/// after a full one) padded to whole blocks; a slow stream, whose first
-/// packet a switch timer closed part-filled, goes through the page cache
-/// unpadded, file and all.
-#[test]
-fn auto_writes_fast_streams_directly_and_slow_ones_through_the_page_cache() {
-    let fast_dir = tmpdir("auto-fast");
-    let slow_dir = tmpdir("auto-slow");
-    // Fast: 4 MiB per buffer holds all 60,000 events even if the consumer
-    // never ran, so nothing is lost; per-thread, so one stream file.
-    let fast = Session::builder("auto-fast")
-        .output(&fast_dir)
-        .file_io(FileIo::Auto)
-        .channel(ChannelConfig::new("c").subbufs(64 * 1024, 64).per_thread())
-        .enable("autofast:*")
-        .create()
-        .unwrap();
-    fast.start();
-    std::thread::spawn(|| {
-        for i in 0..60_000u64 {
-            event!(autofast, ev, i: u64 = i, s: &str = "payload");
-        }
-    })
-    .join()
-    .unwrap();
-    fast.stop().unwrap();
-    let f = fast.stats();
-    fast.destroy().unwrap();
-    // Slow: a few events, 5 ms apart, a 2 ms switch timer (which closes
-    // per-CPU buffers' part-filled packets while their writers live).
-    let slow = Session::builder("auto-slow")
-        .output(&slow_dir)
-        .file_io(FileIo::Auto)
-        .channel(
-            ChannelConfig::new("c")
-                .subbufs(64 * 1024, 4)
-                .switch_timer(std::time::Duration::from_millis(2)),
-        )
-        .enable("autoslow:*")
-        .create()
-        .unwrap();
-    slow.start();
-    std::thread::spawn(|| {
-        for i in 0..10u64 {
-            event!(autoslow, ev, i: u64 = i, s: &str = "payload");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-    })
-    .join()
-    .unwrap();
-    slow.stop().unwrap();
-    let s = slow.stats();
-    slow.destroy().unwrap();
-
-    assert_eq!((f.lost(), s.lost()), (0, 0));
-    assert_eq!(
-        (f.stream_files, f.stream_files_direct),
-        (1, 1),
-        "{}",
-        f.table()
-    );
-    assert!(
-        f.table().contains("1 of 1 written with direct I/O"),
-        "{}",
-        f.table()
-    );
-    let (fp, fl) = packets(&fast_dir);
-    assert!(fp.len() > 20, "{fp:?}");
-    assert!(fp.iter().all(|&(p, _)| p % 4096 == 0), "{fp:?}");
-    assert!(fl.iter().all(|l| l % 4096 == 0), "{fl:?}");
-    // Each packet padded to the sub-buffer (64 KiB, whole blocks), the
-    // last, part-filled one too.
-    assert!(
-        fp[..fp.len() - 1].iter().all(|&(p, _)| p == 64 * 1024),
-        "{fp:?}"
-    );
-    let (lp, lc) = fp[fp.len() - 1];
-    assert!(lc < lp, "the last packet was padded: {fp:?}");
-    let w = f.stream_writes;
-    assert_eq!(w.direct + w.cached, fp.len() as u64, "{w:?}");
-    assert!(w.direct > 0, "{w:?}");
-
-    assert!(s.stream_files >= 1, "{}", s.table());
-    assert_eq!(s.stream_files_direct, 0, "{}", s.table());
-    let none = format!("0 of {} written with direct I/O", s.stream_files);
-    assert!(s.table().contains(&none), "{}", s.table());
-    let (sp, _) = packets(&slow_dir);
-    assert!(sp.len() > 1, "{sp:?}");
-    assert!(
-        sp.iter().all(|&(p, c)| p == c.div_ceil(8) * 8),
-        "slow packets padded: {sp:?}"
-    );
-    assert_eq!(s.stream_writes.direct, 0);
-
-    // Every event, by our reader and babeltrace2.
-    assert_eq!(read_all(&fast_dir).0.len(), 60_000);
-    assert_eq!(read_all(&slow_dir).0.len(), 10);
-    assert_streams_ordered(&fast_dir);
-    if let Some(bt) = babeltrace2() {
-        assert_eq!(bt2(bt, &fast_dir).events.len(), 60_000);
-        assert_eq!(bt2(bt, &slow_dir).events.len(), 10);
-    }
-    let _ = std::fs::remove_dir_all(&fast_dir);
-    let _ = std::fs::remove_dir_all(&slow_dir);
 }

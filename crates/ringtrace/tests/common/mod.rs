@@ -283,3 +283,35 @@ pub fn other_user() -> Option<u32> {
 pub fn chown(p: &Path, uid: u32) {
     std::os::unix::fs::chown(p, Some(uid), None).unwrap();
 }
+
+/// (packet_size, content_size) in bytes of every packet of every stream
+/// file of the trace at `dir`, and the files' lengths.
+pub fn packets(dir: &Path) -> (Vec<(u64, u64)>, Vec<u64>) {
+    let mut sizes = Vec::new();
+    let mut lens = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("c_") {
+            continue;
+        }
+        let bytes = std::fs::read(e.path()).unwrap();
+        lens.push(bytes.len() as u64);
+        let mut at = 0;
+        while at < bytes.len() {
+            let (magic, _, pc) = ctf::layout::read_packet_context(&bytes[at..]).unwrap();
+            assert_eq!(magic, 0xC1FC1FC1, "{name} at {at}");
+            let (packet, content) = (pc.packet_size / 8, pc.content_size / 8);
+            assert!(content <= packet && packet > 0, "{name} at {at}: {pc:?}");
+            let tail = &bytes[at + content as usize..at + packet as usize];
+            if packet > content + 7 {
+                assert!(
+                    tail.iter().all(|&b| b == 0),
+                    "{name} at {at}: padding not zero"
+                );
+            }
+            sizes.push((packet, content));
+            at += packet as usize;
+        }
+    }
+    (sizes, lens)
+}
