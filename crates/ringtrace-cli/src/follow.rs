@@ -12,7 +12,14 @@
 //! protocols' beacons play that role), so an event it writes after that
 //! may come out of order: a session recorded for following should have a
 //! switch timer (`RINGTRACE_SESSION=…,switch=100`) that flushes quiet
-//! buffers.
+//! buffers. When no stream has written anything for a second, the program
+//! may have ended or its consumer (or the disk under it) stalled: the
+//! events held back are printed only after 5 s of that, and when the
+//! trace grows again after half a second or more of nothing, every
+//! stream's quiet time starts over (the streams the consumer has not
+//! reached yet come a moment after the first). A consumer blocked 1.5 s
+//! in one write behind the page cache's writeback made one stream look
+//! quiet while its events waited in its buffer (BENCHMARKS.md, session 17).
 
 use std::collections::{HashSet, VecDeque};
 use std::io::Write;
@@ -26,6 +33,11 @@ use crate::pretty;
 const POLL: Duration = Duration::from_millis(100);
 /// How long a stream may write nothing before the others go on without it.
 const QUIET: Duration = Duration::from_secs(1);
+/// How long every stream may write nothing before what was held back is
+/// printed.
+const ALL_QUIET: Duration = Duration::from_secs(5);
+/// A pause of the whole trace this long restarts every stream's QUIET.
+const STALL: Duration = Duration::from_millis(500);
 
 /// What `view` passes on: which events and threads to show.
 pub struct Show<'a> {
@@ -65,6 +77,8 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
     let mut streams: Vec<Followed> = Vec::new();
     // QUIET in the trace clock's ticks.
     let lag = (clock.freq as u128 * QUIET.as_nanos() / 1_000_000_000) as u64;
+    // When any stream last grew.
+    let mut trace_grew = Instant::now();
     loop {
         let now = Instant::now();
         // Stream files that appeared (a CPU used for the first time).
@@ -102,13 +116,26 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
                 }
             }
         }
+        if streams.iter().any(|s| s.grew == now) {
+            if now.duration_since(trace_grew) >= STALL {
+                // The trace grows again after a stall: the streams not read
+                // yet are as late as the one that came first.
+                streams.iter_mut().for_each(|s| s.grew = now);
+            }
+            trace_grew = now;
+        }
         // Up to where every stream still being written has come, and a
         // second behind the newest event: a buffer's first packet (its
         // file appears with it) may hold events that old.
         let newest = streams.iter().map(|s| s.known).max().unwrap_or(0);
+        let all_quiet = streams
+            .iter()
+            .filter(|s| s.live)
+            .all(|s| now.duration_since(s.grew) >= QUIET);
+        let quiet = if all_quiet { ALL_QUIET } else { QUIET };
         let mark = streams
             .iter()
-            .filter(|s| s.live && now.duration_since(s.grew) < QUIET)
+            .filter(|s| s.live && now.duration_since(s.grew) < quiet)
             .map(|s| s.known)
             .min()
             .map_or(u64::MAX, |m| m.min(newest.saturating_sub(lag)));

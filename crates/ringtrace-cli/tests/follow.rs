@@ -1,6 +1,8 @@
 //! `ringtrace view --follow` on a trace folder while the demo writes it:
 //! events come out while the program runs, in time order, and once it has
-//! ended every event it recorded has been shown, none twice.
+//! ended every event it recorded has been shown, none twice; and a trace
+//! whose every stream stalled (its consumer blocked) comes out in order
+//! when the streams resume one after the other.
 
 mod common;
 
@@ -93,6 +95,106 @@ fn follow_shows_events_while_the_program_runs_and_all_of_them_in_order() {
     live.sort();
     assert_eq!(live, after);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The whole packets of a stream file, in order.
+fn packets(bytes: &[u8]) -> Vec<&[u8]> {
+    let mut v = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let (_, _, pc) = ctf::layout::read_packet_context(&bytes[at..]).unwrap();
+        let len = (pc.packet_size / 8) as usize;
+        assert!(len > 0 && at + len <= bytes.len());
+        v.push(&bytes[at..at + len]);
+        at += len;
+    }
+    v
+}
+
+/// Appends `packets` to the file at `path`.
+fn append(path: &std::path::Path, packets: &[&[u8]]) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    std::io::Write::write_all(&mut f, &packets.concat()).unwrap();
+}
+
+/// Every stream of a trace stalls for 1.6 s (as when the consumer that
+/// writes them all blocked in one write), then the first stream's
+/// backlog arrives and the others' 0.7 s later: streams that wrote nothing
+/// during the stall are not taken for quiet ones (whose events may come
+/// after newer ones), the lines stay in time order.
+#[test]
+fn a_stall_of_the_whole_trace_keeps_the_lines_in_order() {
+    let src = tmp("follow-stall-src");
+    let _ = std::fs::remove_dir_all(&src);
+    let o = run(&["demo", "-o", src.to_str().unwrap(), "--seconds", "3"]);
+    assert!(o.ok, "{}", o.stderr);
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&src)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("demo_"))
+        .map(|n| (n.clone(), std::fs::read(src.join(&n)).unwrap()))
+        .collect();
+    files.sort();
+    files.retain(|(_, b)| packets(b).len() >= 6);
+    assert!(files.len() >= 2, "two streams with packets to split");
+    let live = tmp("follow-stall");
+    let _ = std::fs::remove_dir_all(&live);
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::copy(src.join("metadata"), live.join("metadata")).unwrap();
+    // A third of each stream's packets before the stall.
+    let split = |b: &[u8]| packets(b).len() / 3;
+    for (n, b) in &files {
+        append(&live.join(n), &packets(b)[..split(b)]);
+    }
+    let mut view = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(["view", "--follow", live.to_str().unwrap()])
+        .env("TZ", "UTC")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let reader = {
+        let lines = lines.clone();
+        let out = view.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines() {
+                lines.lock().unwrap().push(l.unwrap());
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(1600));
+    for (i, (n, b)) in files.iter().enumerate() {
+        if i == 1 {
+            std::thread::sleep(Duration::from_millis(700));
+        }
+        append(&live.join(n), &packets(b)[split(b)..]);
+    }
+    let total = count_events(&src) as usize;
+    let until = Instant::now() + Duration::from_secs(30);
+    while lines.lock().unwrap().len() < total && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    view.kill().unwrap();
+    let _ = view.wait();
+    reader.join().unwrap();
+    let lines = lines.lock().unwrap();
+    assert_eq!(lines.len(), total, "every event once");
+    let times: Vec<&str> = lines.iter().map(|l| l.split(' ').next().unwrap()).collect();
+    if let Some(k) = times.windows(2).position(|w| w[0] > w[1]) {
+        panic!(
+            "lines out of time order at {k} of {}:\n{}",
+            lines.len(),
+            lines[k.saturating_sub(2)..(k + 3).min(lines.len())].join("\n")
+        );
+    }
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&live);
 }
 
 #[test]

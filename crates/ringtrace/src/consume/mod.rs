@@ -1,7 +1,7 @@
 //! The consumer side: what leaves the ring buffers. One thread per process
 //! (`consumer.rs`) runs every session's switch and read timers and copies
 //! ready packets to the stream files (`sink.rs`, polling at the period of
-//! `period.rs`); the operations that
+//! `period.rs`, a packet of each buffer in turn: `turns.rs`); the operations that
 //! complete a trace (stop, flush, snapshot, statistics, destroy) are
 //! `ops.rs`, shared by the public `Session` handle and the control socket.
 //!
@@ -26,6 +26,7 @@ pub(crate) mod ops;
 mod period;
 pub(crate) mod relay;
 pub(crate) mod sink;
+mod turns;
 
 pub use sink::SnapshotInfo;
 

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use super::period::{read_period, MIN_READ_PERIOD};
+use super::turns::in_turns;
 use super::Recording;
 use crate::control::config::Mode;
 use crate::control::state::{lock, ChannelState};
@@ -231,8 +232,11 @@ impl Recording {
                         sink.period[ci],
                     );
                     sink.period[ci] = period;
+                    // A packet of each buffer in turn (turns.rs).
+                    in_turns(ops.buffers(), |b| {
+                        self.drain_buffer(&mut sink, ci, b, 1) > 0
+                    });
                     for b in 0..ops.buffers() {
-                        self.drain_buffer(&mut sink, ci, b);
                         self.watch_stall(&mut sink, ci, b, now);
                     }
                     ops.recycle();
@@ -421,9 +425,9 @@ impl Recording {
         ctf::tsdl::metadata(&lock(&self.meta).desc)
     }
 
-    /// Copies buffer `b`'s ready packets to its stream file and to the
-    /// relay; returns how many.
-    fn drain_buffer(&self, sink: &mut Sink, ci: usize, b: usize) -> usize {
+    /// Copies up to `max` of buffer `b`'s ready packets to its stream file
+    /// and to the relay; returns how many.
+    fn drain_buffer(&self, sink: &mut Sink, ci: usize, b: usize, max: usize) -> usize {
         let dir = self.output.as_deref();
         if dir.is_none() && sink.relay.is_none() {
             return 0;
@@ -505,6 +509,7 @@ impl Recording {
                 name,
                 ci,
             },
+            max,
         )
     }
 }

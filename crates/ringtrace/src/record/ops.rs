@@ -71,9 +71,9 @@ pub(crate) trait PacketSink {
 pub(crate) trait ChannelOps: std::marker::Sync + Send {
     /// Number of buffers.
     fn buffers(&self) -> usize;
-    /// Copies every ready packet of buffer `i` to `sink`, consuming them.
-    /// Returns how many.
-    fn drain(&self, i: usize, sink: &mut dyn PacketSink) -> usize;
+    /// Copies up to `max` ready packets of buffer `i` to `sink`, consuming
+    /// them. Returns how many.
+    fn drain(&self, i: usize, sink: &mut dyn PacketSink, max: usize) -> usize;
     /// Forced switch of every buffer this thread may switch now (per-thread
     /// buffers: only those whose thread exited).
     fn flush_live(&self) -> usize;
@@ -111,7 +111,7 @@ impl<C: Config> ChannelOps for Channel<C> {
         Channel::buffers(self).len()
     }
 
-    fn drain(&self, i: usize, sink: &mut dyn PacketSink) -> usize {
+    fn drain(&self, i: usize, sink: &mut dyn PacketSink, max: usize) -> usize {
         let b = &Channel::buffers(self)[i];
         b.deliver_missed();
         let Some(mut rd) = b.reader() else {
@@ -119,7 +119,7 @@ impl<C: Config> ChannelOps for Channel<C> {
         };
         let mut n = 0;
         let half = b.geometry().buf_size() / 2;
-        loop {
+        while n < max {
             let behind = rd.fill() > half;
             let Some(mut sb) = rd.get_subbuf() else {
                 break;
