@@ -18,6 +18,7 @@ use ringtrace::{event, ChannelConfig, FileIo, Session};
 fn auto_writes_fast_streams_directly_and_slow_ones_through_the_page_cache() {
     let fast_dir = tmpdir("auto-fast");
     let slow_dir = tmpdir("auto-slow");
+    clean_page_cache();
     // Fast: 4 MiB per buffer holds all 60,000 events even if the consumer
     // never ran, so nothing is lost; per-thread, so one stream file.
     let fast = Session::builder("auto-fast")

@@ -301,7 +301,7 @@ impl SessionStats {
                 if w.direct + w.cached > 0 {
                     format!(
                         "; {} packets direct (slowest write {:.1} ms), {} through the page cache \
-                         while behind or after a stalled write",
+                         (behind, after a stalled write or while the page cache wrote back)",
                         w.direct,
                         w.slowest.as_secs_f64() * 1e3,
                         w.cached

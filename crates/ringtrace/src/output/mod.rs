@@ -11,6 +11,7 @@ mod file;
 mod file_io;
 pub mod relay;
 mod stream;
+mod writeback;
 
 use std::path::{Path, PathBuf};
 

@@ -13,8 +13,10 @@
 //! writer can reach (the reader's own, `ringbuf::Subbuf`). That wait is the
 //! price: a device that stalls a write for longer than the buffer lasts
 //! at the write rate loses records, which the page cache would have
-//! absorbed. So a consumer that is behind, or a file whose last direct
-//! write stalled, goes through the page cache for a while ([`StreamFile::append`]).
+//! absorbed. So a consumer that is behind, every direct file after a
+//! direct write stalled, and every direct file while the page cache writes
+//! back (`writeback.rs`: a direct write queues behind it) go through the
+//! page cache for a while ([`StreamFile::append`]).
 //!
 //! Direct I/O wants the memory, the file offset and the length aligned to
 //! the file system's block (`statx`'s `STATX_DIOALIGN`). Sub-buffers are
@@ -108,8 +110,8 @@ pub struct Writes {
     /// Packets written with direct I/O.
     pub direct: u64,
     /// Packets of a direct file written through the page cache instead
-    /// (the consumer was behind, the last direct write had stalled, or the
-    /// packet's memory was not aligned).
+    /// (the consumer was behind, a direct write had stalled, the page cache
+    /// was writing back, or the packet's memory was not aligned).
     pub cached: u64,
     /// The slowest direct write.
     pub slowest: Duration,
@@ -213,9 +215,11 @@ impl StreamFile {
             let aligned = (bytes.as_ptr() as usize).is_multiple_of(d.mem_align);
             let whole =
                 bytes.len().is_multiple_of(d.block) && self.len.is_multiple_of(d.block as u64);
-            let paused = paused(Instant::now());
+            let now = Instant::now();
+            let paused = paused(now) || super::writeback::busy(now);
             if whole && (behind || paused || !aligned) {
-                // Whole blocks through the page cache (behind, or from
+                // Whole blocks through the page cache (behind, after a
+                // stalled write, while the page cache writes back, or from
                 // memory the device cannot take directly): the offsets
                 // after them stay aligned, and the file stays direct.
                 set_direct(&self.file, false)?;
@@ -402,12 +406,10 @@ mod tests {
         }
     }
 
-    /// The tests that write direct files, one at a time: the pause after a
-    /// stalled write is the process's.
-    static DIRECT: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
+    /// The tests that write direct files, one at a time, the page cache
+    /// taken as idle (`writeback::exclusive`).
     fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-        DIRECT.lock().unwrap_or_else(|e| e.into_inner())
+        super::super::writeback::exclusive()
     }
 
     const BEHIND: Hint = Hint {
@@ -530,7 +532,7 @@ mod tests {
         miri,
         ignore = "O_DIRECT, statx and fcntl are system calls Miri does not run"
     )]
-    fn a_stalled_write_pauses_every_direct_file_for_a_while() {
+    fn a_stalled_write_or_writeback_pauses_every_direct_file_for_a_while() {
         let _one = one_at_a_time();
         let ms = Duration::from_millis;
         // 50 times the stall, from 0.1 s to 10 s.
@@ -554,8 +556,16 @@ mod tests {
         *PAUSED_UNTIL.lock().unwrap() = None;
         f.append(a.bytes(), None, Hint::default()).unwrap();
         assert_eq!((f.writes().direct, f.writes().cached), (1, 1));
+        // While the page cache writes back: through it, and back after.
+        super::super::writeback::pin(true);
+        f.append(a.bytes(), None, Hint::default()).unwrap();
+        assert_eq!((f.writes().direct, f.writes().cached), (1, 2));
+        super::super::writeback::pin(false);
+        f.append(a.bytes(), None, Hint::default()).unwrap();
+        assert_eq!((f.writes().direct, f.writes().cached), (2, 2));
+        assert!(f.is_direct());
         drop(f);
-        assert!(std::fs::read(d.join("s_0")).unwrap() == vec![0x5a; 8192]);
+        assert!(std::fs::read(d.join("s_0")).unwrap() == vec![0x5a; 4 * 4096]);
         let _ = std::fs::remove_dir_all(&d);
     }
 }

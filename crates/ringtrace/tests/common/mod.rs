@@ -315,3 +315,12 @@ pub fn packets(dir: &Path) -> (Vec<(u64, u64)>, Vec<u64>) {
     }
     (sizes, lens)
 }
+
+/// Writes the machine's dirty pages back and waits (`sync`): stream files
+/// go through the page cache while much of it is dirty (a direct write
+/// would queue behind its writeback), so the tests of direct writes start
+/// from a clean page cache.
+pub fn clean_page_cache() {
+    // SAFETY: `sync` takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+}

@@ -1,0 +1,138 @@
+//! Whether the page cache is writing back (or about to write back) enough
+//! dirty data that a direct write would queue behind it.
+//!
+//! A direct write goes to the device's queue at once, behind whatever the
+//! kernel's flusher threads have queued there: beside a `dd` of 8 GB
+//! (Dirty at the background threshold, 2.3 GB here, the whole time) one
+//! 1 MiB direct write in five took over 2 ms, the slowest 194 ms, and a
+//! consumer blocked 1.5 s in one (BENCHMARKS.md, session 17), while
+//! buffered writes returned in 0.3 ms. The device's own queue depth
+//! (`/sys/dev/block/M:m/inflight`) did not foretell it (0 before most of
+//! the slow writes); the dirty data did. So while `Dirty + Writeback`
+//! (`/proc/meminfo`) is at least half the kernel's background threshold
+//! (where its flushers start writing back; at most 256 MiB) the stream
+//! files' packets go through the page cache, as the rest of the machine's
+//! writes do. Read at most every 10 ms (16 µs a read here).
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a reading of `/proc/meminfo` is used for.
+const RECHECK: Duration = Duration::from_millis(10);
+
+/// The most dirty data at which direct writes go on, whatever the
+/// background threshold.
+const MAX_DIRTY: u64 = 256 << 20;
+
+/// The last reading: when, and whether the page cache was busy.
+static LAST: Mutex<Option<(Instant, bool)>> = Mutex::new(None);
+
+/// Whether the page cache is writing back at `now` (see the module's
+/// documentation); false where `/proc` cannot tell.
+pub(crate) fn busy(now: Instant) -> bool {
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((t, b)) = *last {
+        if now.saturating_duration_since(t) < RECHECK {
+            return b;
+        }
+    }
+    let b = std::fs::read_to_string("/proc/meminfo").is_ok_and(|m| {
+        let dirty = field(&m, "Dirty:").unwrap_or(0) + field(&m, "Writeback:").unwrap_or(0);
+        dirty >= limit(&m)
+    });
+    *last = Some((now, b));
+    b
+}
+
+/// Tests that write direct files or set the answer, one at a time (the
+/// pause after a stalled write and this answer are the process's): the
+/// answer pinned to idle, so that what the machine's other writes left
+/// dirty does not decide the tests.
+#[cfg(test)]
+pub(crate) fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    let g = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    pin(false);
+    g
+}
+
+/// Tests: `busy` answers `b` for the next hour, whatever the machine's
+/// page cache holds.
+#[cfg(test)]
+pub(crate) fn pin(b: bool) {
+    *LAST.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some((Instant::now() + Duration::from_secs(3600), b));
+}
+
+/// Half the kernel's background threshold (`vm.dirty_background_bytes`,
+/// or `vm.dirty_background_ratio` percent of the available memory), at
+/// most [`MAX_DIRTY`].
+fn limit(meminfo: &str) -> u64 {
+    let sysctl = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/vm/{name}"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    let background = match sysctl("dirty_background_bytes") {
+        Some(b) if b > 0 => b,
+        _ => {
+            let ratio = sysctl("dirty_background_ratio").unwrap_or(10);
+            field(meminfo, "MemAvailable:").unwrap_or(u64::MAX / 100) / 100 * ratio
+        }
+    };
+    (background / 2).min(MAX_DIRTY)
+}
+
+/// The value of `name` (a line `Name:   123 kB`) in bytes.
+fn field(meminfo: &str, name: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with(name))?;
+    let kb: u64 = line[name.len()..]
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb.saturating_mul(1024))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MEMINFO: &str = "MemTotal:       24000000 kB\nMemAvailable:   20000000 kB\n\
+                           Dirty:             1000 kB\nWriteback:          24 kB\n";
+
+    #[test]
+    fn reads_fields_in_bytes() {
+        assert_eq!(field(MEMINFO, "Dirty:"), Some(1000 * 1024));
+        assert_eq!(field(MEMINFO, "Writeback:"), Some(24 * 1024));
+        assert_eq!(field(MEMINFO, "WritebackTmp:"), None);
+        assert_eq!(field("Dirty: lots\n", "Dirty:"), None);
+    }
+
+    #[test]
+    fn the_limit_is_half_the_background_threshold_at_most_256_mib() {
+        // 10 % of 20 GB available is 2 GB: capped.
+        assert!(limit(MEMINFO) <= MAX_DIRTY);
+        // A small machine: 10 % (or the sysctl) of 100 MB, halved.
+        let small = "MemAvailable:   102400 kB\n";
+        let l = limit(small);
+        assert!(l > 0 && l <= 100 << 20, "{l}");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // reads /proc
+    fn a_reading_is_kept_for_10_ms() {
+        // The stream files' tests pin the answer: not meanwhile.
+        let _one = exclusive();
+        let now = Instant::now();
+        let b = busy(now);
+        // Within RECHECK the same answer, without reading again.
+        *LAST.lock().unwrap() = Some((now, !b));
+        assert_eq!(busy(now + Duration::from_millis(5)), !b);
+        // After it, read again (the machine's own answer).
+        let _ = busy(now + Duration::from_millis(20));
+        assert!(LAST.lock().unwrap().unwrap().0 == now + Duration::from_millis(20));
+        pin(false);
+    }
+}
