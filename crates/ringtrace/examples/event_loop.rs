@@ -15,7 +15,9 @@
 //! (flight recorder, the default) or `discard` (to `$TMPDIR/event-loop-trace`,
 //! replaced), `u64` (the default) or `str16` for the payload, and the
 //! contexts every event carries (`none`, the default, as in the earlier
-//! measurements; `default` for vpid+vtid, `all`, or names joined by `+`).
+//! measurements; `default` for vpid+vtid, `all`, or names joined by `+`),
+//! how stream files are written (`auto`, the default, `buffered` or
+//! `direct`), and `stats` to print the session's statistics after.
 
 use ringtrace::{event, ChannelConfig, Mode, Session};
 
@@ -44,6 +46,8 @@ fn main() {
     };
     let contexts =
         ringtrace::Contexts::parse(&arg(4, "none")).unwrap_or_else(|e| usage(&e.to_string()));
+    let io = ringtrace::FileIo::parse(&arg(5, "auto")).unwrap_or_else(|e| usage(&e));
+    let show_stats = arg(6, "") == "stats";
     let mut ch = ChannelConfig::new("loop")
         .subbufs(1 << 20, 4)
         .contexts(contexts)
@@ -52,6 +56,7 @@ fn main() {
         ch = ch.per_thread();
     }
     let b = Session::builder("event-loop")
+        .file_io(io)
         .channel(ch)
         .enable("evloop:*");
     let b = if discard {
@@ -82,9 +87,12 @@ fn main() {
         e.as_nanos() as f64 / n.max(1) as f64,
         s.stats().lost()
     );
+    if show_stats {
+        print!("{}", s.stats().table());
+    }
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("event_loop: {why}\nusage: event_loop [per-cpu|per-cpu-rseq|per-cpu-atomics|per-thread] [N] [flight|discard] [u64|str16] [none|default|all|<names>]");
+    eprintln!("event_loop: {why}\nusage: event_loop [per-cpu|per-cpu-rseq|per-cpu-atomics|per-thread] [N] [flight|discard] [u64|str16] [none|default|all|<names>] [auto|buffered|direct] [stats]");
     std::process::exit(2)
 }

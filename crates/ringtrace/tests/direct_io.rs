@@ -128,24 +128,51 @@ fn direct_and_buffered_traces_hold_the_same_events() {
     let _ = std::fs::remove_dir_all(&b_dir);
 }
 
-/// While the page cache holds more dirty data than half the kernel's
-/// background threshold (at most 256 MiB), a direct file's packets go
-/// through the page cache (a direct write would queue behind the
-/// writeback), counted, padded to whole blocks as the file stays direct.
+/// The kernel's background threshold for dirty data in bytes
+/// (`vm.dirty_background_bytes`, or `vm.dirty_background_ratio` percent of
+/// the available memory), as the kernel's flushers apply it.
+fn background_threshold() -> u64 {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap();
+    let bytes: u64 = read("/proc/sys/vm/dirty_background_bytes")
+        .trim()
+        .parse()
+        .unwrap();
+    if bytes > 0 {
+        return bytes;
+    }
+    let ratio: u64 = read("/proc/sys/vm/dirty_background_ratio")
+        .trim()
+        .parse()
+        .unwrap();
+    let m = read("/proc/meminfo");
+    let kb: u64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    kb * 1024 / 100 * ratio
+}
+
+/// While the page cache holds dirty data near the kernel's background
+/// threshold (three quarters of it: the flushers are about to write back,
+/// or writing back), a direct file's packets go through the page cache (a
+/// direct write would queue behind the writeback), counted, padded to
+/// whole blocks as the file stays direct.
 #[test]
 fn a_dirty_page_cache_takes_the_packets_of_direct_files() {
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     clean_page_cache();
+    // Dirty data between three quarters of the threshold and the
+    // threshold itself (where the flushers would write it back), written
+    // to a file removed before it is written back: 90 % of it.
     let dirt = tmpdir("dirt");
     std::fs::create_dir_all(&dirt).unwrap();
-    // 320 MiB dirty: above our limit on any machine (at most 256 MiB;
-    // where the kernel's background threshold is lower, its flushers keep
-    // Dirty at that threshold, twice our limit, while they write back).
-    // Removed before it is written back.
+    let want = background_threshold() / 10 * 9;
     let chunk = vec![0x33u8; 1 << 20];
     {
         let mut f = std::fs::File::create(dirt.join("dirty")).unwrap();
-        for _ in 0..320 {
+        for _ in 0..want.div_ceil(1 << 20) {
             std::io::Write::write_all(&mut f, &chunk).unwrap();
         }
     }

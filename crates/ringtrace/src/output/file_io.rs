@@ -19,10 +19,12 @@ pub enum FileIo {
     Direct,
     /// Through the page cache (`sendfile` from file-backed buffers,
     /// `write` otherwise); packets end with their content. The default:
-    /// twice in session 16 (direct I/O the default) and perhaps once in
-    /// session 17 (auto the default) a full test run saw a stream reach
-    /// its live reader seconds late, not reproduced since and not
-    /// explained, never seen with buffered writes (BENCHMARKS.md).
+    /// on an AMD EPYC virtual machine (the CI's kind), whose disk takes a
+    /// 1 MiB direct write in 0.8 ms and often in 2-5 ms, [`FileIo::Auto`]
+    /// lost records in more runs than this (BENCHMARKS.md, session 18).
+    /// (The live reader that saw a stream seconds late with direct writes
+    /// in sessions 16 and 17 was a consumer blocked in a direct write
+    /// behind the page cache's writeback: `writeback.rs`, `turns.rs`.)
     #[default]
     Buffered,
 }
