@@ -9,6 +9,7 @@
 mod dir;
 mod file;
 mod file_io;
+mod prealloc;
 pub mod relay;
 mod stream;
 mod writeback;

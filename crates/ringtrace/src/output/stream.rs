@@ -102,6 +102,9 @@ pub struct StreamFile {
     /// one (`hot`: the last packet was fast).
     auto: bool,
     hot: bool,
+    /// Buffered writes allocate a large packet's blocks first
+    /// (`prealloc.rs`); false where the file system cannot.
+    prealloc: bool,
 }
 
 /// How a stream file's packets were written.
@@ -149,6 +152,7 @@ impl StreamFile {
             writes: Writes::default(),
             auto: io == FileIo::Auto,
             hot: false,
+            prealloc: true,
         })
     }
 
@@ -258,6 +262,9 @@ impl StreamFile {
             self.direct = None;
             set_direct(&self.file, false)?;
             self.file.seek(SeekFrom::Start(self.len))?;
+        }
+        if self.prealloc && bytes.len() >= super::prealloc::MIN_PREALLOC {
+            self.prealloc = super::prealloc::allocate(&self.file, self.len, bytes.len());
         }
         copy_bytes(&mut self.file, bytes, src)
     }
