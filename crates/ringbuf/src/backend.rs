@@ -42,6 +42,15 @@ pub enum BackendError {
     /// `memfd_create` failed.
     #[error("cannot create memfd: {0}")]
     Memfd(io::Error),
+    /// The memory of a populated buffer could not be allocated: caught
+    /// when the buffer is created, not in a writer's page fault.
+    #[error("cannot allocate {len} bytes of buffer memory: {source}; give a smaller buffer or free memory")]
+    NoMemory {
+        /// Bytes asked for.
+        len: usize,
+        /// The cause.
+        source: io::Error,
+    },
     /// `mmap` failed.
     #[error("cannot map {len} bytes of buffer memory: {source}")]
     Map {
@@ -100,26 +109,40 @@ impl Store {
     /// Maps `len` bytes of sub-buffers with the given backing, after
     /// `prefix` bytes of control data. Files are created 0600 and must not
     /// exist yet, so an existing trace is never clobbered.
+    ///
+    /// `populate`: every page allocated and mapped now (a memfd's pages
+    /// with `fallocate`, the mapping with `MAP_POPULATE`), so that no
+    /// writer takes a page fault, which allocates and zeroes a page inside
+    /// the record path (and may wait for reclaim, or, in a VM, for the
+    /// host: 5-20 µs a page on the CI's kind, BENCHMARKS.md session 18),
+    /// and a lack of memory is an error here instead of an out-of-memory
+    /// kill at a writer's first touch.
     pub fn new(
         backing: &Backing,
         prefix: usize,
         len: usize,
         file_name: &str,
+        populate: bool,
     ) -> Result<Self, BackendError> {
         let len = prefix + len;
         let file = match backing {
             Backing::Anonymous => None,
-            Backing::Memfd => Some(memfd(file_name, len)?),
+            Backing::Memfd => Some(memfd(file_name, len, populate)?),
             Backing::Dir(dir) => Some(dir_file(&dir.join(file_name), len)?),
         };
         #[cfg(not(miri))]
         let mut map = {
+            let mut opts = memmap2::MmapOptions::new();
+            opts.len(len);
+            if populate {
+                opts.populate();
+            }
             let mapped = match &file {
                 // SAFETY: the file was just created by us, 0600, and sized to
                 // `len`; nothing else in this process truncates it while the
                 // mapping lives (the Store owns the only handle).
-                Some(f) => unsafe { memmap2::MmapOptions::new().len(len).map_mut(f) },
-                None => memmap2::MmapOptions::new().len(len).map_anon(),
+                Some(f) => unsafe { opts.map_mut(f) },
+                None => opts.map_anon(),
             };
             mapped.map_err(|source| BackendError::Map { len, source })?
         };
@@ -184,7 +207,7 @@ impl Store {
     }
 }
 
-fn memfd(name: &str, len: usize) -> Result<File, BackendError> {
+fn memfd(name: &str, len: usize, populate: bool) -> Result<File, BackendError> {
     use std::os::fd::FromRawFd;
     let cname = std::ffi::CString::new(name.replace('\0', "_")).expect("NULs were replaced");
     // SAFETY: `cname` is a valid NUL-terminated string for the duration of
@@ -196,6 +219,17 @@ fn memfd(name: &str, len: usize) -> Result<File, BackendError> {
     // SAFETY: `fd` is a freshly created descriptor that nothing else owns.
     let file = unsafe { File::from_raw_fd(fd) };
     file.set_len(len as u64).map_err(BackendError::Memfd)?;
+    if populate {
+        // SAFETY: a valid descriptor owned by `file`; offsets are plain
+        // values.
+        let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) };
+        if r != 0 {
+            return Err(BackendError::NoMemory {
+                len,
+                source: io::Error::last_os_error(),
+            });
+        }
+    }
     Ok(file)
 }
 
@@ -332,5 +366,39 @@ impl Table {
             }
         }
         e.index()
+    }
+}
+
+#[cfg(all(test, not(miri), not(loom)))]
+mod tests {
+    use super::*;
+
+    /// How many of the mapping's pages are resident (`mincore`).
+    fn resident(s: &Store) -> usize {
+        let page = 4096;
+        let pages = (s.prefix + s.len).div_ceil(page);
+        let mut v = vec![0u8; pages];
+        // SAFETY: `base` is the start of a live mapping of `prefix + len`
+        // bytes (page aligned); `v` has a byte per page.
+        let r = unsafe { libc::mincore(s.base.cast(), s.prefix + s.len, v.as_mut_ptr()) };
+        assert_eq!(r, 0, "{}", io::Error::last_os_error());
+        v.iter().filter(|&&b| b & 1 != 0).count()
+    }
+
+    #[test]
+    fn a_populated_buffer_has_every_page_before_any_write() {
+        let len = 64 * 4096;
+        for backing in [Backing::Anonymous, Backing::Memfd] {
+            let s = Store::new(&backing, 0, len, "populated", true).unwrap();
+            assert_eq!(resident(&s), len / 4096, "{backing:?}");
+            if let Some(f) = s.file() {
+                use std::os::unix::fs::MetadataExt;
+                // The memfd's pages allocated, not a hole.
+                assert!(f.metadata().unwrap().blocks() * 512 >= len as u64);
+            }
+            // Without: none until written.
+            let s = Store::new(&backing, 0, len, "lazy", false).unwrap();
+            assert_eq!(resident(&s), 0, "{backing:?}");
+        }
     }
 }

@@ -58,9 +58,46 @@ pub fn parse_cpu_list(s: &str) -> Option<usize> {
     max.map(|m| m + 1)
 }
 
+/// Whether CPU `cpu` is in the kernel CPU list `s` (`0-3,8,10-11`).
+pub fn cpu_list_has(s: &str, cpu: usize) -> bool {
+    s.trim().split(',').any(|part| {
+        let mut ends = part.split('-').map(|n| n.trim().parse::<usize>());
+        match (ends.next(), ends.next()) {
+            (Some(Ok(a)), None) => a == cpu,
+            (Some(Ok(a)), Some(Ok(b))) => (a..=b).contains(&cpu),
+            _ => false,
+        }
+    })
+}
+
+/// Whether CPU `cpu` is online now (`/sys/devices/system/cpu/online`;
+/// true where that cannot be read).
+pub fn is_online(cpu: usize) -> bool {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .map_or(true, |s| cpu_list_has(&s, cpu))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpus_in_a_list() {
+        let l = "0-3,8,10-11\n";
+        for (cpu, want) in [
+            (0, true),
+            (3, true),
+            (4, false),
+            (8, true),
+            (9, false),
+            (11, true),
+            (12, false),
+        ] {
+            assert_eq!(cpu_list_has(l, cpu), want, "{cpu}");
+        }
+        assert!(!cpu_list_has("", 0));
+        assert!(!cpu_list_has("x-y", 0));
+    }
 
     #[test]
     fn cpu_lists() {
