@@ -70,6 +70,31 @@ pub fn cpu_list_has(s: &str, cpu: usize) -> bool {
     })
 }
 
+/// How many CPUs the kernel CPU list `s` holds (`0-3,8` holds 5).
+pub fn cpu_list_len(s: &str) -> usize {
+    s.trim()
+        .split(',')
+        .map(|part| {
+            let mut ends = part.split('-').map(|n| n.trim().parse::<usize>());
+            match (ends.next(), ends.next()) {
+                (Some(Ok(_)), None) => 1,
+                (Some(Ok(a)), Some(Ok(b))) if b >= a => b - a + 1,
+                _ => 0,
+            }
+        })
+        .sum()
+}
+
+/// How many CPUs are online now (`/sys/devices/system/cpu/online`, else
+/// the available parallelism).
+pub fn online_count() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .map(|s| cpu_list_len(&s))
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Whether CPU `cpu` is online now (`/sys/devices/system/cpu/online`;
 /// true where that cannot be read).
 pub fn is_online(cpu: usize) -> bool {
@@ -97,6 +122,9 @@ mod tests {
         }
         assert!(!cpu_list_has("", 0));
         assert!(!cpu_list_has("x-y", 0));
+        assert_eq!(cpu_list_len(l), 7);
+        assert_eq!(cpu_list_len("0\n"), 1);
+        assert_eq!(cpu_list_len(""), 0);
     }
 
     #[test]

@@ -284,15 +284,18 @@ impl<C: Config> Buffer<C> {
             _ => None,
         };
         let prefix = file.map_or(0, |h| h.data_offset as usize);
-        // A global buffer and an online CPU's are written from the start:
-        // their pages are allocated now (`Store::new`). A per-thread pool's
-        // are not (64 buffers by default, most of them never taken), nor an
-        // offline CPU's (some machines count dozens of possible CPUs that
-        // never come online): a thread faults those in on its first lap.
+        // A global buffer, an online CPU's, and as many of a per-thread
+        // pool's as there are online CPUs (threads take the lowest free
+        // one, so the first that run at once get these) are written from
+        // the start: their pages are allocated now (`Store::new`). Not the
+        // rest of a pool (64 buffers by default, most of them never taken)
+        // nor an offline CPU's (some machines count dozens of possible CPUs
+        // that never come online): a thread faults those in on its first
+        // lap.
         let populate = match C::ALLOC {
             crate::Alloc::Global => true,
             crate::Alloc::PerCpu => crate::cpu::is_online(id as usize),
-            crate::Alloc::PerThread => false,
+            crate::Alloc::PerThread => (id as usize) < crate::cpu::online_count(),
         };
         let store = Store::new(&attr.backing, prefix, (n + 1) * s, name, populate)?;
         let sb = match file {

@@ -190,3 +190,34 @@ fn buffer_file_keeps_header_and_commit_counts() {
     drop(b);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Whether the memfd of `b` has all its pages allocated (else none).
+fn allocated(b: &Buffer<impl ringbuf::Config>) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let f = b.store().file().expect("memfd");
+    let blocks = f.metadata().unwrap().blocks() * 512;
+    let len = f.metadata().unwrap().len();
+    assert!(blocks == 0 || blocks >= len, "{blocks} of {len}");
+    blocks >= len
+}
+
+/// Buffers written from the start have their memory when created (no page
+/// fault in a writer, no kill at a first touch): every online CPU's, and
+/// as many of a per-thread pool's as there are online CPUs (the ones the
+/// first threads take); the rest of the pool has none until used.
+#[test]
+fn buffers_written_from_the_start_are_allocated_when_created() {
+    let online = ringbuf::cpu::online_count();
+    let mut a = attr(Backing::Memfd);
+    a.thread_pool = online + 3;
+    let ch = ringbuf::Channel::new(Client::<false, A_THREAD>::default(), &a, "pool").unwrap();
+    let got: Vec<bool> = ch.buffers().iter().map(allocated).collect();
+    let want: Vec<bool> = (0..online + 3).map(|i| i < online).collect();
+    assert_eq!(got, want);
+    let ch = ringbuf::Channel::new(Client::<false, A_CPU>::default(), &a, "cpus").unwrap();
+    for (cpu, b) in ch.buffers().iter().enumerate() {
+        assert_eq!(allocated(b), ringbuf::cpu::is_online(cpu), "CPU {cpu}");
+    }
+    let g = Buffer::new(Arc::new(C::default()), &attr(Backing::Memfd), "global").unwrap();
+    assert!(allocated(&g));
+}
