@@ -1,6 +1,6 @@
 //! The consumer side of a session: stream files, the switch and read
 //! timers, the copy of ready packets (direct I/O from the sub-buffer, or
-//! `sendfile` from the memfd-backed buffers: `output/stream.rs`), the
+//! `write` from it through the page cache: `output/stream.rs`), the
 //! closing packet that carries the last losses, and the writer of
 //! snapshots.
 
@@ -404,7 +404,7 @@ impl Recording {
                             p.resize(block, 0);
                             ctf::layout::set_packet_size(&mut p, block as u64);
                         }
-                        f.append(&p, None, output::Hint::default())
+                        f.append(&p, output::Hint::default())
                     }
                     None => output::append_own(&path)
                         .and_then(|mut f| std::io::Write::write_all(&mut f, &h)),
@@ -458,7 +458,7 @@ impl Recording {
                         behind: p.behind,
                         fast: p.fast,
                     };
-                    if let Err(e) = f.append(bytes, p.file, hint) {
+                    if let Err(e) = f.append(bytes, hint) {
                         let s = &mut *self.sink;
                         s.error = Some(format!("{}/{}_{b}: {e}", dir.display(), self.name));
                         s.dropped_packets += 1;
@@ -550,7 +550,7 @@ impl PacketSink for SnapshotWriter<'_> {
             }
         }
         let f = self.file.as_mut().expect("created above");
-        match f.append(bytes, None, output::Hint::default()) {
+        match f.append(bytes, output::Hint::default()) {
             Ok(()) => {
                 self.info.packets += 1;
                 self.info.bytes += bytes.len() as u64;

@@ -143,8 +143,9 @@ impl SessionState {
             let attr = ChannelAttr {
                 subbuf_size: cfg.subbuf_size,
                 num_subbuf: cfg.num_subbuf,
-                // Files survive a crash; memfd: a buffered stream file copies
-                // from it with sendfile (a direct one from the mapping).
+                // Files survive a crash; memfd (shared memory named in
+                // /proc/PID/maps; stream files are written from the mapping,
+                // with `write` or direct I/O: output/stream.rs).
                 backing: match (&buffer_dir, mode) {
                     (Some(dir), _) => Backing::Dir(dir.clone()),
                     (None, Mode::Discard) => Backing::Memfd,

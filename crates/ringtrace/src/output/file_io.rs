@@ -17,8 +17,8 @@ pub enum FileIo {
     /// Direct I/O (`O_DIRECT`) where the file system supports it, every
     /// packet padded to its block; buffered writes elsewhere.
     Direct,
-    /// Through the page cache (`sendfile` from file-backed buffers,
-    /// `write` otherwise); packets end with their content. The default:
+    /// Through the page cache (`write` from the sub-buffer); packets end
+    /// with their content. The default:
     /// on an AMD EPYC virtual machine (the CI's kind), whose disk takes a
     /// 1 MiB direct write in 0.8 ms and often in 2-5 ms, [`FileIo::Auto`]
     /// lost records in more runs than this (BENCHMARKS.md, session 18).

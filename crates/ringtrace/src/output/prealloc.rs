@@ -123,14 +123,14 @@ pub(crate) mod tests {
         // A small packet: delayed allocation, as before (ext4).
         let small = d.join("small");
         let mut f = StreamFile::create(&small, FileIo::Buffered).unwrap();
-        f.append(&[7u8; 4096], None, Hint::default()).unwrap();
+        f.append(&[7u8; 4096], Hint::default()).unwrap();
         let flags_small = extent_flags(&File::open(&small).unwrap());
         // A large one: its blocks allocated first, unwritten until the
         // page cache writes them back; the file as long as the data.
         let large = d.join("large");
         let mut f = StreamFile::create(&large, FileIo::Buffered).unwrap();
-        f.append(&[7u8; 128 * 1024], None, Hint::default()).unwrap();
-        f.append(&[8u8; 100 * 1024], None, Hint::default()).unwrap();
+        f.append(&[7u8; 128 * 1024], Hint::default()).unwrap();
+        f.append(&[8u8; 100 * 1024], Hint::default()).unwrap();
         let g = File::open(&large).unwrap();
         assert_eq!(g.metadata().unwrap().len(), 228 * 1024);
         let mut want = vec![7u8; 128 * 1024];

@@ -2,7 +2,7 @@
 //! direct I/O where the file system takes it.
 //!
 //! Why direct I/O: a consumer that copies packets into the page cache
-//! (`sendfile` or `write`) spends 0.35-0.6 s of CPU per GiB here, and the
+//! (`write`) spends 0.3-0.6 s of CPU per GiB, and the
 //! kernel's flusher threads spend more writing the dirty pages back later.
 //! On a machine whose CPUs the traced program keeps busy that CPU comes
 //! out of the program's threads (and a consumer kept off the CPU loses
@@ -181,21 +181,20 @@ impl StreamFile {
     /// Appends one packet, whole or not at all: if the write fails part
     /// way (disk full, file size limit), the file is cut back to where the
     /// packet began, so the stream stays a sequence of complete packets that
-    /// readers accept. `src`: the file and offset the bytes sit at, for a
-    /// buffered copy with `sendfile`. `hint.behind`: the consumer is behind
+    /// readers accept. Through the page cache with `write` from the
+    /// sub-buffer's memory: `sendfile` from the buffer's memfd cost the
+    /// consumer 53.7 ms of CPU per 120 MB against 34.1 ms for `write` (12
+    /// paired runs, AMD EPYC VM, BENCHMARKS.md session 18: the splice
+    /// through a pipe of page references, on top of the same copy).
+    /// `hint.behind`: the consumer is behind
     /// the writers, so a direct file takes this packet through the page
     /// cache, which returns without waiting for the device (a direct write
     /// waits about 0.5 ms per MiB here, and now and then 4-10 ms: longer
     /// than a 4 MiB buffer lasts at full speed); so does every direct file
     /// for a while after a direct write stalled ([`STALL_PAUSE`]).
-    pub fn append(
-        &mut self,
-        bytes: &[u8],
-        src: Option<(&File, u64)>,
-        hint: Hint,
-    ) -> io::Result<()> {
+    pub fn append(&mut self, bytes: &[u8], hint: Hint) -> io::Result<()> {
         let start = self.len;
-        match self.write_at_end(bytes, src, hint.behind) {
+        match self.write_at_end(bytes, hint.behind) {
             Ok(()) => {
                 self.len = start + bytes.len() as u64;
                 self.hot = hint.fast;
@@ -209,12 +208,7 @@ impl StreamFile {
         }
     }
 
-    fn write_at_end(
-        &mut self,
-        bytes: &[u8],
-        src: Option<(&File, u64)>,
-        behind: bool,
-    ) -> io::Result<()> {
+    fn write_at_end(&mut self, bytes: &[u8], behind: bool) -> io::Result<()> {
         if let Some(d) = self.direct {
             let aligned = (bytes.as_ptr() as usize).is_multiple_of(d.mem_align);
             let whole =
@@ -266,42 +260,8 @@ impl StreamFile {
         if self.prealloc && bytes.len() >= super::prealloc::MIN_PREALLOC {
             self.prealloc = super::prealloc::allocate(&self.file, self.len, bytes.len());
         }
-        copy_bytes(&mut self.file, bytes, src)
+        self.file.write_all(bytes)
     }
-}
-
-/// Appends `bytes` at `out`'s position; when the bytes sit in `src` at an
-/// offset, the kernel copies them (`sendfile`) without passing through
-/// user space.
-fn copy_bytes(out: &mut File, bytes: &[u8], src: Option<(&File, u64)>) -> io::Result<()> {
-    if let Some((f, off)) = src {
-        let mut off = off as libc::off_t;
-        let mut left = bytes.len();
-        while left > 0 {
-            // SAFETY: both descriptors are open files owned by live `File`s;
-            // `off` is a valid local the kernel updates.
-            let n = unsafe { libc::sendfile(out.as_raw_fd(), f.as_raw_fd(), &mut off, left) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == ErrorKind::Interrupted {
-                    continue;
-                }
-                if left == bytes.len() {
-                    // Not supported for this pair: fall back to a write.
-                    break;
-                }
-                return Err(e);
-            }
-            if n == 0 {
-                return Err(ErrorKind::WriteZero.into());
-            }
-            left -= n as usize;
-        }
-        if left == 0 {
-            return Ok(());
-        }
-    }
-    out.write_all(bytes)
 }
 
 /// Writes all of `bytes` at `off`; on failure, how much was written.
@@ -447,25 +407,24 @@ mod tests {
         assert_eq!(f.block(false), 4096);
         let a = Aligned::new(8192, 0xa1);
         let b = Aligned::new(4096, 0xb2);
-        f.append(a.bytes(), None, Hint::default()).unwrap();
+        f.append(a.bytes(), Hint::default()).unwrap();
         // Behind: through the page cache, and the file stays direct.
-        f.append(b.bytes(), None, BEHIND).unwrap();
+        f.append(b.bytes(), BEHIND).unwrap();
         assert!(f.is_direct());
-        f.append(&a.bytes()[..4096], None, Hint::default()).unwrap();
+        f.append(&a.bytes()[..4096], Hint::default()).unwrap();
         assert!(f.is_direct());
         // Whole blocks from memory the device cannot take (a Vec): through
         // the page cache, the file still direct.
-        f.append(&vec![0xc3u8; 4096], None, Hint::default())
-            .unwrap();
+        f.append(&vec![0xc3u8; 4096], Hint::default()).unwrap();
         assert!(f.is_direct());
         let w = f.writes();
         assert_eq!((w.direct, w.cached), (2, 2));
         assert!(w.slowest > Duration::ZERO);
         // A packet that cannot be aligned: buffered from then on, at the end.
-        f.append(&[7u8; 100], None, Hint::default()).unwrap();
+        f.append(&[7u8; 100], Hint::default()).unwrap();
         assert!(!f.is_direct());
         assert_eq!(f.block(false), 1);
-        f.append(&[8u8; 28], None, Hint::default()).unwrap();
+        f.append(&[8u8; 28], Hint::default()).unwrap();
         drop(f);
         let got = std::fs::read(&path).unwrap();
         let mut want = vec![0xa1; 8192];
@@ -487,8 +446,8 @@ mod tests {
         let mut f = StreamFile::create(&path, FileIo::Buffered).unwrap();
         assert!(!f.is_direct());
         assert_eq!(f.block(false), 1);
-        f.append(&[1u8; 100], None, Hint::default()).unwrap();
-        f.append(&[2u8; 3], None, BEHIND).unwrap();
+        f.append(&[1u8; 100], Hint::default()).unwrap();
+        f.append(&[2u8; 3], BEHIND).unwrap();
         assert_eq!(std::fs::read(&path).unwrap().len(), 103);
         // Never over a file that exists.
         assert!(StreamFile::create(&path, FileIo::Direct).is_err());
@@ -513,19 +472,19 @@ mod tests {
             ..Hint::default()
         };
         let a = Aligned::new(8192, 0xa1);
-        f.append(a.bytes(), None, fast).unwrap();
+        f.append(a.bytes(), fast).unwrap();
         // After a fast packet the next one is padded, fast or not...
         assert_eq!(f.block(false), 4096);
-        f.append(&a.bytes()[..4096], None, Hint::default()).unwrap();
+        f.append(&a.bytes()[..4096], Hint::default()).unwrap();
         assert!(f.is_direct());
         assert_eq!(f.writes().direct, 2);
         // ...and after a slow one, not: it goes through the page cache
         // unpadded, and so does the file from then on.
         assert_eq!(f.block(false), 1);
-        f.append(&[7u8; 100], None, Hint::default()).unwrap();
+        f.append(&[7u8; 100], Hint::default()).unwrap();
         assert!(!f.is_direct());
         assert_eq!(f.block(true), 1);
-        f.append(&[8u8; 28], None, fast).unwrap();
+        f.append(&[8u8; 28], fast).unwrap();
         drop(f);
         let mut want = vec![0xa1; 8192 + 4096];
         want.extend([7; 100]);
@@ -557,18 +516,18 @@ mod tests {
         pause_until(now + ms(1));
         assert!(paused(now + Duration::from_secs(30)));
         let a = Aligned::new(4096, 0x5a);
-        f.append(a.bytes(), None, Hint::default()).unwrap();
+        f.append(a.bytes(), Hint::default()).unwrap();
         assert_eq!((f.writes().direct, f.writes().cached), (0, 1));
         assert!(f.is_direct());
         *PAUSED_UNTIL.lock().unwrap() = None;
-        f.append(a.bytes(), None, Hint::default()).unwrap();
+        f.append(a.bytes(), Hint::default()).unwrap();
         assert_eq!((f.writes().direct, f.writes().cached), (1, 1));
         // While the page cache writes back: through it, and back after.
         super::super::writeback::pin(true);
-        f.append(a.bytes(), None, Hint::default()).unwrap();
+        f.append(a.bytes(), Hint::default()).unwrap();
         assert_eq!((f.writes().direct, f.writes().cached), (1, 2));
         super::super::writeback::pin(false);
-        f.append(a.bytes(), None, Hint::default()).unwrap();
+        f.append(a.bytes(), Hint::default()).unwrap();
         assert_eq!((f.writes().direct, f.writes().cached), (2, 2));
         assert!(f.is_direct());
         drop(f);

@@ -2,8 +2,6 @@
 //! configuration ([`ChannelOps`], dynamic dispatch: never on the write
 //! path), and where packets go ([`PacketSink`]).
 
-use std::fs::File;
-
 use ringbuf::{BufferStats, Channel, Config, Order};
 
 /// Byte offset of `packet_size` in the packet context (`ctf::layout`).
@@ -42,9 +40,6 @@ pub(crate) fn pad_packet(subbuf: &mut [u8], block: usize) -> usize {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Packet<'a> {
     pub(crate) bytes: &'a [u8],
-    /// For file-backed buffers, the file and offset the bytes sit at (for
-    /// `sendfile`).
-    pub(crate) file: Option<(&'a File, u64)>,
     /// The reader was more than half a buffer behind the writers when it
     /// took the packet: it should go out the way that returns soonest.
     pub(crate) behind: bool,
@@ -129,7 +124,6 @@ impl<C: Config> ChannelOps for Channel<C> {
             let len = pad_packet(sb.data_mut(), block);
             let packet = Packet {
                 bytes: &sb.data()[..len],
-                file: b.store().file().map(|f| (f, sb.file_offset())),
                 behind,
                 fast,
             };
@@ -169,7 +163,6 @@ impl<C: Config> ChannelOps for Channel<C> {
                 i,
                 Packet {
                     bytes: &data[..len],
-                    file: None,
                     behind: false,
                     fast: false,
                 },
