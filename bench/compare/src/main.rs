@@ -23,6 +23,7 @@ mod lttng;
 mod ours;
 mod reading;
 mod ring;
+mod scaling;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -302,9 +303,21 @@ fn run() -> Result<(), String> {
             pt.paired_ratio(pr)
         ));
     }
+    // 2 threads / 1 thread, paired (scaling.rs): the tables' two groups
+    // run minutes apart; their medians' ratio is printed beside it.
     if let (Some(pr), Some(pr2)) = (pr, find_t("ringtrace per-cpu-rseq", 2)) {
+        let (r, v) = scaling::two_over_one(
+            "ringtrace per-cpu-rseq",
+            &bin,
+            Mode::Discard,
+            n,
+            runs,
+            &scratch,
+        )?;
+        eprintln!();
         ratios.push(format!(
-            "ratio per-cpu-rseq 2 threads/1 thread: {:.2}",
+            "ratio per-cpu-rseq 2 threads/1 thread: {r:.2} (paired, runs {}; the tables' medians: {:.2})",
+            fmt_runs(&v),
             pr2.ns() / pr.ns()
         ));
     }
@@ -317,8 +330,18 @@ fn run() -> Result<(), String> {
         })
     };
     if let (Some(f1), Some(f2)) = (flight(1), flight(2)) {
+        let (r, v) = scaling::two_over_one(
+            "ringtrace per-cpu-rseq",
+            &bin,
+            Mode::Flight,
+            n,
+            runs,
+            &scratch,
+        )?;
+        eprintln!();
         ratios.push(format!(
-            "ratio per-cpu-rseq 2 threads/1 thread (flight recorder: no consumer on the CPUs): {:.2}",
+            "ratio per-cpu-rseq 2 threads/1 thread (flight recorder: no consumer on the CPUs): {r:.2} (paired, runs {}; the tables' medians: {:.2})",
+            fmt_runs(&v),
             f2.ns() / f1.ns()
         ));
     }
@@ -526,4 +549,12 @@ fn overhead_table(
             "overhead_percent": (b / ops - 1.0) * 100.0, "events_per_s": ev_s, "trace_mib_per_s": mib_s}));
     }
     Ok(out)
+}
+
+/// Run-by-run ratios as `1.12 1.30 ...`.
+fn fmt_runs(v: &[f64]) -> String {
+    v.iter()
+        .map(|x| format!("{x:.2}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
