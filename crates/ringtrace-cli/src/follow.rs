@@ -77,8 +77,10 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
     let mut streams: Vec<Followed> = Vec::new();
     // QUIET in the trace clock's ticks.
     let lag = (clock.freq as u128 * QUIET.as_nanos() / 1_000_000_000) as u64;
-    // When any stream last grew.
-    let mut trace_grew = Instant::now();
+    // Since when every poll has found nothing new (None: the last one
+    // found something). Not the time of the last growth: a poll that
+    // reads much (a slow machine) is no pause of the trace.
+    let mut idle_since: Option<Instant> = None;
     loop {
         let now = Instant::now();
         // Stream files that appeared (a CPU used for the first time).
@@ -117,12 +119,14 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
             }
         }
         if streams.iter().any(|s| s.grew == now) {
-            if now.duration_since(trace_grew) >= STALL {
+            if idle_since.is_some_and(|t| now.duration_since(t) >= STALL) {
                 // The trace grows again after a stall: the streams not read
                 // yet are as late as the one that came first.
                 streams.iter_mut().for_each(|s| s.grew = now);
             }
-            trace_grew = now;
+            idle_since = None;
+        } else if idle_since.is_none() {
+            idle_since = Some(now);
         }
         // Up to where every stream still being written has come, and a
         // second behind the newest event: a buffer's first packet (its
