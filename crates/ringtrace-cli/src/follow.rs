@@ -36,7 +36,8 @@ const QUIET: Duration = Duration::from_secs(1);
 /// How long every stream may write nothing before what was held back is
 /// printed.
 const ALL_QUIET: Duration = Duration::from_secs(5);
-/// A pause of the whole trace this long restarts every stream's QUIET.
+/// A pause of the whole trace this long (no growth since, and a poll that
+/// found nothing) restarts every stream's QUIET.
 const STALL: Duration = Duration::from_millis(500);
 
 /// What `view` passes on: which events and threads to show.
@@ -77,10 +78,11 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
     let mut streams: Vec<Followed> = Vec::new();
     // QUIET in the trace clock's ticks.
     let lag = (clock.freq as u128 * QUIET.as_nanos() / 1_000_000_000) as u64;
-    // Since when every poll has found nothing new (None: the last one
-    // found something). Not the time of the last growth: a poll that
-    // reads much (a slow machine) is no pause of the trace.
-    let mut idle_since: Option<Instant> = None;
+    // When a poll last found something new, and whether one found nothing
+    // since: a stall is both (the time alone could be one long poll on a
+    // slow machine, the empty poll alone a trace that trickles).
+    let mut last_growth = Instant::now();
+    let mut idle_seen = false;
     loop {
         let now = Instant::now();
         // Stream files that appeared (a CPU used for the first time).
@@ -119,14 +121,15 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
             }
         }
         if streams.iter().any(|s| s.grew == now) {
-            if idle_since.is_some_and(|t| now.duration_since(t) >= STALL) {
+            if idle_seen && now.duration_since(last_growth) >= STALL {
                 // The trace grows again after a stall: the streams not read
                 // yet are as late as the one that came first.
                 streams.iter_mut().for_each(|s| s.grew = now);
             }
-            idle_since = None;
-        } else if idle_since.is_none() {
-            idle_since = Some(now);
+            last_growth = now;
+            idle_seen = false;
+        } else {
+            idle_seen = true;
         }
         // Up to where every stream still being written has come, and a
         // second behind the newest event: a buffer's first packet (its
