@@ -19,6 +19,69 @@ use common::*;
 /// failed so).
 static ONE: Mutex<()> = Mutex::new(());
 
+/// `ringtrace view --follow DIR` running, its lines collected.
+struct Follower {
+    view: std::process::Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Follower {
+    fn start(dir: &std::path::Path) -> Follower {
+        let mut view = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+            .args(["view", "--follow", dir.to_str().unwrap()])
+            .env("TZ", "UTC")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let reader = {
+            let lines = lines.clone();
+            let out = view.stdout.take().unwrap();
+            std::thread::spawn(move || {
+                for l in BufReader::new(out).lines() {
+                    lines.lock().unwrap().push(l.unwrap());
+                }
+            })
+        };
+        Follower {
+            view,
+            lines,
+            reader,
+        }
+    }
+
+    /// Lines shown so far.
+    fn shown(&self) -> usize {
+        self.lines.lock().unwrap().len()
+    }
+
+    /// Waits (30 s at most) for `total` lines, and 1.5 s more (nothing
+    /// more comes), stops the follower, and checks that it showed `total`
+    /// lines in time order; returns them.
+    fn finish(mut self, total: usize) -> Vec<String> {
+        let until = Instant::now() + Duration::from_secs(30);
+        while self.shown() < total && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        self.view.kill().unwrap();
+        let _ = self.view.wait();
+        self.reader.join().unwrap();
+        let lines = std::mem::take(&mut *self.lines.lock().unwrap());
+        assert_eq!(lines.len(), total, "every event once");
+        let times: Vec<&str> = lines.iter().map(|l| l.split(' ').next().unwrap()).collect();
+        if let Some(k) = times.windows(2).position(|w| w[0] > w[1]) {
+            panic!(
+                "lines out of time order at {k} of {}:\n{}",
+                lines.len(),
+                lines[k.saturating_sub(2)..(k + 3).min(lines.len())].join("\n")
+            );
+        }
+        lines
+    }
+}
+
 #[test]
 fn follow_shows_events_while_the_program_runs_and_all_of_them_in_order() {
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
@@ -35,26 +98,11 @@ fn follow_shows_events_while_the_program_runs_and_all_of_them_in_order() {
         assert!(start.elapsed() < Duration::from_secs(20), "no metadata");
         std::thread::sleep(Duration::from_millis(10));
     }
-    let mut view = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
-        .args(["view", "--follow", dir.to_str().unwrap()])
-        .env("TZ", "UTC")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
-    let reader = {
-        let lines = lines.clone();
-        let out = view.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines() {
-                lines.lock().unwrap().push(l.unwrap());
-            }
-        })
-    };
+    let follower = Follower::start(&dir);
     // The first events, while the demo still runs.
     let mut shown_while_running = false;
     while demo.try_wait().unwrap().is_none() {
-        if !lines.lock().unwrap().is_empty() {
+        if follower.shown() > 0 {
             shown_while_running = true;
             break;
         }
@@ -63,26 +111,7 @@ fn follow_shows_events_while_the_program_runs_and_all_of_them_in_order() {
     assert!(demo.wait().unwrap().success());
     assert!(shown_while_running, "no event shown before the demo ended");
     // Then all of them (the last ones a second after the streams go quiet).
-    let total = count_events(&dir) as usize;
-    let until = Instant::now() + Duration::from_secs(30);
-    while lines.lock().unwrap().len() < total && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // Nothing more comes.
-    std::thread::sleep(Duration::from_millis(1500));
-    view.kill().unwrap();
-    let _ = view.wait();
-    reader.join().unwrap();
-    let lines = lines.lock().unwrap();
-    assert_eq!(lines.len(), total, "every event once");
-    let times: Vec<&str> = lines.iter().map(|l| l.split(' ').next().unwrap()).collect();
-    if let Some(k) = times.windows(2).position(|w| w[0] > w[1]) {
-        panic!(
-            "lines out of time order at {k} of {}:\n{}",
-            lines.len(),
-            lines[k.saturating_sub(2)..(k + 3).min(lines.len())].join("\n")
-        );
-    }
+    let lines = follower.finish(count_events(&dir) as usize);
     // The same events as `view` of the finished trace.
     let o = bin()
         .args(["view", dir.to_str().unwrap()])
@@ -162,24 +191,9 @@ fn a_stall_of_the_whole_trace_keeps_the_lines_in_order() {
     for (n, b) in &files {
         append(&live.join(n), &packets(b)[..split(b)]);
     }
-    let mut view = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
-        .args(["view", "--follow", live.to_str().unwrap()])
-        .env("TZ", "UTC")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
-    let reader = {
-        let lines = lines.clone();
-        let out = view.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines() {
-                lines.lock().unwrap().push(l.unwrap());
-            }
-        })
-    };
+    let follower = Follower::start(&live);
     let until = Instant::now() + Duration::from_secs(60);
-    while lines.lock().unwrap().is_empty() {
+    while follower.shown() == 0 {
         assert!(Instant::now() < until, "nothing shown of the first half");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -190,25 +204,7 @@ fn a_stall_of_the_whole_trace_keeps_the_lines_in_order() {
         }
         append(&live.join(n), &packets(b)[split(b)..]);
     }
-    let total = count_events(&src) as usize;
-    let until = Instant::now() + Duration::from_secs(30);
-    while lines.lock().unwrap().len() < total && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(1500));
-    view.kill().unwrap();
-    let _ = view.wait();
-    reader.join().unwrap();
-    let lines = lines.lock().unwrap();
-    assert_eq!(lines.len(), total, "every event once");
-    let times: Vec<&str> = lines.iter().map(|l| l.split(' ').next().unwrap()).collect();
-    if let Some(k) = times.windows(2).position(|w| w[0] > w[1]) {
-        panic!(
-            "lines out of time order at {k} of {}:\n{}",
-            lines.len(),
-            lines[k.saturating_sub(2)..(k + 3).min(lines.len())].join("\n")
-        );
-    }
+    follower.finish(count_events(&src) as usize);
     let _ = std::fs::remove_dir_all(&src);
     let _ = std::fs::remove_dir_all(&live);
 }
