@@ -64,6 +64,8 @@ fn run<C: Config + Default>() -> u64 {
         ..Default::default()
     };
     let ch = Arc::new(Channel::new(C::default(), &attr, "sig").unwrap());
+    // The clock's first call, before any handler can make it (`now`).
+    let _ = now();
     CHANNEL.store(Arc::as_ptr(&ch) as *mut (), Ordering::Release);
     // SAFETY: installs a handler that only uses async-signal-safe operations
     // (atomics, the ring buffer's reserve/commit, a vDSO clock read).

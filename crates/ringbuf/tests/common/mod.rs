@@ -18,7 +18,10 @@ pub const A_CPU: u8 = 0;
 pub const A_THREAD: u8 = 1;
 pub const A_GLOBAL: u8 = 2;
 
-/// A clock shared by every test writer: monotonic nanoseconds.
+/// A clock shared by every test writer: monotonic nanoseconds. Its first
+/// call initializes a `OnceLock`, which is not async-signal-safe: a test
+/// whose signal handlers record calls it before arming them (a handler
+/// that interrupted the initialization waited for it forever).
 pub fn now() -> u64 {
     static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     START
