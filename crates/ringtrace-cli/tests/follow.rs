@@ -88,8 +88,7 @@ fn follow_shows_events_while_the_program_runs_and_all_of_them_in_order() {
     let dir = tmp("follow");
     let _ = std::fs::remove_dir_all(&dir);
     // 6 s: in a full test run on the CI's kind of machine the (debug
-    // build) follower once showed nothing within a 3 s demo; alone it
-    // shows its first line about 1.5 s in.
+    // build) follower once showed nothing within a 3 s demo.
     let mut demo = bin()
         .args(["demo", "-o", dir.to_str().unwrap(), "--seconds", "6"])
         .stdout(Stdio::null())
