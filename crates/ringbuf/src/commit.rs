@@ -16,27 +16,35 @@ impl<C: Config> Buffer<C> {
     /// Commits the record `[end - len, end)` of ring sub-buffer `idx`.
     #[inline(always)]
     pub(crate) fn commit_record(&self, idx: u32, end: u64, len: u32) {
-        if C::COUNT_RECORDS {
+        // Rseq buffers count the record in the commit's own store.
+        if C::COUNT_RECORDS && C::SYNC != Sync::Rseq {
             self.wr.records.add(C::SYNC, 1);
         }
-        self.commit_in(idx as usize, end.wrapping_sub(1), len as u64);
+        self.commit_in(
+            idx as usize,
+            end.wrapping_sub(1),
+            len as u64,
+            C::COUNT_RECORDS as u64,
+        );
     }
 
-    /// Adds `amount` committed bytes to the sub-buffer containing byte `p`
-    /// and delivers it if that completed it.
+    /// Adds `amount` committed bytes (padding or a header, not a record)
+    /// to the sub-buffer containing byte `p` and delivers it if that
+    /// completed it.
     #[inline(always)]
     pub(crate) fn commit_at(&self, p: u64, amount: u64) {
-        self.commit_in(self.geo.sb_index(p), p, amount)
+        self.commit_in(self.geo.sb_index(p), p, amount, 0)
     }
 
     /// [`Buffer::commit_at`] with the ring index `i` of `p`'s sub-buffer
-    /// already known.
+    /// already known; `records` (0 or 1) is counted with the bytes by rseq
+    /// buffers.
     #[inline(always)]
-    fn commit_in(&self, i: usize, p: u64, amount: u64) {
+    fn commit_in(&self, i: usize, p: u64, amount: u64, records: u64) {
         debug_assert_eq!(i, self.geo.sb_index(p));
         let geo = self.geo;
         let c = if C::SYNC == Sync::Rseq {
-            self.commit_rseq(i, amount)
+            self.commit_rseq(i, amount, records)
         } else {
             // The AcqRel add publishes this writer's bytes to whoever
             // delivers.
@@ -53,10 +61,12 @@ impl<C: Config> Buffer<C> {
         }
     }
 
-    /// Rseq buffers: adds `amount` to sub-buffer `i`'s local count inside
-    /// a restartable sequence on the buffer's CPU (no lock prefix), or,
-    /// from another CPU, to its shared count with a locked add; returns the
-    /// sum of both as this committer sees it (`DESIGN.md` §8).
+    /// Rseq buffers: adds `amount` to sub-buffer `i`'s local count, and
+    /// `records` to the records counted beside it, inside a restartable
+    /// sequence on the buffer's CPU (no lock prefix), or, from another
+    /// CPU, to its shared count and the buffer's record count with locked
+    /// adds; returns the sum of both commit words as this committer sees it
+    /// (`DESIGN.md` §8).
     ///
     /// The sum may miss a commit made at the same moment on the other
     /// count from another CPU (each side's store may still sit in its
@@ -64,27 +74,40 @@ impl<C: Config> Buffer<C> {
     /// delivers, and [`Buffer::deliver_missed`], which the consumer runs
     /// on every look, does once both stores are visible.
     #[inline(always)]
-    fn commit_rseq(&self, i: usize, amount: u64) -> u64 {
+    fn commit_rseq(&self, i: usize, amount: u64, records: u64) -> u64 {
         let cc = &self.subbuf_state(i).cc;
-        if let Some(area) = crate::rseq::area() {
-            // An abort (preemption or a signal inside the few instructions)
-            // is retried; a thread on another CPU goes to the shared count.
-            for _ in 0..RSEQ_COMMIT_TRIES {
-                // SAFETY: `area` is this thread's rseq area; `local` is an
-                // aligned u64 that only this section, on the buffer's CPU
-                // `self.id`, writes (other committers add to `shared`).
-                let (o, local) =
-                    unsafe { crate::rseq::add_local(area, self.id, cc.local_ptr(), amount) };
-                match o {
-                    crate::rseq::Outcome::Stored => {
-                        return local.wrapping_add(cc.shared.load(Acquire));
-                    }
-                    crate::rseq::Outcome::Aborted => continue,
-                    _ => break,
+        // This thread's area: an rseq buffer exists, so glibc registered
+        // one (`rseq::area_registered`).
+        let area = crate::rseq::area_registered();
+        // An abort (preemption or a signal inside the few instructions)
+        // is retried; a thread on another CPU goes to the shared count.
+        for _ in 0..RSEQ_COMMIT_TRIES {
+            // SAFETY: `area` is this thread's rseq area; `local` and
+            // `local_records` are the 16-byte aligned pair (`CommitCount`)
+            // that only this section, on the buffer's CPU `self.id`, writes
+            // (other committers add to `shared`).
+            let (o, local) =
+                unsafe { crate::rseq::add_local(area, self.id, cc.local_ptr(), amount, records) };
+            match o {
+                crate::rseq::Outcome::Stored => {
+                    return local.wrapping_add(cc.shared.load(Acquire));
                 }
+                crate::rseq::Outcome::Aborted => continue,
+                _ => break,
             }
         }
+        self.shared_commit(cc, amount, records)
+    }
+
+    /// An rseq buffer's commit from another CPU (or after three aborts):
+    /// lock-prefixed adds to the shared word and the buffer's count.
+    #[cold]
+    #[inline(never)]
+    fn shared_commit(&self, cc: &crate::state::CommitCount, amount: u64, records: u64) -> u64 {
         self.wr.rseq_shared.add(Sync::Smp, 1);
+        if records != 0 {
+            self.wr.records.add(Sync::Smp, records);
+        }
         let shared = cc.shared.add(Sync::Smp, amount).wrapping_add(amount);
         shared.wrapping_add(cc.local.load(Acquire))
     }

@@ -4,8 +4,10 @@
 //!
 //! ```text
 //!   0      FileHeader (magic, layout version, geometry, offsets)     one page
-//!   4096   N sub-buffer states (commit count CC[i] first: its shared
-//!          word, then, from version 2, its local word), `stride` bytes each
+//!   4096   N sub-buffer states (commit count CC[i] first: version 1 one
+//!          word; version 2 its shared word, then its local word; version
+//!          3 its local word, the records committed through it, then its
+//!          shared word), `stride` bytes each
 //!   data   N + 1 physical sub-buffers of S bytes
 //! ```
 //!
@@ -25,9 +27,10 @@ use crate::sync::CacheAligned;
 /// First bytes of every buffer file.
 pub const MAGIC: [u8; 8] = *b"RTRBUF\0\x01";
 /// Layout version of this module's format. Version 2 splits each commit
-/// count into a shared and a local word (rseq buffers); version 1 files
-/// (one word) are still read.
-pub const VERSION: u32 = 2;
+/// count into a shared and a local word (rseq buffers); version 3 puts the
+/// local word first, beside a count of the records committed through it.
+/// Versions 1 (one word) and 2 are still read.
+pub const VERSION: u32 = 3;
 /// Bytes reserved for the header.
 pub const HEADER_PAGE: usize = 4096;
 
@@ -55,7 +58,7 @@ pub struct FileHeader {
     pub buffer_id: u32,
     /// Process that wrote the file.
     pub pid: u32,
-    /// Layout version (1 or 2).
+    /// Layout version (1 to 3).
     pub version: u32,
 }
 
@@ -155,7 +158,9 @@ impl FileHeader {
                 h.subbuf_size
             ));
         }
-        if h.state_stride < if v >= 2 { 16 } else { 8 } || h.client_header >= h.subbuf_size {
+        // Commit words per state: 1, 2, then 3 (local, its records, shared).
+        let words = u64::from(v.min(3));
+        if h.state_stride < 8 * words || h.client_header >= h.subbuf_size {
             return Err(format!(
                 "offset {}: bad state stride or client header",
                 at::CLIENT_HEADER
@@ -233,11 +238,12 @@ impl BufferFile {
     pub fn commit_count(&self, i: usize) -> u64 {
         let at = (self.header.states_offset + i as u64 * self.header.state_stride) as usize;
         let word = |o: usize| u64::from_le_bytes(self.bytes[o..o + 8].try_into().unwrap());
-        let shared = word(at + offset_of!(CommitCount, shared));
-        if self.header.version < 2 {
-            return shared;
+        match self.header.version {
+            1 => word(at),
+            2 => word(at).wrapping_add(word(at + 8)),
+            _ => word(at + offset_of!(CommitCount, shared))
+                .wrapping_add(word(at + offset_of!(CommitCount, local))),
         }
-        shared.wrapping_add(word(at + offset_of!(CommitCount, local)))
     }
 
     /// The close record of ring position `i`: the end timestamp and the

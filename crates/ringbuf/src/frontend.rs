@@ -495,7 +495,7 @@ impl<C: Config> Buffer<C> {
     pub fn stats(&self) -> BufferStats {
         BufferStats {
             bytes_written: self.wr.head.w.load(Relaxed).wrapping_sub(self.w0),
-            records: self.wr.records.load(Relaxed),
+            records: self.records(),
             lost: self.lost_counts(),
             produced: self.produced.load(Relaxed),
             consumed: self.rd.consumed.load(Relaxed),
@@ -505,6 +505,19 @@ impl<C: Config> Buffer<C> {
             rseq_moves: self.wr.rseq_moves.load(Relaxed),
             rseq_shared_commits: self.wr.rseq_shared.load(Relaxed),
         }
+    }
+
+    /// Records committed (when `Config::COUNT_RECORDS`): rseq buffers
+    /// count those committed on the buffer's CPU beside each sub-buffer's
+    /// local commit word (`CommitCount`), the others in the buffer's count.
+    fn records(&self) -> u64 {
+        let mut n = self.wr.records.load(Relaxed);
+        if C::SYNC == Sync::Rseq {
+            for st in self.sb.iter() {
+                n = n.wrapping_add(st.cc.local_records.load(Relaxed));
+            }
+        }
+        n
     }
 
     /// The first `len` bytes of physical sub-buffer `phys`.

@@ -26,9 +26,10 @@
 //! it, as for per-thread buffers).
 //!
 //! [`add_local`] is the commit's section: add a record's length to the
-//! sub-buffer's *local* commit count, which only such sections on the
+//! sub-buffer's *local* commit count and one to the records counted beside
+//! it, both with one 16-byte store, which only such sections on the
 //! buffer's CPU write (a thread that migrated since its reservation adds to
-//! the shared, lock-prefixed count instead; `frontend.rs`).
+//! the shared, lock-prefixed count instead; `commit.rs`).
 //!
 //! x86_64 glibc Linux only; elsewhere, and under loom and Miri (which run
 //! no inline assembly), rseq is reported unavailable and channels use
@@ -94,6 +95,23 @@ mod imp {
         }
         // SAFETY: glibc registered an area of `size` bytes at `tp + offset`.
         Some(unsafe { tp.offset(offset) })
+    }
+
+    /// The calling thread's rseq area, known to exist: some rseq buffer
+    /// was created, so glibc registered areas (`__rseq_size` is set once,
+    /// at start-up, before any buffer exists). Three instructions: no
+    /// size check (what [`area`] adds), for the critical sections of a
+    /// reservation and its commit.
+    #[inline(always)]
+    pub(crate) fn area_registered() -> *mut u8 {
+        // SAFETY: glibc defines the symbol (constant after start-up).
+        let offset = unsafe { __rseq_offset };
+        let tp: *mut u8;
+        // SAFETY: as in `area`.
+        unsafe {
+            core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags));
+        }
+        tp.wrapping_offset(offset)
     }
 
     /// `cpu_id` of the calling thread's area (negative while unregistered).
@@ -203,39 +221,52 @@ mod imp {
     }
 
     /// The commit's critical section: if the thread runs on `cpu`, adds
-    /// `v` to `*p` with a load and a store, the store being the commit.
-    /// Returns the outcome and, when stored, the new value.
+    /// `v` to `p[0]` and `records` to `p[1]` with a 16-byte load, add and
+    /// store, the store being the commit (one instruction: the kernel
+    /// aborts before it or the section is done). Returns the outcome and,
+    /// when stored, the new `p[0]`.
     ///
     /// # Safety
     /// As [`cmp2_store2`]: `area` is the calling thread's [`area`]; `p`
-    /// points to an aligned `u64` that only such sections of threads
-    /// running on `cpu` write.
+    /// points to two 16-byte aligned `u64` words that only such sections
+    /// of threads running on `cpu` write.
     #[inline(always)]
-    pub(crate) unsafe fn add_local(area: *mut u8, cpu: u32, p: *mut u64, v: u64) -> (Outcome, u64) {
+    pub(crate) unsafe fn add_local(
+        area: *mut u8,
+        cpu: u32,
+        p: *mut u64,
+        v: u64,
+        records: u64,
+    ) -> (Outcome, u64) {
+        use core::arch::x86_64::{__m128i, _mm_cvtsi128_si64, _mm_set_epi64x};
         let r: u32;
-        let new: u64;
+        let sum: __m128i;
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        let add = unsafe { _mm_set_epi64x(records as i64, v as i64) };
         // SAFETY: `rseq_section` (descriptor, signature, arming, the CPU
-        // check first); the store of the sum to `p` is the section's last
-        // instruction. `area` is this thread's area and `p` is valid, per
-        // the caller's contract.
+        // check first); the 16-byte store of the sums to `p` is the
+        // section's last instruction. `area` is this thread's area and `p`
+        // is valid and 16-byte aligned, per the caller's contract (`movdqa`
+        // faults otherwise).
         unsafe {
             rseq_section!(
                 [
-                    "mov {n}, qword ptr [{p}]",
-                    "add {n}, {v}",
-                    "mov qword ptr [{p}], {n}",
+                    "movdqa {n}, xmmword ptr [{p}]",
+                    "paddq {n}, {v}",
+                    "movdqa xmmword ptr [{p}], {n}",
                 ],
                 a = in(reg) area,
                 p = in(reg) p,
                 cpu = in(reg) cpu,
-                v = in(reg) v,
-                n = out(reg) new,
+                v = in(xmm_reg) add,
+                n = out(xmm_reg) sum,
                 r = out(reg) r,
                 options(nostack),
             );
         }
         match r {
-            0 => (Outcome::Stored, new),
+            // SAFETY: SSE2 is part of the x86_64 baseline.
+            0 => (Outcome::Stored, unsafe { _mm_cvtsi128_si64(sum) } as u64),
             2 => (Outcome::Moved, 0),
             _ => (Outcome::Aborted, 0),
         }
@@ -262,6 +293,12 @@ mod imp {
         -1
     }
 
+    /// Never called: no rseq buffer exists here.
+    #[inline(always)]
+    pub(crate) fn area_registered() -> *mut u8 {
+        core::ptr::null_mut()
+    }
+
     /// Never called: no area exists here.
     ///
     /// # Safety
@@ -280,16 +317,33 @@ mod imp {
     ///
     /// # Safety
     /// None needed.
-    pub(crate) unsafe fn add_local(_: *mut u8, _: u32, _: *mut u64, _: u64) -> (Outcome, u64) {
+    pub(crate) unsafe fn add_local(
+        _: *mut u8,
+        _: u32,
+        _: *mut u64,
+        _: u64,
+        _: u64,
+    ) -> (Outcome, u64) {
         (Outcome::Moved, 0)
     }
 }
 
-pub(crate) use imp::{add_local, area, cmp2_store2, cpu_id};
+pub(crate) use imp::{add_local, area, area_registered, cmp2_store2, cpu_id};
 
 /// Whether the calling thread has a registered rseq area whose `cpu_id`
 /// the kernel maintains: what per-CPU buffers in rseq mode need.
+///
+/// The CPU must also have AVX: the commit's section stores the local commit
+/// count and its record count with one 16-byte store, which the consumer
+/// reads word by word from another CPU, and CPUs with AVX guarantee such
+/// an aligned store is done whole (Intel SDM vol. 3A, "Guaranteed Atomic
+/// Operations"; AMD APM vol. 2, "Access Atomicity"). Every x86-64 CPU
+/// since 2011 has it.
 pub fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if !std::is_x86_feature_detected!("avx") {
+        return false;
+    }
     area().is_some_and(|a| cpu_id(a) >= 0)
 }
 

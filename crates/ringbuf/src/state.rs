@@ -20,30 +20,39 @@ pub(crate) struct CloseRecord {
 }
 
 /// The commit count `CC[i]` of one sub-buffer, in two words whose sum it
-/// is. `shared` takes lock-prefixed adds (SMP buffers; per-thread buffers'
-/// own adds); `local` is written only by the restartable sequence of an
-/// rseq buffer's CPU (`rseq::add_local`: a record committed by the thread
-/// that reserved it, still on that CPU), so the common commit of an rseq
-/// buffer has no lock prefix. `local` stays 0 for other buffers.
+/// is, and the records committed through the second. `shared` takes
+/// lock-prefixed adds (SMP buffers; per-thread buffers' own adds); `local`
+/// is written only by the restartable sequence of an rseq buffer's CPU
+/// (`rseq::add_local`: a record committed by the thread that reserved it,
+/// still on that CPU), so the common commit of an rseq buffer has no lock
+/// prefix. That sequence adds to `local` and `local_records` with one
+/// 16-byte store, its commit instruction: a record is counted exactly
+/// when its bytes are (an abort before the store did neither), with no
+/// count of its own on the write path. `local` and `local_records` stay 0
+/// for other buffers.
 ///
-/// `repr(C)`: a buffer file holds `shared` then `local` at the start of
-/// each state (`file.rs`).
+/// `repr(C)`, the pair first and 16-byte aligned (the store's operand):
+/// a buffer file holds this at the start of each state (`file.rs`,
+/// layout version 3).
 #[derive(Debug)]
-#[repr(C)]
+#[repr(C, align(16))]
 pub(crate) struct CommitCount {
-    pub(crate) shared: Counter,
     pub(crate) local: AtomicU64,
+    pub(crate) local_records: AtomicU64,
+    pub(crate) shared: Counter,
 }
 
 impl CommitCount {
     pub(crate) fn new(c0: u64) -> CommitCount {
         CommitCount {
-            shared: Counter::new(c0),
             local: AtomicU64::new(0),
+            local_records: AtomicU64::new(0),
+            shared: Counter::new(c0),
         }
     }
 
-    /// `local`'s word, for the restartable sequence that adds to it.
+    /// The (`local`, `local_records`) pair, for the restartable sequence
+    /// that adds to both.
     #[cfg(not(loom))]
     pub(crate) fn local_ptr(&self) -> *mut u64 {
         self.local.as_ptr()

@@ -203,9 +203,10 @@ impl Head {
                 Ok(())
             }
             Sync::Rseq => {
-                let Some(area) = rseq::area() else {
-                    return Err(Fail::Moved);
-                };
+                // An rseq buffer exists, so the area does (its creation
+                // checked `rseq::available`); a thread whose registration
+                // failed has `cpu_id` < 0, which no buffer's CPU equals.
+                let area = rseq::area_registered();
                 // SAFETY: `area` is the calling thread's rseq area; `self`
                 // starts with the two aligned words (W, ts) (`repr(C,
                 // align(16))`), which for an rseq buffer only such sections

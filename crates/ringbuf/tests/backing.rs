@@ -150,7 +150,10 @@ fn buffer_file_keeps_header_and_commit_counts() {
     assert_eq!(f.header.buffer_id, 3);
     assert_eq!(f.header.client_header, HEADER as u64);
     assert_eq!(f.header.pid, std::process::id());
-    assert_eq!(f.header.version, 2, "commit counts in two words");
+    assert_eq!(
+        f.header.version, 3,
+        "commit counts in two words, local first"
+    );
     assert_eq!(f.committed(0), Committed::Complete);
     let per_sb = (4096 - HEADER) / 100;
     let in_1 = 53 - per_sb;
@@ -167,8 +170,27 @@ fn buffer_file_keeps_header_and_commit_counts() {
     // The data of sub-buffer 0 is in place.
     let recs = check_subbuf(&f.subbuf(0)[..HEADER + per_sb * 100], f.subbuf(0));
     assert_eq!(recs.len(), per_sb);
-    // Damaged headers are refused with the offset of the problem.
+    // The same commit counts in the layouts of versions 2 (shared word,
+    // local word) and 3 (local word, its records, shared word: this one).
     let mut bytes = std::fs::read(dir.join("chan_3")).unwrap();
+    let h = f.header;
+    for i in 0..4 {
+        let at = (h.states_offset + i * h.state_stride) as usize;
+        let v3 = BufferFile::from_bytes(bytes.clone())
+            .unwrap()
+            .commit_count(i as usize);
+        assert_eq!(bytes[at..at + 16], [0; 16], "no rseq: no local count");
+        assert_eq!(bytes[at + 16..at + 24], v3.to_le_bytes());
+        let mut v2 = bytes.clone();
+        v2[8] = 2;
+        v2.copy_within(at + 16..at + 24, at);
+        v2[at + 8..at + 24].fill(0);
+        assert_eq!(
+            BufferFile::from_bytes(v2).unwrap().commit_count(i as usize),
+            v3
+        );
+    }
+    // Damaged headers are refused with the offset of the problem.
     let len = bytes.len() as u64;
     assert!(FileHeader::decode(&bytes[..40], len)
         .unwrap_err()

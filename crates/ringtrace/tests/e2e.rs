@@ -179,11 +179,12 @@ fn record_and_read(per_thread: bool) {
     let st = s.stats();
     assert_eq!(st.records(), 4000);
     assert_eq!(st.lost(), 0, "{}", st.table());
-    // Per-thread buffers count their records; per-CPU buffers leave the
-    // count to the writing threads, summed per channel.
+    // Per-thread and rseq buffers count their records; per-CPU buffers
+    // with atomics leave the count to the writing threads, summed per
+    // channel.
     let ch = &st.channels[0];
     let per_buffer: Vec<Option<u64>> = ch.buffers.iter().map(|b| b.records).collect();
-    if per_thread {
+    if ch.sharing != "per-cpu atomics" {
         assert_eq!(per_buffer.iter().flatten().sum::<u64>(), 4000);
         assert_eq!(
             per_buffer.iter().filter(|r| r.is_some()).count(),

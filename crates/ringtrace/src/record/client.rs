@@ -56,9 +56,11 @@ impl<const O: bool, const P: bool, const R: bool> Config for Client<O, P, R> {
         (false, true) => Sync::Rseq,
         (false, false) => Sync::Smp,
     };
-    /// Per-CPU buffers would count with a lock-prefixed add per record: the
-    /// writing threads count instead (`tally.rs`).
-    const COUNT_RECORDS: bool = P;
+    /// Per-thread buffers count with a non-locked add, rseq ones in their
+    /// commit's own store; per-CPU buffers with atomics would count with a
+    /// lock-prefixed add per record: the writing threads count instead
+    /// (`tally.rs`).
+    const COUNT_RECORDS: bool = P || R;
 
     /// Unordered for every buffer kind: the ring buffer clamps each
     /// timestamp to the previous one (`ringbuf`'s `Head`).
@@ -414,8 +416,8 @@ impl AnyChannel {
 
     /// Records event `id` with a `len`-byte payload that `write` fills: the
     /// probe's work for one channel, without the control data. Returns
-    /// whether it was committed (per-CPU channels do not count their
-    /// records: the probe does, see [`AnyChannel::counts_records`]).
+    /// whether it was committed (per-CPU channels with atomics do not count
+    /// their records: the probe does, see [`AnyChannel::counts_records`]).
     #[inline(always)]
     pub fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) -> bool {
         // Every channel's client reads `clock::clock()`, which exists once a
@@ -455,10 +457,11 @@ impl AnyChannel {
         bits.store(set.layout().code(), Relaxed);
     }
 
-    /// Whether the buffers count their committed records (per-thread
-    /// channels); per-CPU channels leave it to the writing threads.
+    /// Whether the buffers count their committed records (per-thread and
+    /// per-CPU rseq channels); per-CPU channels with atomics leave it to
+    /// the writing threads (`tally.rs`).
     pub fn counts_records(&self) -> bool {
-        self.sharing() == Sharing::PerThread
+        self.sharing() != Sharing::PerCpuAtomics
     }
 
     /// Forced switch of every buffer, so that a reader gets the partly

@@ -1,4 +1,5 @@
-//! Records committed into per-CPU channels, counted by the writing threads.
+//! Records committed into per-CPU channels with atomics, counted by the
+//! writing threads.
 //!
 //! A per-CPU buffer is shared by every thread that runs on its CPU, so a
 //! record count kept in the buffer needs a lock-prefixed add on every record
@@ -19,7 +20,10 @@
 //! never decrease.
 //!
 //! Per-thread channels keep their count in the buffer (`ringbuf`), whose
-//! non-locked add already costs no more than this one.
+//! non-locked add already costs no more than this one, and so do rseq
+//! channels, whose commit adds the record to its count in the same 16-byte
+//! store as its bytes (counting here cost them 7 % of an event: the probe's
+//! loads of the column and the row, and the increment).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 
