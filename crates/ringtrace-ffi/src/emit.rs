@@ -269,20 +269,35 @@ unsafe extern "C" fn emit_packed_at(
         return;
     }
     let desc = &reg.desc;
-    // SAFETY: `len` readable bytes (caller's contract).
-    let bytes = unsafe { std::slice::from_raw_parts(payload, len) };
-    desc.emit_at(len, ip, |out| copy_payload(out, bytes));
+    // The common payload sizes get a record path compiled for their
+    // length, as the Rust macro's fields have (the length is a constant
+    // there: the header's size, the fast path's bounds and the copy fold
+    // into it); any other length takes the generic one.
+    macro_rules! fixed {
+        ($n:literal) => {{
+            // SAFETY: `len` (= $n) readable bytes (caller's contract).
+            let v = unsafe { payload.cast::<[u8; $n]>().read_unaligned() };
+            desc.emit_at($n, ip, move |out| put(out, &v))
+        }};
+    }
+    match len {
+        8 => fixed!(8),
+        4 => fixed!(4),
+        16 => fixed!(16),
+        _ => {
+            // SAFETY: `len` readable bytes (caller's contract).
+            let bytes = unsafe { std::slice::from_raw_parts(payload, len) };
+            desc.emit_at(len, ip, |out| out.copy_from_slice(bytes))
+        }
+    }
 }
 
-/// `out.copy_from_slice(b)`, with the common payload sizes as fixed-size
-/// copies (one or two moves) instead of a call to `memcpy`.
+/// Copies the `N` payload bytes into the record's payload (`N` bytes: the
+/// length the record was reserved with).
 #[inline(always)]
-fn copy_payload(out: &mut [u8], b: &[u8]) {
-    match (out.len(), b.len()) {
-        (8, 8) => out.copy_from_slice(&b[..8]),
-        (4, 4) => out.copy_from_slice(&b[..4]),
-        (16, 16) => out.copy_from_slice(&b[..16]),
-        _ => out.copy_from_slice(b),
+fn put<const N: usize>(out: &mut [u8], v: &[u8; N]) {
+    if let Ok(o) = <&mut [u8; N]>::try_from(out) {
+        *o = *v;
     }
 }
 
