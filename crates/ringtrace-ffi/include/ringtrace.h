@@ -115,6 +115,12 @@ void ringtrace_emit(const struct ringtrace_event *event, const struct ringtrace_
  * little-endian in order (what RINGTRACE_EVENT does inline: the fast path).
  * A length that does not match the event's fields records nothing. */
 void ringtrace_emit_packed(const struct ringtrace_event *event, const void *payload, size_t len);
+/* The same for payloads of 4, 8 and 16 bytes, passed in registers (what
+ * RINGTRACE_EVENT calls for them: no bytes through memory): the payload's
+ * bytes are those of `payload` (of `lo` then `hi`) in little-endian order. */
+void ringtrace_emit_packed4(const struct ringtrace_event *event, uint32_t payload);
+void ringtrace_emit_packed8(const struct ringtrace_event *event, uint64_t payload);
+void ringtrace_emit_packed16(const struct ringtrace_event *event, uint64_t lo, uint64_t hi);
 
 /* Registers the descriptors in [start, stop) (called by this header's
  * constructor; calling it again with the same descriptors does nothing). */
@@ -290,12 +296,27 @@ static inline size_t ringtrace__pack(unsigned char *out, const unsigned char *si
     return o;
 }
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* Payloads of 4, 8 or 16 bytes go in registers (the length is a constant
+ * after inlining: one call remains); the call is in the macro itself, so
+ * that the `ip` context is the event's own address even at -O0, and an
+ * empty volatile asm after it keeps it from becoming a tail call (whose
+ * return address, the `ip`, would be the caller's). */
 #define RINGTRACE__SEND(ev, sizes, args, n)                                                   \
     do {                                                                                      \
         if (ringtrace__fixed(sizes, n)) {                                                     \
             unsigned char ringtrace__buf[8 * (n)];                                            \
-            ringtrace_emit_packed(&(ev), ringtrace__buf,                                      \
-                                  ringtrace__pack(ringtrace__buf, sizes, args, n));           \
+            size_t ringtrace__len = ringtrace__pack(ringtrace__buf, sizes, args, n);          \
+            uint64_t ringtrace__w[2] = {0, 0};                                                \
+            memcpy(ringtrace__w, ringtrace__buf, ringtrace__len <= 16 ? ringtrace__len : 0);  \
+            if (ringtrace__len == 8)                                                          \
+                ringtrace_emit_packed8(&(ev), ringtrace__w[0]);                               \
+            else if (ringtrace__len == 4)                                                     \
+                ringtrace_emit_packed4(&(ev), (uint32_t)ringtrace__w[0]);                     \
+            else if (ringtrace__len == 16)                                                    \
+                ringtrace_emit_packed16(&(ev), ringtrace__w[0], ringtrace__w[1]);             \
+            else                                                                              \
+                ringtrace_emit_packed(&(ev), ringtrace__buf, ringtrace__len);                 \
+            __asm__ __volatile__("");                                                         \
         } else {                                                                              \
             ringtrace_emit(&(ev), args);                                                      \
         }                                                                                     \

@@ -1,6 +1,6 @@
-//! `ringtrace_emit_packed`: records an enabled C event whose fixed-size
-//! fields the header serialized inline (the fast path); `ringtrace_emit`:
-//! any other enabled C event. Its field words are
+//! `ringtrace_emit`: records an enabled C event whose fields the header
+//! could not serialize inline (a string or byte sequence among them; the
+//! others take `packed.rs`). Its field words are
 //! serialized following the descriptor's static kinds, exactly as the Rust
 //! `event!` macro's values are (see `ringtrace::field`): little-endian
 //! integers and floats, one byte per bool, NUL-terminated strings, a u32
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicPtr, Ordering::Acquire};
 
 use rt::{EventDesc, FieldDesc, FieldKind};
 
-use crate::event::{Registered, RtArg, RtEvent, MAX_FIELDS};
+use crate::event::{RtArg, RtEvent, MAX_FIELDS};
 
 /// What a NULL string records.
 const NULL_STR: &[u8] = b"(null)";
@@ -189,116 +189,6 @@ unsafe extern "C" fn emit_at(event: *const RtEvent, args: *const RtArg, ip: u64)
     desc.emit_at(len, ip, |out| unsafe {
         serialize(desc.fields, args, &lens, out)
     });
-}
-
-/// Records `event` with the payload the header serialized inline
-/// (`RINGTRACE_EVENT`'s fast path: fixed-size fields, little-endian, in
-/// order); the `ip` context is the caller's address, as for
-/// [`ringtrace_emit`].
-///
-/// # Safety
-/// `event` is a registered (or not yet registered) `struct ringtrace_event`;
-/// `payload` has `len` readable bytes.
-#[cfg(target_arch = "x86_64")]
-#[unsafe(no_mangle)]
-#[unsafe(naked)]
-pub unsafe extern "C" fn ringtrace_emit_packed(
-    event: *const RtEvent,
-    payload: *const u8,
-    len: usize,
-) {
-    // The return address as a fourth argument (rcx), as `ringtrace_emit`.
-    std::arch::naked_asm!("mov rcx, [rsp]", "jmp {}", sym emit_packed_at)
-}
-
-/// As above (AAPCS64: the return address is in x30, the fourth argument
-/// goes in x3).
-///
-/// # Safety
-/// As above.
-#[cfg(target_arch = "aarch64")]
-#[unsafe(no_mangle)]
-#[unsafe(naked)]
-pub unsafe extern "C" fn ringtrace_emit_packed(
-    event: *const RtEvent,
-    payload: *const u8,
-    len: usize,
-) {
-    std::arch::naked_asm!("mov x3, x30", "b {}", sym emit_packed_at)
-}
-
-/// Elsewhere: no caller's address.
-///
-/// # Safety
-/// As above.
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ringtrace_emit_packed(
-    event: *const RtEvent,
-    payload: *const u8,
-    len: usize,
-) {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { emit_packed_at(event, payload, len, 0) }
-}
-
-/// `ringtrace_emit_packed`'s work, from the code at `ip`: a length other
-/// than the event's fixed payload (a header of another version, a caller
-/// that bypassed the macro) records nothing rather than a record the
-/// trace's metadata would misdescribe.
-///
-/// # Safety
-/// As `ringtrace_emit_packed`.
-unsafe extern "C" fn emit_packed_at(
-    event: *const RtEvent,
-    payload: *const u8,
-    len: usize,
-    ip: u64,
-) {
-    if event.is_null() || payload.is_null() {
-        return;
-    }
-    // SAFETY: as in `emit_at`.
-    let handle = unsafe { AtomicPtr::from_ptr(&raw const (*event).handle as *mut *mut c_void) }
-        .load(Acquire);
-    // SAFETY: null or a leaked `&'static Registered` (event.rs).
-    let Some(reg) = (unsafe { (handle as *const Registered).as_ref() }) else {
-        return;
-    };
-    if reg.packed != Some(len) {
-        return;
-    }
-    let desc = &reg.desc;
-    // The common payload sizes get a record path compiled for their
-    // length, as the Rust macro's fields have (the length is a constant
-    // there: the header's size, the fast path's bounds and the copy fold
-    // into it); any other length takes the generic one.
-    macro_rules! fixed {
-        ($n:literal) => {{
-            // SAFETY: `len` (= $n) readable bytes (caller's contract).
-            let v = unsafe { payload.cast::<[u8; $n]>().read_unaligned() };
-            desc.emit_at($n, ip, move |out| put(out, &v))
-        }};
-    }
-    match len {
-        8 => fixed!(8),
-        4 => fixed!(4),
-        16 => fixed!(16),
-        _ => {
-            // SAFETY: `len` readable bytes (caller's contract).
-            let bytes = unsafe { std::slice::from_raw_parts(payload, len) };
-            desc.emit_at(len, ip, |out| out.copy_from_slice(bytes))
-        }
-    }
-}
-
-/// Copies the `N` payload bytes into the record's payload (`N` bytes: the
-/// length the record was reserved with).
-#[inline(always)]
-fn put<const N: usize>(out: &mut [u8], v: &[u8; N]) {
-    if let Ok(o) = <&mut [u8; N]>::try_from(out) {
-        *o = *v;
-    }
 }
 
 #[cfg(test)]

@@ -374,9 +374,10 @@ int main(void) {
 }
 
 /// The header's fast path (every field of fixed size: serialized in the
-/// caller, `ringtrace_emit_packed`) and the general one (a string among
-/// them: `ringtrace_emit`) give byte-exact values; a packed payload whose
-/// length does not match the event's fields records nothing.
+/// caller, `ringtrace_emit_packed`, and for 4, 8 and 16 bytes passed in
+/// registers, `ringtrace_emit_packed4/8/16`) and the general one (a string
+/// among them: `ringtrace_emit`) give byte-exact values; a packed payload
+/// whose length does not match the event's fields records nothing.
 #[test]
 fn c_fixed_size_events_take_the_packed_path_byte_exact() {
     let Some(cc) = tool("gcc") else {
@@ -395,6 +396,9 @@ static void wrong(void) {
     RINGTRACE__LIST(ev);
     unsigned char b[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     ringtrace_emit_packed(&ev, b, 8); /* the event has no field: refused */
+    ringtrace_emit_packed4(&ev, 1);   /* refused */
+    ringtrace_emit_packed8(&ev, 1);   /* refused */
+    ringtrace_emit_packed16(&ev, 1, 2); /* refused */
     ringtrace_emit_packed(&ev, b, 0); /* the right length: recorded */
 }
 int main(void) {
@@ -402,6 +406,10 @@ int main(void) {
         RINGTRACE_EVENT(pk, fixed, RT_U8(a, 200 + (i & 7)), RT_I16(b, -i), RT_U64(c, 0xfedcba9876543210ull + i),
                         RT_F64(d, i * 0.5), RT_BOOL(e, i & 1), RT_I32(f, -70000 - i));
         RINGTRACE_EVENT(pk, mixed, RT_U32(a, i), RT_STR(s, "héllo"), RT_I64(c, -(int64_t)i));
+        RINGTRACE_EVENT(pk, four, RT_I16(a, -i), RT_U8(b, 255 - i), RT_BOOL(c, i & 1));
+        RINGTRACE_EVENT(pk, eight, RT_U32(a, 0xdeadbeefu - i), RT_F32(b, i * 0.25f));
+        RINGTRACE_EVENT(pk, sixteen, RT_U64(a, 0x0123456789abcdefull + i), RT_I32(b, -i), RT_U16(c, 65535 - i),
+                        RT_I8(d, -i), RT_U8(e, i));
         wrong();
     }
     return 0;
@@ -417,6 +425,7 @@ int main(void) {
     use ctf::value::Value;
     let t = ctf::read::Trace::open(&trace).unwrap();
     let (mut fixed, mut mixed, mut wrong) = (0i64, 0i64, 0);
+    let mut small = [0i64; 3];
     for item in ctf::merge::Merger::new(&t) {
         let (_, item) = item.unwrap();
         let ctf::read::Item::Event(e) = item else {
@@ -450,6 +459,37 @@ int main(void) {
                 );
                 mixed += 1;
             }
+            "pk:four" => {
+                let i = small[0];
+                let want = vec![
+                    Value::Int(-i),
+                    Value::Uint(255 - i as u64),
+                    Value::Bool(i & 1 == 1),
+                ];
+                assert_eq!(e.values, want);
+                small[0] += 1;
+            }
+            "pk:eight" => {
+                let i = small[1];
+                let want = vec![
+                    Value::Uint(0xdeadbeef - i as u64),
+                    Value::F32(i as f32 * 0.25),
+                ];
+                assert_eq!(e.values, want);
+                small[1] += 1;
+            }
+            "pk:sixteen" => {
+                let i = small[2];
+                let want = vec![
+                    Value::Uint(0x0123456789abcdef + i as u64),
+                    Value::Int(-i),
+                    Value::Uint(65535 - i as u64),
+                    Value::Int(-i),
+                    Value::Uint(i as u64),
+                ];
+                assert_eq!(e.values, want);
+                small[2] += 1;
+            }
             "pk:wrong" => {
                 assert!(e.values.is_empty());
                 wrong += 1;
@@ -462,6 +502,7 @@ int main(void) {
         (100, 100, 100),
         "pk:wrong only from the call with the right length"
     );
+    assert_eq!(small, [100; 3], "4-, 8- and 16-byte payloads in registers");
 }
 
 #[test]
