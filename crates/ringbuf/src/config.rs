@@ -211,10 +211,12 @@ pub enum ConfigError {
     /// Restartable sequences with another allocation than per CPU.
     #[error("Sync::Rseq requires Alloc::PerCpu: its critical sections are per CPU")]
     RseqNotPerCpu,
-    /// Restartable sequences asked for where the thread has none.
+    /// Restartable sequences asked for where the thread has none (or the
+    /// CPU has no AVX: see [`crate::rseq::available`]).
     #[error(
         "restartable sequences are not registered for this thread (glibc 2.35+ on Linux 4.18+ \
-         registers them, unless GLIBC_TUNABLES=glibc.pthread.rseq=0): use lock-prefixed atomics"
+         registers them, unless GLIBC_TUNABLES=glibc.pthread.rseq=0), or the CPU has no AVX: \
+         use lock-prefixed atomics"
     )]
     NoRseq,
     /// SMP buffers reserve with a 16-byte compare-and-swap.

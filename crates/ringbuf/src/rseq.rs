@@ -99,9 +99,10 @@ mod imp {
 
     /// The calling thread's rseq area, known to exist: some rseq buffer
     /// was created, so glibc registered areas (`__rseq_size` is set once,
-    /// at start-up, before any buffer exists). Three instructions: no
-    /// size check (what [`area`] adds), for the critical sections of a
-    /// reservation and its commit.
+    /// at start-up, before any buffer exists). [`area`] without its size
+    /// check, for the critical sections of a reservation and its commit (a
+    /// thread whose registration failed has a negative `cpu_id` there,
+    /// which no buffer's CPU equals).
     #[inline(always)]
     pub(crate) fn area_registered() -> *mut u8 {
         // SAFETY: glibc defines the symbol (constant after start-up).

@@ -288,7 +288,8 @@ fn sharing(cfg: &ChannelConfig) -> Result<Sharing, Error> {
         CpuSync::Rseq | CpuSync::Auto => Err(Error::Config(format!(
             "channel '{}': rseq asked for, but restartable sequences are not registered in this \
              process (glibc 2.35+ on Linux 4.18+ registers them unless \
-             GLIBC_TUNABLES=glibc.pthread.rseq=0): use rseq=auto or rseq=atomics",
+             GLIBC_TUNABLES=glibc.pthread.rseq=0), or the CPU has no AVX: use rseq=auto or \
+             rseq=atomics",
             cfg.name
         ))),
     }
