@@ -18,6 +18,7 @@ mod baselines;
 mod cell;
 mod contexts;
 mod frontends;
+mod interleaved;
 mod losses;
 mod lttng;
 mod ours;
@@ -301,6 +302,13 @@ fn run() -> Result<(), String> {
             "ratio per-cpu-rseq/per-thread (1 thread, discard, u64): {:.2}",
             // paired_ratio(reference) is reference/self, run by run.
             pt.paired_ratio(pr)
+        ));
+        // The same two in one process, in alternating chunks (interleaved.rs).
+        let il = interleaved::rseq_over_per_thread(n * runs as u64)?;
+        eprintln!();
+        ratios.push(format!(
+            "ratio per-cpu-rseq/per-thread, interleaved in one process (1 thread, flight recorder, u64): {:.2} ({} rounds of 100000 events; lost: per-thread {}, rseq {})",
+            il.ratio, il.rounds, il.lost[0], il.lost[1]
         ));
     }
     // 2 threads / 1 thread, paired (scaling.rs): the tables' two groups
