@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every check, as CI runs them: installs what the tests need and this
 # machine lacks (scripts/setup.sh), then formatting, lints, the test suites
-# on the newest stable Rust, a check that every target compiles with the
-# oldest supported one, the loom models, the tests Miri can run, and the
-# newcomer's check of the README's main command in a fresh clone
+# on the newest stable Rust, a debug build of the benchmarks, a check that
+# every target compiles with the oldest supported one, the loom models, the
+# tests Miri can run, and the newcomer's check of the README's main command in a fresh clone
 # (scripts/newcomer.sh). Prints each step's time at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +50,12 @@ python3 scripts/module_graph.py
 step "cargo test (workspace, $(cargo "+$STABLE" --version))"
 cargo "+$STABLE" test --workspace
 
+step "benchmarks build and link (debug, beside the tests' artifacts)"
+# A check does not link: this is what finds a missing library the
+# benchmarks link (liburcu for benches/rcu.rs) on a fresh machine. About a
+# minute; the release build of them took 12.
+cargo "+$STABLE" build --workspace --benches -q
+
 step "oldest supported Rust: $MSRV (rust-version)"
 # What rust-version promises: every target compiles with it (type-checked,
 # as clippy does above on stable; the tests ran on stable). Its own target
@@ -74,10 +80,7 @@ cargo "+$MIRI_NIGHTLY" miri test -p ringtrace --lib
 # The C API's payload serialization (strlen on C strings, raw slices).
 cargo "+$MIRI_NIGHTLY" miri test -p ringtrace-ffi --lib
 
-# The benchmarks and examples need no build of their own here: clippy and
-# the MSRV step (--all-targets) checked them, and `cargo test` built the
-# examples. (A release build of the benchmarks took 12 of the 36 minutes
-# of this script on a 2-core machine.)
+# The examples need no build of their own here: `cargo test` built them.
 
 step "a newcomer's first command, in a fresh clone (scripts/newcomer.sh)"
 bash scripts/newcomer.sh
