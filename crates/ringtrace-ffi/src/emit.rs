@@ -115,45 +115,16 @@ unsafe fn serialize(
     }
 }
 
-/// Records `event` with one argument per field; the `ip` context is the
-/// caller's address: the entry is a naked trampoline that passes its own
-/// return address (where the C code called from) as a third argument to
-/// [`emit_at`] and jumps there, which returns to the caller directly.
-///
-/// # Safety
-/// `event` is a registered (or not yet registered) `struct ringtrace_event`;
-/// `args` has `nfields` entries whose strings and byte ranges are readable.
-#[cfg(target_arch = "x86_64")]
-#[unsafe(no_mangle)]
-#[unsafe(naked)]
-pub unsafe extern "C" fn ringtrace_emit(event: *const RtEvent, args: *const RtArg) {
-    // System V: the return address is at [rsp] on entry; the third
-    // argument goes in rdx. `jmp` leaves the stack as the caller made it.
-    std::arch::naked_asm!("mov rdx, [rsp]", "jmp {}", sym emit_at)
-}
-
-/// As above (AAPCS64: the return address is in x30, the third argument
-/// goes in x2).
-///
-/// # Safety
-/// As above.
-#[cfg(target_arch = "aarch64")]
-#[unsafe(no_mangle)]
-#[unsafe(naked)]
-pub unsafe extern "C" fn ringtrace_emit(event: *const RtEvent, args: *const RtArg) {
-    std::arch::naked_asm!("mov x2, x30", "b {}", sym emit_at)
-}
-
-/// Elsewhere: no caller's address (`ip` records 0).
-///
-/// # Safety
-/// As above.
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ringtrace_emit(event: *const RtEvent, args: *const RtArg) {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { emit_at(event, args, 0) }
-}
+entry!(
+    /// Records `event` with one argument per field; the `ip` context is the
+    /// caller's address (`entry.rs`).
+    ///
+    /// # Safety
+    /// `event` is a registered (or not yet registered) `struct
+    /// ringtrace_event`; `args` has `nfields` entries whose strings and
+    /// byte ranges are readable.
+    ringtrace_emit(event: *const RtEvent, args: *const RtArg) => emit_at, "rdx", "x2"
+);
 
 /// `ringtrace_emit`'s work, from the code at `ip`.
 ///

@@ -25,9 +25,13 @@
 //!   session (ringtrace_session_*) ─► error (last error), event
 //!   packed (ringtrace_emit_packed*) ─► event (descriptor layout, registration)
 //!   emit (ringtrace_emit) ─► event
+//!   (both define their exported entries with entry.rs's `entry!`: naked
+//!   trampolines passing the caller's address)
 //! ```
 #![warn(missing_docs)]
 
+#[macro_use]
+mod entry;
 mod emit;
 mod error;
 mod event;

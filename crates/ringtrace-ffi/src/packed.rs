@@ -4,12 +4,11 @@
 //! (`ringtrace_emit_packed4`, `…8`, `…16`: no bytes through memory, one
 //! function whose record path is compiled for that length, as the Rust
 //! macro's constant lengths are), or as bytes otherwise
-//! (`ringtrace_emit_packed`). Each entry is a naked trampoline that passes
-//! its own return address (where the C code called from: the `ip`
-//! context) as one more argument and jumps to the work, which returns to
-//! the caller directly. A length other than the event's fixed payload (a
-//! header of another version, a caller that bypassed the macro) records
-//! nothing rather than a record the trace's metadata would misdescribe.
+//! (`ringtrace_emit_packed`). Each entry is a trampoline that passes the
+//! caller's address (`entry.rs`). A length other than the event's fixed
+//! payload (a header of another version, a caller that bypassed the
+//! macro) records nothing rather than a record the trace's metadata would
+//! misdescribe.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering::Acquire};
@@ -18,63 +17,37 @@ use rt::EventDesc;
 
 use crate::event::{Registered, RtEvent};
 
-/// Defines the exported entry `$name($args) ` that calls `$work($args, ip)`
-/// with its caller's address: on x86_64 from the stack top into
-/// `$x86` (the next argument register), on aarch64 from x30 into `$arm`;
-/// elsewhere `ip` is 0.
-macro_rules! entry {
-    ($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) => $work:ident, $x86:literal, $arm:literal) => {
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// `event` is a registered (or not yet registered) `struct
-        /// ringtrace_event`; a payload pointer has `len` readable bytes.
-        #[cfg(target_arch = "x86_64")]
-        #[unsafe(no_mangle)]
-        #[unsafe(naked)]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) {
-            std::arch::naked_asm!(concat!("mov ", $x86, ", [rsp]"), "jmp {}", sym $work)
-        }
-
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// As on x86_64.
-        #[cfg(target_arch = "aarch64")]
-        #[unsafe(no_mangle)]
-        #[unsafe(naked)]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) {
-            std::arch::naked_asm!(concat!("mov ", $arm, ", x30"), "b {}", sym $work)
-        }
-
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// As on x86_64.
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) {
-            // SAFETY: the caller's contract, passed on.
-            unsafe { $work($($arg,)* 0) }
-        }
-    };
-}
-
 entry!(
     /// Records `event` with the `len` payload bytes at `payload`.
+    ///
+    /// # Safety
+    /// `event` is a registered (or not yet registered) `struct
+    /// ringtrace_event`; `payload` has `len` readable bytes.
     ringtrace_emit_packed(event: *const RtEvent, payload: *const u8, len: usize) => emit_packed_at, "rcx", "x3"
 );
 entry!(
     /// Records `event` with a 4-byte payload (its bytes, little-endian).
+    ///
+    /// # Safety
+    /// `event` is a registered (or not yet registered) `struct
+    /// ringtrace_event`.
     ringtrace_emit_packed4(event: *const RtEvent, payload: u32) => emit_packed4_at, "rdx", "x2"
 );
 entry!(
     /// Records `event` with an 8-byte payload (its bytes, little-endian).
+    ///
+    /// # Safety
+    /// `event` is a registered (or not yet registered) `struct
+    /// ringtrace_event`.
     ringtrace_emit_packed8(event: *const RtEvent, payload: u64) => emit_packed8_at, "rdx", "x2"
 );
 entry!(
     /// Records `event` with a 16-byte payload: `lo`'s bytes then `hi`'s,
     /// little-endian.
+    ///
+    /// # Safety
+    /// `event` is a registered (or not yet registered) `struct
+    /// ringtrace_event`.
     ringtrace_emit_packed16(event: *const RtEvent, lo: u64, hi: u64) => emit_packed16_at, "rcx", "x3"
 );
 
