@@ -33,10 +33,7 @@ fn fill(b: &Buffer<C>, n: u64) {
 }
 
 fn tmpdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("ringbuf-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    scratch::dir("ringbuf-test", name)
 }
 
 #[test]

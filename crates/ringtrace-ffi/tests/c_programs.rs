@@ -37,10 +37,7 @@ fn crate_dir() -> &'static Path {
 
 /// A fresh scratch directory.
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringtrace-ffi-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    scratch::dir("ringtrace-ffi", name)
 }
 
 /// A tool the tests need, or `None` (skipped) when neither `CI` nor

@@ -43,9 +43,7 @@ fn install_puts_a_working_command_library_and_docs_under_a_prefix() {
     if !have("gcc") || !have("pkg-config") {
         return;
     }
-    let scratch = std::env::temp_dir().join(format!("ringtrace-install-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
-    std::fs::create_dir_all(&scratch).unwrap();
+    let scratch = scratch::dir("ringtrace-install", "t");
     let prefix = scratch.join("prefix");
     // The debug build: what the test suite already built.
     output(

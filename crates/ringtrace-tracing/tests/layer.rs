@@ -16,9 +16,7 @@ use tracing_subscriber::prelude::*;
 static A: alloc_counter::Counting = alloc_counter::Counting;
 
 fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringtrace-tracing-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    scratch::path("ringtrace-tracing", name)
 }
 
 fn session(dir: &Path, pattern: &str, level: Level) -> Session {

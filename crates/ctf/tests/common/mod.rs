@@ -174,8 +174,5 @@ pub fn clock_ns() -> ClockDesc {
 }
 
 pub fn tmpdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("ctf-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    scratch::dir("ctf-test", name)
 }

@@ -15,9 +15,7 @@ pub fn bin() -> Command {
 }
 
 pub fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringtrace-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    scratch::path("ringtrace-cli", name)
 }
 
 pub struct Out {
@@ -87,7 +85,7 @@ pub fn copy_trace(from: &Path, name: &str) -> PathBuf {
     to
 }
 
-/// A scratch path (not created).
+/// A scratch path (not created, and what was there left alone).
 pub fn tmp_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("ringtrace-cli-{}-{name}", std::process::id()))
 }

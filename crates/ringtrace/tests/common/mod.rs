@@ -12,9 +12,7 @@ use ctf::value::Value;
 
 /// A fresh directory under the temp dir (not created: sessions create it).
 pub fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringtrace-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    scratch::path("ringtrace-test", name)
 }
 
 /// `babeltrace2`, or `None` (test skipped) outside CI when it is missing.
