@@ -60,20 +60,9 @@ pub fn run_threads(threads: usize, per_thread: u64, f: impl Fn(u64) + Sync) -> u
     })
 }
 
-/// CPU time the process's consumer thread (`ringtrace-cons`) has used so
-/// far, ns (`/proc/self/task/*/schedstat`: time on CPU).
-pub fn consumer_cpu_ns() -> u64 {
-    let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    rd.flatten()
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm"))
-                .is_ok_and(|c| c.trim_end() == "ringtrace-cons")
-        })
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
+/// CPU time the process's consumer thread has used so far, ns.
+fn consumer_ns(s: &Session) -> u64 {
+    s.stats().consumer_cpu.map_or(0, |d| d.as_nanos() as u64)
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
@@ -178,7 +167,7 @@ pub fn run(
         _ => b.mode(ringtrace::Mode::FlightRecorder),
     };
     let s = b.create().map_err(|e| e.to_string())?;
-    let cpu0 = consumer_cpu_ns();
+    let cpu0 = consumer_ns(&s);
     let t0 = Instant::now();
     s.start();
     let elapsed = run_threads(threads, per_thread, |n| match rate {
@@ -188,8 +177,8 @@ pub fn run(
     s.stop().map_err(|e| e.to_string())?;
     // Start to a complete trace on disk: what the consumer sustained.
     let drained_ns = t0.elapsed().as_nanos() as u64;
-    let consumer_ns = consumer_cpu_ns().saturating_sub(cpu0);
     let st = s.stats();
+    let consumer_ns = consumer_ns(&s).saturating_sub(cpu0);
     let bytes = (mode == Mode::Discard).then(|| dir_bytes(&dir));
     s.destroy().map_err(|e| e.to_string())?;
     Ok(Run {

@@ -363,9 +363,16 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
             .lines()
             .find(|l| l.starts_with("consumer thread: "))
             .unwrap_or_else(|| panic!("{}", o.stdout));
+        let (class, cpu) = line.split_once("; CPU ").unwrap_or((line, ""));
         if let Some(w) = want {
-            assert!(line.ends_with(w), "{asked:?}: {line}");
+            assert!(class.ends_with(w), "{asked:?}: {line}");
         }
+        // The consumer's CPU time, read from its thread's clock.
+        let ms: f64 = cpu
+            .strip_suffix(" ms so far")
+            .and_then(|m| m.parse().ok())
+            .unwrap_or_else(|| panic!("no consumer CPU time: {line}"));
+        assert!(ms >= 0.0, "{line}");
         assert_eq!(
             line.contains("SCHED_FIFO 1"),
             fifo,
@@ -384,6 +391,16 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
         // SAFETY: a thread id of a live child; no memory is passed.
         let policy = unsafe { libc::sched_getscheduler(tid) };
         assert_eq!(policy == libc::SCHED_FIFO, fifo, "policy {policy}");
+        // What `stats` said the consumer had used, the kernel counted by
+        // now (`schedstat`: ns on the CPU; 0.05 ms for the rounding).
+        let on_cpu: f64 = std::fs::read_to_string(consumer.path().join("schedstat"))
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<f64>().ok())
+            .unwrap()
+            / 1e6;
+        assert!(ms <= on_cpu + 0.05, "{line}; schedstat {on_cpu} ms");
         // The slice: asked for in the normal class, where the kernel takes
         // it (`se.slice`, ns).
         let slice = std::fs::read_to_string(consumer.path().join("sched"))

@@ -89,23 +89,7 @@ fn main() {
     );
     if show_stats {
         print!("{}", s.stats().table());
-        println!("consumer CPU: {:.1} ms", consumer_cpu_ns() as f64 / 1e6);
     }
-}
-
-/// CPU time of the consumer thread so far (`schedstat`), in ns.
-fn consumer_cpu_ns() -> u64 {
-    let Ok(rd) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    rd.flatten()
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm"))
-                .is_ok_and(|c| c.trim_end() == "ringtrace-cons")
-        })
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
 }
 
 fn usage(why: &str) -> ! {

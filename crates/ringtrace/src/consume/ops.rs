@@ -231,6 +231,7 @@ impl Recording {
             consumer_nice: consumer::nice(),
             consumer_fifo: consumer::fifo(),
             consumer_slice_us: consumer::slice_us(),
+            consumer_cpu: consumer::cpu_time(),
             file_io: st.io,
             stream_files: files.count,
             stream_files_direct: files.direct,

@@ -168,6 +168,10 @@ pub struct SessionStats {
     /// it asked for (`RINGTRACE_CONSUMER_SLICE_US`; 100 by default: it
     /// runs as soon as it wakes); `None`: the kernel's default.
     pub consumer_slice_us: Option<u64>,
+    /// CPU time the process's consumer thread has used since it started
+    /// (for every session of the process): what the tracer costs beside
+    /// the writes themselves.
+    pub consumer_cpu: Option<std::time::Duration>,
     /// How the session writes its stream files (`SessionBuilder::file_io`).
     pub file_io: crate::output::FileIo,
     /// Stream files written so far, and how many of them with direct I/O
@@ -282,7 +286,11 @@ impl SessionStats {
                 (false, Some(us)) => format!("slice {} ms, ", us as f64 / 1000.0),
                 (false, None) => String::new(),
             };
-            let _ = writeln!(s, "consumer thread: {class}nice {n}");
+            let cpu = self
+                .consumer_cpu
+                .map(|c| format!("; CPU {:.1} ms so far", c.as_secs_f64() * 1e3))
+                .unwrap_or_default();
+            let _ = writeln!(s, "consumer thread: {class}nice {n}{cpu}");
         }
         // Direct I/O asked for (for every packet or, auto, for fast
         // streams'): how much of it happened (buffered says nothing).
