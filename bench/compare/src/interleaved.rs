@@ -1,15 +1,17 @@
 //! rseq per-CPU buffers against per-thread buffers in one process, in
-//! alternating chunks: two flight-recorder sessions (one per buffer kind,
-//! each enabling its own event), one thread recording a chunk of events of
-//! one, then of the other, the order swapped each round; the ratio is the
-//! median of the round-by-round ratios. The table's cells run one after
-//! the other, each a second or so, and on a virtual machine whose speed
-//! drifts by a third from one second to the next (the CI's kind:
-//! BENCHMARKS.md, sessions 18 and 19) their ratio moves with the drift;
-//! two chunks 30 ms apart share it. Flight recorder: in discard mode the
-//! two sessions wrote 1.2 GB in 3 s and lost a fifth of their records in
-//! one run here (480 MB the same way lost none: the page cache's pace),
-//! and lost records are cheaper than written ones. A thread's second
+//! alternating chunks: two sessions (one per buffer kind, each enabling
+//! its own event), one thread recording a chunk of events of one, then of
+//! the other, the order swapped each round; the ratio is the median of the
+//! round-by-round ratios. The table's cells run one after the other, each
+//! a second or so, and on a virtual machine whose speed drifts by a third
+//! from one second to the next (the CI's kind: BENCHMARKS.md, sessions 18
+//! and 19) their ratio moves with the drift; two chunks 30 ms apart share
+//! it. Both modes: flight recorder, and discard to stream files with as
+//! many events per session as a table cell (in discard mode 50 M events
+//! per session, 1.2 GB in 3 s, lost a fifth of their records in one run
+//! here, and 480 MB the same way none: the page cache's pace; lost records
+//! are cheaper than written ones, so the losses are printed beside the
+//! ratio). A thread's second
 //! per-thread channel finds its buffer out of line (`ringbuf`'s
 //! `Channel::thread_buffer`), so two per-thread sessions compare 1.08 to
 //! each other; one of each kind, as here, compares like for like (rseq
@@ -25,7 +27,13 @@ use crate::cell::median;
 /// Events per chunk.
 const CHUNK: u64 = 100_000;
 
-fn session(name: &str, pattern: &str, rseq: bool) -> Result<Session, String> {
+/// A session of one kind: flight recorder, or discard into `out`.
+fn session(
+    name: &str,
+    pattern: &str,
+    rseq: bool,
+    out: Option<&std::path::Path>,
+) -> Result<Session, String> {
     let ch = ChannelConfig::new("ch")
         .subbufs(1 << 20, 4)
         .contexts(ringtrace::Contexts::NONE);
@@ -34,12 +42,19 @@ fn session(name: &str, pattern: &str, rseq: bool) -> Result<Session, String> {
     } else {
         ch.per_thread()
     };
-    let s = Session::builder(name)
+    let b = Session::builder(name)
         .channel(ch)
         .enable(pattern)
-        .mode(ringtrace::Mode::FlightRecorder)
-        .create()
-        .map_err(|e| e.to_string())?;
+        .file_io(crate::ours::file_io());
+    let b = match out {
+        Some(dir) => {
+            let dir = dir.join(name);
+            let _ = std::fs::remove_dir_all(&dir);
+            b.output(dir)
+        }
+        None => b.mode(ringtrace::Mode::FlightRecorder),
+    };
+    let s = b.create().map_err(|e| e.to_string())?;
     s.start();
     Ok(s)
 }
@@ -68,12 +83,16 @@ pub struct Interleaved {
     pub lost: [u64; 2],
 }
 
-/// `n` events of each kind (in rounds of [`CHUNK`]).
-pub fn rseq_over_per_thread(n: u64) -> Result<Interleaved, String> {
+/// `n` events of each kind (in rounds of [`CHUNK`]), in flight-recorder
+/// sessions, or in discard sessions writing under `out` (removed after).
+pub fn rseq_over_per_thread(n: u64, out: Option<&std::path::Path>) -> Result<Interleaved, String> {
     let rounds = (n / CHUNK).max(1) as usize;
+    if let Some(dir) = out {
+        crate::settle(dir);
+    }
     let sessions = [
-        session("ilv-pt", "cmpilvpt:*", false)?,
-        session("ilv-rseq", "cmpilvrs:*", true)?,
+        session("ilv-pt", "cmpilvpt:*", false, out)?,
+        session("ilv-rseq", "cmpilvrs:*", true, out)?,
     ];
     let mut ratios = Vec::with_capacity(rounds);
     for r in 0..rounds {
@@ -94,6 +113,11 @@ pub fn rseq_over_per_thread(n: u64) -> Result<Interleaved, String> {
         s.stop().map_err(|e| e.to_string())?;
         lost[k] = s.stats().lost();
         s.destroy().map_err(|e| e.to_string())?;
+    }
+    if let Some(dir) = out {
+        for name in ["ilv-pt", "ilv-rseq"] {
+            let _ = std::fs::remove_dir_all(dir.join(name));
+        }
     }
     Ok(Interleaved {
         ratio: median(ratios),

@@ -25,6 +25,7 @@ mod ours;
 mod reading;
 mod ring;
 mod scaling;
+mod scaling_interleaved;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -298,13 +299,20 @@ fn run() -> Result<(), String> {
         find("ringtrace per-thread"),
     );
     if let (Some(pr), Some(pt)) = (pr, pt) {
+        // The two in one process, in alternating chunks (interleaved.rs):
+        // the table's runs, a second apart each, drift with the machine.
+        let il = interleaved::rseq_over_per_thread(n, Some(&scratch))?;
+        eprintln!();
         ratios.push(format!(
-            "ratio per-cpu-rseq/per-thread (1 thread, discard, u64): {:.2}",
+            "ratio per-cpu-rseq/per-thread (1 thread, discard, u64): {:.2} (interleaved in one process: {} rounds of 100000 events, lost: per-thread {}, rseq {}; the table's paired runs: {:.2})",
+            il.ratio,
+            il.rounds,
+            il.lost[0],
+            il.lost[1],
             // paired_ratio(reference) is reference/self, run by run.
             pt.paired_ratio(pr)
         ));
-        // The same two in one process, in alternating chunks (interleaved.rs).
-        let il = interleaved::rseq_over_per_thread(n * runs as u64)?;
+        let il = interleaved::rseq_over_per_thread(n * runs as u64, None)?;
         eprintln!();
         ratios.push(format!(
             "ratio per-cpu-rseq/per-thread, interleaved in one process (1 thread, flight recorder, u64): {:.2} ({} rounds of 100000 events; lost: per-thread {}, rseq {})",
@@ -323,8 +331,16 @@ fn run() -> Result<(), String> {
             &scratch,
         )?;
         eprintln!();
+        // Each thread against itself alone on its own CPU, in one process
+        // (scaling_interleaved.rs): the paired runs' figure is the slower
+        // thread's, and the two vCPUs drift apart.
+        let il = scaling_interleaved::two_over_one(50, Some(&scratch))?;
+        eprintln!();
         ratios.push(format!(
-            "ratio per-cpu-rseq 2 threads/1 thread: {r:.2} (paired, runs {}; the tables' medians: {:.2})",
+            "ratio per-cpu-rseq 2 threads/1 thread: {:.2} (each thread pinned to its CPU against itself alone, interleaved in one process: {} rounds, lost {}; paired runs {r:.2}: {}; the tables' medians: {:.2})",
+            il.ratio,
+            il.rounds,
+            il.lost,
             fmt_runs(&v),
             pr2.ns() / pr.ns()
         ));
@@ -347,8 +363,12 @@ fn run() -> Result<(), String> {
             &scratch,
         )?;
         eprintln!();
+        let il = scaling_interleaved::two_over_one(200, None)?;
+        eprintln!();
         ratios.push(format!(
-            "ratio per-cpu-rseq 2 threads/1 thread (flight recorder: no consumer on the CPUs): {r:.2} (paired, runs {}; the tables' medians: {:.2})",
+            "ratio per-cpu-rseq 2 threads/1 thread (flight recorder: no consumer on the CPUs): {:.2} (interleaved, {} rounds; paired runs {r:.2}: {}; the tables' medians: {:.2})",
+            il.ratio,
+            il.rounds,
             fmt_runs(&v),
             f2.ns() / f1.ns()
         ));
