@@ -334,7 +334,7 @@ fn run() -> Result<(), String> {
         // Each thread against itself alone on its own CPU, in one process
         // (scaling_interleaved.rs): the paired runs' figure is the slower
         // thread's, and the two vCPUs drift apart.
-        let il = scaling_interleaved::two_over_one(50, Some(&scratch))?;
+        let il = scaling_interleaved::two_over_one(50, &scratch, true)?;
         eprintln!();
         ratios.push(format!(
             "ratio per-cpu-rseq 2 threads/1 thread: {:.2} (each thread pinned to its CPU against itself alone, interleaved in one process: {} rounds, lost {}; paired runs {r:.2}: {}; the tables' medians: {:.2})",
@@ -363,7 +363,7 @@ fn run() -> Result<(), String> {
             &scratch,
         )?;
         eprintln!();
-        let il = scaling_interleaved::two_over_one(200, None)?;
+        let il = scaling_interleaved::two_over_one(200, &scratch, false)?;
         eprintln!();
         ratios.push(format!(
             "ratio per-cpu-rseq 2 threads/1 thread (flight recorder: no consumer on the CPUs): {:.2} (interleaved, {} rounds; paired runs {r:.2}: {}; the tables' medians: {:.2})",
