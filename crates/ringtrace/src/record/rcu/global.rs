@@ -20,12 +20,9 @@ static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 /// membarrier flag directly rather than through a static's pointers.
 pub const DOMAIN: Domain<'static> = Domain::new(&GP, &SLOT_ARRAY, &MEMBARRIER);
 
-thread_local! {
-    /// This thread's slot; null until its first read section. No
-    /// destructor: exited threads' slots are found with `tgkill`.
-    static MY_SLOT: std::cell::Cell<*const Slot> =
-        const { std::cell::Cell::new(std::ptr::null()) };
-}
+// This thread's slot (`my_slot.rs`): null until its first read section.
+// No destructor: exited threads' slots are found with `tgkill`.
+use super::my_slot;
 
 /// In a `fork` child (its `pthread_atfork` handler), where only the
 /// calling thread exists: it keeps the reader slot it had in the parent
@@ -37,7 +34,7 @@ thread_local! {
 /// here) would keep a slot that was inside a read section at the fork
 /// "reading" for ever.
 pub fn after_fork_in_child() {
-    let mine = MY_SLOT.with(|c| c.get());
+    let mine = my_slot::get();
     for slot in &SLOT_ARRAY {
         if std::ptr::eq(slot, mine) {
             slot.tid.store(gettid(), Relaxed);
@@ -100,8 +97,8 @@ impl Drop for Guard {
 /// free (the caller drops its record and counts it).
 #[inline(always)]
 pub fn read_lock() -> Option<Guard> {
-    let p = MY_SLOT.with(|c| c.get());
-    // SAFETY: a non-null `MY_SLOT` points into the static slot array.
+    let p = my_slot::get();
+    // SAFETY: a non-null slot pointer points into the static slot array.
     let slot = match unsafe { p.as_ref() } {
         Some(s) => s,
         None => register()?,
@@ -118,7 +115,7 @@ fn register() -> Option<&'static Slot> {
     match DOMAIN.claim(gettid()) {
         Some(s) => {
             HIGH_WATER.fetch_max(slot_index(s) + 1, AcqRel);
-            MY_SLOT.with(|c| c.set(s));
+            my_slot::set(s);
             Some(s)
         }
         None => {

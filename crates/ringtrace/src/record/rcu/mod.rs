@@ -273,6 +273,8 @@ pub fn gettid() -> i32 {
 
 #[cfg(not(loom))]
 mod global;
+#[cfg(not(loom))]
+mod my_slot;
 mod published;
 
 pub use published::{Published, Updater};
