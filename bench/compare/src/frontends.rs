@@ -27,9 +27,8 @@ pub const ROWS: [&str; 5] = [
     "lttng-ust tracepoint (C)",
 ];
 
-/// Builds libringtrace.a (same profile as this program) and the C-API
-/// workload against it.
-pub fn build_c_workload(src: &Path, out: &Path) -> Result<PathBuf, String> {
+/// Builds libringtrace.a with the profile of this program; its path.
+pub fn static_lib() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let target = exe.parent().ok_or("no target directory")?.to_path_buf();
     let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
@@ -41,24 +40,38 @@ pub fn build_c_workload(src: &Path, out: &Path) -> Result<PathBuf, String> {
     if !st.success() {
         return Err("cargo build -p ringtrace-ffi failed".into());
     }
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates/ringtrace-ffi/include");
+    Ok(target.join("libringtrace.a"))
+}
+
+/// The C API's header directory.
+pub fn include_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates/ringtrace-ffi/include")
+}
+
+/// The system libraries libringtrace.a needs.
+pub const SYSTEM_LIBS: [&str; 7] = [
+    "-lgcc_s",
+    "-lutil",
+    "-lrt",
+    "-lpthread",
+    "-lm",
+    "-ldl",
+    "-lc",
+];
+
+/// Builds libringtrace.a (same profile as this program) and the C-API
+/// workload against it.
+pub fn build_c_workload(src: &Path, out: &Path) -> Result<PathBuf, String> {
+    let lib = static_lib()?;
     let bin = out.join("ffi_workload");
     let st = Command::new("cc")
         .args(["-O2", "-o"])
         .arg(&bin)
         .arg(src.join("ffi_workload.c"))
         .arg("-I")
-        .arg(include)
-        .arg(target.join("libringtrace.a"))
-        .args([
-            "-lgcc_s",
-            "-lutil",
-            "-lrt",
-            "-lpthread",
-            "-lm",
-            "-ldl",
-            "-lc",
-        ])
+        .arg(include_dir())
+        .arg(lib)
+        .args(SYSTEM_LIBS)
         .status()
         .map_err(|e| format!("cc: {e}"))?;
     if !st.success() {
@@ -183,6 +196,7 @@ fn c_api(bin: &Path, n: u64, dir: &Path) -> Result<Run, String> {
 /// one JSON object per row.
 pub fn table(
     ffi_bin: &Path,
+    chunks_bin: &Path,
     lttng_bin: &Path,
     n: u64,
     runs: usize,
@@ -223,8 +237,15 @@ pub fn table(
         .map(|(c, r)| c.elapsed_ns as f64 / r.elapsed_ns as f64)
         .collect();
     paired.sort_by(f64::total_cmp);
+    // The two in alternating chunks on one CPU (c_interleaved.rs).
+    let il = crate::c_interleaved::c_over_rust(chunks_bin, n, scratch)?;
+    eprintln!();
     ratios.push(format!(
-        "ratio c-api/rust (1 thread, discard, u64): {:.2}",
+        "ratio c-api/rust (1 thread, discard, u64): {:.2} (interleaved on one CPU, the C program beside this one: {} rounds of 100000 events, lost: rust {}, c {}; the table's paired runs: {:.2})",
+        il.ratio,
+        il.rounds,
+        il.lost[0],
+        il.lost[1],
         paired[paired.len() / 2]
     ));
     let median = |v: &mut Vec<Run>| {

@@ -15,6 +15,7 @@
 //! line printed is `ratio lttng-ust/ringtrace (1 thread, discard, u64): X.XX`.
 
 mod baselines;
+mod c_interleaved;
 mod cell;
 mod contexts;
 mod frontends;
@@ -136,6 +137,7 @@ fn run() -> Result<(), String> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("c");
     let bin = lttng::build_workload(&src, &scratch)?;
     let ffi_bin = frontends::build_c_workload(&src, &scratch)?;
+    let chunks_bin = c_interleaved::build(&src, &scratch)?;
     let _daemon = lttng::start_daemon()?;
     let _ = ringtrace::clock(); // calibrate once, outside the measurements
     let want = |t: &str| a.tables.is_empty() || a.tables.iter().any(|x| x == t);
@@ -227,6 +229,7 @@ fn run() -> Result<(), String> {
     if want("frontends") {
         more.extend(frontends::table(
             &ffi_bin,
+            &chunks_bin,
             &bin,
             n.min(5_000_000),
             runs,
