@@ -212,3 +212,71 @@ fn per_thread_buffers_are_recycled() {
     write(ch.clone(), 2);
     assert_eq!(ch.buffers()[0].stats().records, 20);
 }
+
+/// A thread writing several per-thread channels in turn finds its own
+/// buffer in each: the first two through the slots checked inline, the
+/// others out of line. Two threads, five channels of two buffers each,
+/// records interleaved channel by channel: every channel holds exactly
+/// each thread's records for it, in order, one buffer per thread.
+#[test]
+fn a_thread_writing_several_per_thread_channels_keeps_one_buffer_in_each() {
+    type C = Client<false, A_THREAD, true>;
+    const CHANNELS: usize = 5;
+    const PER_CHANNEL: u64 = 300;
+    let attr = ChannelAttr {
+        subbuf_size: 4096,
+        num_subbuf: 8,
+        thread_pool: 2,
+        ..Default::default()
+    };
+    let chans: Arc<Vec<Channel<C>>> = Arc::new(
+        (0..CHANNELS)
+            .map(|k| Channel::new(C::default(), &attr, &format!("c{k}")).unwrap())
+            .collect(),
+    );
+    let writers: Vec<_> = (0..2u32)
+        .map(|w| {
+            let chans = chans.clone();
+            std::thread::spawn(move || {
+                for seq in 0..PER_CHANNEL {
+                    for (k, ch) in chans.iter().enumerate() {
+                        let mut s = ch.reserve(48).unwrap();
+                        let ts = s.ts();
+                        fill_record(s.bytes(), w * 100 + k as u32, seq, ts);
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in writers {
+        h.join().unwrap();
+    }
+    for (k, ch) in chans.iter().enumerate() {
+        ch.flush();
+        let mut seen = std::collections::HashMap::new();
+        for (b, buf) in ch.buffers().iter().enumerate() {
+            let mut rd = buf.reader().unwrap();
+            let mut tally = Tally::default();
+            while let Some(sb) = rd.get_subbuf() {
+                tally.add(&check_subbuf(sb.content(), sb.data()));
+                sb.put().unwrap();
+            }
+            // One writer per buffer, all of its records for this channel.
+            assert_eq!(tally.last_seq.len(), 1, "channel {k} buffer {b}");
+            let (&writer, &last) = tally.last_seq.iter().next().unwrap();
+            assert_eq!(
+                writer % 100,
+                k as u32,
+                "channel {k} holds another's records"
+            );
+            assert_eq!(last, PER_CHANNEL - 1);
+            assert_eq!(tally.records, PER_CHANNEL, "channel {k} buffer {b}");
+            assert!(
+                seen.insert(writer / 100, b).is_none(),
+                "two buffers of one thread"
+            );
+        }
+        assert_eq!(seen.len(), 2, "channel {k}: one buffer per thread");
+        assert_eq!(ch.lost_no_buffer(), 0);
+    }
+}
