@@ -9,7 +9,7 @@ use crate::config::{Alloc, ChannelAttr, Config, ConfigError};
 use crate::frontend::{Buffer, Lost, Slot, SlotCtx};
 use crate::sync::{AtomicU64, Ordering};
 use crate::writer::Writer;
-use crate::{cpu, Error};
+use crate::{cpu, thread_slots, Error};
 
 use Ordering::{AcqRel, Acquire, Relaxed, Release};
 
@@ -27,16 +27,7 @@ static NEXT_CHANNEL_ID: StdAtomicU64 = StdAtomicU64::new(1);
 /// Reservations an rseq channel tries before it counts the record lost.
 const RSEQ_TRIES: usize = 1000;
 
-/// Channels a thread can hold per-thread buffers in at once.
-const THREAD_SLOTS: usize = 16;
-
 thread_local! {
-    /// (channel id, pool index) of the per-thread buffers this thread owns.
-    /// Cells, not a RefCell: a signal handler may look it up while the thread
-    /// is inside `reserve`. Const-initialized and without a destructor, so
-    /// the first access of a thread registers nothing and allocates nothing.
-    static OWNED_BUFFERS: [Cell<(u64, usize)>; THREAD_SLOTS] =
-        const { [const { Cell::new((0, 0)) }; THREAD_SLOTS] };
     /// Set while this thread takes a buffer from a pool: a signal handler
     /// that interrupts the taking and records gets no buffer (its record is
     /// counted lost) instead of racing for the same slot.
@@ -113,15 +104,14 @@ extern "C" fn on_thread_exit(_: *mut libc::c_void) {
     let Some(notice) = EXIT_NOTICE.get().and_then(Option::as_ref) else {
         return;
     };
-    let mut owned = [(0u64, 0usize); THREAD_SLOTS];
+    let mut owned = [(0u64, 0usize); thread_slots::SLOTS];
     // The slots are emptied first, so that a signal handler that records
     // from here on takes a new buffer (and sets the key again, for one more
     // round of destructors) instead of writing into one being handed back.
-    let _ = OWNED_BUFFERS.try_with(|slots| {
-        for (o, s) in owned.iter_mut().zip(slots) {
-            *o = s.replace((0, 0));
-        }
-    });
+    for (k, o) in owned.iter_mut().enumerate() {
+        *o = thread_slots::get(k);
+        thread_slots::set(k, (0, 0));
+    }
     let channels = notice.channels.lock().unwrap_or_else(|e| e.into_inner());
     for (id, i) in owned.into_iter().filter(|o| o.0 != 0) {
         if let Some((_, states)) = channels.iter().find(|c| c.0 == id) {
@@ -311,18 +301,10 @@ impl<C: Config> Channel<C> {
         // The first two slots inline (a thread writing one or two
         // per-thread channels finds them there: with the first only, the
         // second channel's events took 1.07-1.09x the first's, interleaved
-        // in one thread), the others out of line.
-        let inline = OWNED_BUFFERS.try_with(|slots| {
-            let (id, i) = slots[0].get();
-            if id == self.id {
-                return Some(i);
-            }
-            let (id, i) = slots[1].get();
-            (id == self.id).then_some(i)
-        });
-        let found = match inline {
-            Ok(Some(i)) => Some(i),
-            _ => self.thread_index(),
+        // in one thread), the others out of line (`thread_slots.rs`).
+        let found = match thread_slots::find_inline(self.id) {
+            Some(i) => Some(i),
+            None => self.thread_index(),
         };
         match found {
             Some(i) => {
@@ -352,10 +334,7 @@ impl<C: Config> Channel<C> {
     }
 
     fn acquire_with(&self, notice: &ExitNotice) -> Option<&Buffer<C>> {
-        let slot = OWNED_BUFFERS
-            .try_with(|slots| slots.iter().position(|s| s.get().0 == 0))
-            .ok()
-            .flatten()?;
+        let slot = thread_slots::free()?;
         let i = self
             .states
             .iter()
@@ -370,7 +349,7 @@ impl<C: Config> Channel<C> {
             self.states[i].store(FREE, Release);
             return None;
         }
-        OWNED_BUFFERS.with(|slots| slots[slot].set((self.id, i)));
+        thread_slots::set(slot, (self.id, i));
         Some(&self.buffers[i])
     }
 
@@ -423,15 +402,7 @@ impl<C: Config> Channel<C> {
 
     #[inline(never)]
     fn thread_index(&self) -> Option<usize> {
-        OWNED_BUFFERS
-            .try_with(|slots| {
-                slots
-                    .iter()
-                    .find(|s| s.get().0 == self.id)
-                    .map(|s| s.get().1)
-            })
-            .ok()
-            .flatten()
+        thread_slots::find(self.id)
     }
 
     /// Per-thread channels: buffers whose thread exited and that the reader

@@ -10,11 +10,13 @@
 //!
 //! ```text
 //! channel                     a channel: its buffers (per CPU, per thread, global)
+//!   thread_slots              the calling thread's per-thread buffers
 //!   writer  reader  switch    owner-only writes; the consumer side; the slow path
 //!     frontend  commit        Buffer: reserve's fast path; commit and delivery
 //!       file  backend  state  buffer files; memory and sub-buffer table; per-sub-buffer counters
 //!         counters  sync  config  cpu   equations; atomics; the client's interface; CPU number
 //!           rseq                  restartable sequences: glibc's area, the critical section
+//!             tls                 initial-exec thread-locals (`ie_words!`)
 //! ```
 //!
 //! A module imports only from the rows below it (or beside it, without a
@@ -102,6 +104,7 @@
 //! | non-locked `cmpxchg`/`xadd` of per-thread buffers (`Sync::Local`) and the two-step (timestamp, then `W`) move | no: the plain atomics run instead | no (plain atomics) | `tests/signal.rs`: a handler recording into the interrupted thread's buffer, also with a clock going back (it failed 3 of 3 with the old one-step move) |
 //! | a thread's first per-thread buffer and thread exit (pthread key) | no | the pool logic runs, the key's destructor too | the tracer's `tests/thread_storm.rs`: first record inside a handler that interrupted `malloc`, 10,000 short-lived threads on a pool of 4 |
 //! | lengths into `reserve` over the whole `usize` range | — | — | `tests/bounds.rs` (property test) |
+//! | the initial-exec thread-locals (`tls::ie_words!`: the thread's first two per-thread slots, the tracer's RCU reader slot) | no: a `thread_local!` array instead | no: the same `thread_local!` array | the unit test (each thread's own words, zeroed), `tests/stress.rs` (five per-thread channels written in turn), the C API's `tests/dlopen.rs` (the shared library opened with `dlopen`, threads from before and after) |
 //! | file-backed stores, recovery after a crash | no | no (`mmap` of files) | `tests/backing.rs`, the tracer's `tests/crash.rs` |
 
 #![warn(missing_docs)]
@@ -120,6 +123,8 @@ pub mod rseq;
 mod state;
 mod switch;
 mod sync;
+mod thread_slots;
+mod tls;
 pub mod writer;
 
 pub use backend::{BackendError, Store};

@@ -20,8 +20,9 @@ static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 /// membarrier flag directly rather than through a static's pointers.
 pub const DOMAIN: Domain<'static> = Domain::new(&GP, &SLOT_ARRAY, &MEMBARRIER);
 
-// This thread's slot (`my_slot.rs`): null until its first read section.
-// No destructor: exited threads' slots are found with `tgkill`.
+// This thread's slot (`my_slot.rs`): its index plus one, 0 until its
+// first read section. No destructor: exited threads' slots are found with
+// `tgkill`.
 use super::my_slot;
 
 /// In a `fork` child (its `pthread_atfork` handler), where only the
@@ -34,9 +35,9 @@ use super::my_slot;
 /// here) would keep a slot that was inside a read section at the fork
 /// "reading" for ever.
 pub fn after_fork_in_child() {
-    let mine = my_slot::get();
-    for slot in &SLOT_ARRAY {
-        if std::ptr::eq(slot, mine) {
+    let mine = my_slot::get().checked_sub(1);
+    for (i, slot) in SLOT_ARRAY.iter().enumerate() {
+        if Some(i) == mine {
             slot.tid.store(gettid(), Relaxed);
         } else {
             slot.ctr.store(0, Relaxed);
@@ -97,10 +98,10 @@ impl Drop for Guard {
 /// free (the caller drops its record and counts it).
 #[inline(always)]
 pub fn read_lock() -> Option<Guard> {
-    let p = my_slot::get();
-    // SAFETY: a non-null slot pointer points into the static slot array.
-    let slot = match unsafe { p.as_ref() } {
-        Some(s) => s,
+    let slot = match my_slot::get().checked_sub(1) {
+        // SAFETY: a thread's slot index is only ever set from the position
+        // of a slot of `SLOT_ARRAY` (`register`), so it is in bounds.
+        Some(i) => unsafe { SLOT_ARRAY.get_unchecked(i) },
         None => register()?,
     };
     DOMAIN.enter(slot);
@@ -115,7 +116,7 @@ fn register() -> Option<&'static Slot> {
     match DOMAIN.claim(gettid()) {
         Some(s) => {
             HIGH_WATER.fetch_max(slot_index(s) + 1, AcqRel);
-            my_slot::set(s);
+            my_slot::set(slot_index(s) + 1);
             Some(s)
         }
         None => {
