@@ -115,32 +115,6 @@ impl CSide {
     }
 }
 
-/// The CPU the calling thread runs on now.
-fn this_cpu() -> Result<usize, String> {
-    // SAFETY: sched_getcpu has no preconditions.
-    let c = unsafe { libc::sched_getcpu() };
-    usize::try_from(c).map_err(|_| std::io::Error::last_os_error().to_string())
-}
-
-/// Pins the calling thread to `cpu`.
-fn pin(cpu: usize) -> Result<(), String> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
-    // within it for `cpu` below CPU_SETSIZE (a CPU the kernel reported).
-    let r = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "pinning to CPU {cpu}: {}",
-            std::io::Error::last_os_error()
-        ))
-    }
-}
-
 /// `n` events each way (in rounds of [`CHUNK`]), the C side being the
 /// `ffi_chunks` program `bin`; traces under `scratch` (removed after).
 /// Runs on a thread of its own, pinned for the measurement.
@@ -170,7 +144,7 @@ fn measure(bin: &Path, n: u64, scratch: &Path) -> Result<Interleaved, String> {
         .create()
         .map_err(|e| e.to_string())?;
     s.start();
-    let cpu = this_cpu()?;
+    let cpu = crate::cpus::current()?;
     let mut child = Command::new(bin)
         .arg(&c_dir)
         .arg(cpu.to_string())
@@ -183,7 +157,7 @@ fn measure(bin: &Path, n: u64, scratch: &Path) -> Result<Interleaved, String> {
         from: BufReader::new(child.stdout.take().ok_or("no stdout")?),
         child,
     };
-    pin(cpu)?;
+    crate::cpus::pin(cpu)?;
     let rounds = (n / CHUNK).max(1) as usize;
     let mut ratios = Vec::with_capacity(rounds);
     for r in 0..rounds {

@@ -18,6 +18,7 @@ mod baselines;
 mod c_interleaved;
 mod cell;
 mod contexts;
+mod cpus;
 mod frontends;
 mod interleaved;
 mod losses;

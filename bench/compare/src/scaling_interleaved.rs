@@ -37,47 +37,6 @@ pub struct Scaling {
     pub lost: u64,
 }
 
-/// Pins the calling thread to `cpu`.
-fn pin(cpu: usize) -> Result<(), String> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
-    // within it (`cpu` is below CPU_SETSIZE, checked by the caller).
-    let r = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "pinning to CPU {cpu}: {}",
-            std::io::Error::last_os_error()
-        ))
-    }
-}
-
-/// The first two CPUs this process may run on.
-fn two_cpus() -> Result<[usize; 2], String> {
-    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it.
-    let set = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(std::io::Error::last_os_error().to_string());
-        }
-        set
-    };
-    // SAFETY: CPU_ISSET reads within the set for any index below
-    // CPU_SETSIZE.
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .take(2)
-        .collect();
-    match cpus[..] {
-        [a, b] => Ok([a, b]),
-        _ => Err("2 threads on 2 CPUs: this process may run on one CPU only".into()),
-    }
-}
-
 /// ns per event of a chunk.
 fn chunk() -> f64 {
     let t = Instant::now();
@@ -99,7 +58,7 @@ pub fn two_over_one(
     scratch: &std::path::Path,
     discard: bool,
 ) -> Result<Scaling, String> {
-    let cpus = two_cpus()?;
+    let cpus = crate::cpus::two()?;
     crate::settle(scratch);
     let ch = ChannelConfig::new("ch")
         .subbufs(1 << 20, 4)
@@ -129,7 +88,7 @@ pub fn two_over_one(
                     // A thread that could not pin itself still takes its
                     // part in every phase (the other waits for it), and
                     // says so at the end.
-                    let pinned = pin(cpus[k]);
+                    let pinned = crate::cpus::pin(cpus[k]);
                     let mut v = Vec::with_capacity(rounds);
                     for r in 0..rounds {
                         // Phases: A alone, B alone, both; reversed in odd
