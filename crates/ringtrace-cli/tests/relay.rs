@@ -390,8 +390,13 @@ fn relayd_killed_mid_run_then_restarted() {
         .unwrap()
         .to_string();
     let ours: u64 = total.split_whitespace().last().unwrap().parse().unwrap();
+    // And the other way, packets the sender handed to the data socket
+    // that relayd had not read when it was killed: counted as sent (the
+    // data socket has no reply per packet), missing from the trace. Packets
+    // are about 600 KB here, so the socket's buffer holds about one per
+    // stream (seen once: 25 missing, 24 counted lost, on a loaded machine).
     assert!(
-        ours <= lost && ours + streams >= lost,
+        ours <= lost + streams && ours + streams >= lost,
         "ringtrace stats: {ours} packets lost, the demo lost {lost}:\n{}{}",
         st.stdout,
         st.stderr
