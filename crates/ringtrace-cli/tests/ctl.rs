@@ -346,6 +346,12 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
             root.then_some("nice -10"),
             false,
         ),
+        (
+            "RINGTRACE_CONSUMER_STANDBY",
+            Some("off"),
+            root.then_some("nice -10"),
+            false,
+        ),
     ] {
         let d = tmp(&format!("nice-{var}-{}", asked.unwrap_or("default")));
         let mut cmd = demo_command(&exe, &d, &[]);
@@ -422,6 +428,32 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
                 assert!(line.contains(&shown), "{var}={asked:?}: {line}");
             }
             _ => assert!(!line.contains("slice"), "{var}={asked:?}: {line}"),
+        }
+        // The standby consumer: on a machine of two CPUs or more, unless
+        // turned off; `stats` says so, and it runs in the same class.
+        let standby = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .flatten()
+            .find(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.trim_end() == "ringtrace-stby")
+            });
+        let want_standby = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2
+            && !(var == "RINGTRACE_CONSUMER_STANDBY" && asked == Some("off"));
+        assert_eq!(standby.is_some(), want_standby, "{var}={asked:?}");
+        assert_eq!(
+            o.stdout
+                .lines()
+                .any(|l| l.starts_with("standby consumer thread (off the consumer's CPU): ")),
+            want_standby,
+            "{var}={asked:?}: {}",
+            o.stdout
+        );
+        if let Some(t) = standby {
+            let tid: libc::pid_t = t.file_name().to_str().unwrap().parse().unwrap();
+            // SAFETY: a thread id of a live child; no memory is passed.
+            let policy = unsafe { libc::sched_getscheduler(tid) };
+            assert_eq!(policy == libc::SCHED_FIFO, fifo, "standby policy {policy}");
         }
         drop(traced);
         let _ = std::fs::remove_dir_all(&d);

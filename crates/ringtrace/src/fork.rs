@@ -7,7 +7,7 @@
 //! started for them). Every lock of the tracer is held across the fork, as
 //! LTTng-UST does, so that the child never inherits one locked by a thread
 //! it does not have: taken in the crate's lock order (control, then the
-//! registry of run-time descriptions, the consumer's list and wake lock, the ring
+//! registry of run-time descriptions, the consumer's list and wake lock and its standby's bell, the ring
 //! buffer's thread-exit registry) before `fork`, released after it in both
 //! processes. The child's thread also gets its own identity in the RCU
 //! reader slot it inherited (`rcu::after_fork_in_child`).

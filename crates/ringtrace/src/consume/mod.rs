@@ -1,7 +1,9 @@
 //! The consumer side: what leaves the ring buffers. One thread per process
-//! (`consumer.rs`) runs every session's switch and read timers and copies
-//! ready packets to the stream files (`sink.rs`, polling at the period of
-//! `period.rs`, a packet of each buffer in turn: `turns.rs`); the operations that
+//! (`consumer.rs`, its scheduling in `priority.rs`) runs every session's
+//! switch and read timers and copies ready packets to the stream files
+//! (`sink.rs`, polling at the period of `period.rs`, a packet of each
+//! buffer in turn: `turns.rs`); a standby thread on another CPU takes a
+//! pass when the consumer is late (`standby.rs`); the operations that
 //! complete a trace (stop, flush, snapshot, statistics, destroy) are
 //! `ops.rs`, shared by the public `Session` handle and the control socket.
 //!
@@ -11,6 +13,7 @@
 //! ```text
 //!   consumer thread ──► Recording::consume (sink.rs) ──► output/ (stream files)
 //!                                                   └─► relay.rs ──► output/relay (lttng-relayd)
+//!   standby thread ───► Recording::try_consume, when the consumer is late
 //!   Session, ctl ─────► ops.rs ──► control/registry (stop the writers)
 //!                              └─► sink.rs (drain, close, report)
 //! ```
@@ -24,8 +27,10 @@ use crate::control::state::SessionState;
 pub(crate) mod consumer;
 pub(crate) mod ops;
 mod period;
+pub(crate) mod priority;
 pub(crate) mod relay;
 pub(crate) mod sink;
+pub(crate) mod standby;
 mod turns;
 
 pub use sink::SnapshotInfo;

@@ -10,12 +10,12 @@ use std::time::Instant;
 
 use super::relay::RelaySnapshot;
 use super::sink::{Sink, SnapshotInfo, SnapshotWriter};
-use super::{consumer, Recording};
+use super::{consumer, priority, standby, Recording};
 use crate::control::config::{Buffers, Mode};
 use crate::control::metadata::MetadataFile;
 use crate::control::registry;
 use crate::control::state::lock;
-use crate::control::stats::{BufferStats, ChannelStats, SessionStats};
+use crate::control::stats::{BufferStats, ChannelStats, SessionStats, StandbyStats};
 use crate::output;
 use crate::Error;
 
@@ -228,10 +228,11 @@ impl Recording {
             process_lost_no_reader_slot: crate::record::rcu::no_slot_drops(),
             forks_untraced: st.forks_untraced.load(Relaxed),
             relay: sink.relay.as_ref().map(|r| r.stats()),
-            consumer_nice: consumer::nice(),
-            consumer_fifo: consumer::fifo(),
-            consumer_slice_us: consumer::slice_us(),
+            consumer_nice: priority::nice(),
+            consumer_fifo: priority::fifo(),
+            consumer_slice_us: priority::slice_us(),
             consumer_cpu: consumer::cpu_time(),
+            consumer_standby: standby::report().map(|(passes, cpu)| StandbyStats { passes, cpu }),
             file_io: st.io,
             stream_files: files.count,
             stream_files_direct: files.direct,

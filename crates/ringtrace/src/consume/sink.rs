@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use super::period::{read_period, MIN_READ_PERIOD};
@@ -192,7 +193,27 @@ impl Recording {
     /// discard mode, copy every ready packet to the stream files. Returns
     /// the next deadline.
     pub(crate) fn consume(&self, now: Instant, force: bool) -> Option<Instant> {
-        let mut sink = lock(&self.sink);
+        self.consume_with(lock(&self.sink), now, force)
+    }
+
+    /// As [`Recording::consume`], unless another thread holds the
+    /// session's output (the consumer in a pass, a thread stopping the
+    /// session): `None` then, at once (the standby consumer's pass).
+    pub(crate) fn try_consume(&self, now: Instant) -> Option<Option<Instant>> {
+        let sink = match self.sink.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        Some(self.consume_with(sink, now, false))
+    }
+
+    fn consume_with(
+        &self,
+        mut sink: MutexGuard<'_, Sink>,
+        now: Instant,
+        force: bool,
+    ) -> Option<Instant> {
         sink.check_dir();
         let mut next: Option<Instant> = None;
         // Live: every buffer flushed and read now, then beacons for the

@@ -133,6 +133,16 @@ impl ChannelStats {
     }
 }
 
+/// The standby consumer thread of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StandbyStats {
+    /// Passes over the sessions it took because the consumer did not come
+    /// round in time (every session of the process).
+    pub passes: u64,
+    /// CPU time it used since it started.
+    pub cpu: Option<std::time::Duration>,
+}
+
 /// Counters of a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionStats {
@@ -172,6 +182,11 @@ pub struct SessionStats {
     /// (for every session of the process): what the tracer costs beside
     /// the writes themselves.
     pub consumer_cpu: Option<std::time::Duration>,
+    /// The standby consumer thread, kept off the consumer's CPU, that takes
+    /// a pass when the consumer is late (its CPU did not run: a virtual
+    /// machine's vCPU the host stopped); `None` where the process has none
+    /// (`RINGTRACE_CONSUMER_STANDBY=off`, or a single CPU allowed).
+    pub consumer_standby: Option<StandbyStats>,
     /// How the session writes its stream files (`SessionBuilder::file_io`).
     pub file_io: crate::output::FileIo,
     /// Stream files written so far, and how many of them with direct I/O
@@ -291,6 +306,17 @@ impl SessionStats {
                 .map(|c| format!("; CPU {:.1} ms so far", c.as_secs_f64() * 1e3))
                 .unwrap_or_default();
             let _ = writeln!(s, "consumer thread: {class}nice {n}{cpu}");
+        }
+        if let Some(sb) = &self.consumer_standby {
+            let cpu = sb
+                .cpu
+                .map(|c| format!("; CPU {:.1} ms so far", c.as_secs_f64() * 1e3))
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "standby consumer thread (off the consumer's CPU): {} passes for a late consumer{cpu}",
+                sb.passes
+            );
         }
         // Direct I/O asked for (for every packet or, auto, for fast
         // streams'): how much of it happened (buffered says nothing).

@@ -56,6 +56,30 @@ pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result
     Ok(())
 }
 
+/// The calling thread's CPU-time clock id (for [`cpu_time`], from any
+/// thread of the process while this one lives).
+pub(crate) fn cpu_clock() -> Option<u32> {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: `pthread_self` is this live thread; `clock` is writable.
+    let r = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
+    (r == 0).then_some(clock as u32)
+}
+
+/// The CPU time a thread of this process has used so far, as the kernel
+/// counts it, by its clock id from [`cpu_clock`] (`None` once it ended).
+pub(crate) fn cpu_time(clock: u32) -> Option<std::time::Duration> {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a writable timespec; the clock of a thread that ended
+    // is refused, not misread.
+    if unsafe { libc::clock_gettime(clock as libc::clockid_t, &mut t) } != 0 {
+        return None;
+    }
+    Some(std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32))
+}
+
 extern "C" fn start(arg: *mut c_void) -> *mut c_void {
     // SAFETY: `arg` is the `Box<Body>` that `spawn` leaked for this thread,
     // taken back once, here.
