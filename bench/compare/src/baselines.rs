@@ -54,6 +54,7 @@ pub fn mutex_ring(payload: Payload, threads: usize, events: u64) -> Run {
         drained_ns: 0,
         consumer_ns: 0,
         slowest_write_ns: 0,
+        standby_passes: 0,
     }
 }
 
@@ -90,5 +91,6 @@ pub fn crossbeam(payload: Payload, threads: usize, events: u64) -> Run {
         drained_ns: 0,
         consumer_ns: 0,
         slowest_write_ns: 0,
+        standby_passes: 0,
     }
 }

@@ -58,6 +58,9 @@ pub struct Run {
     /// ringtrace runs with direct I/O: the slowest direct write of a
     /// packet, ns (0: none).
     pub slowest_write_ns: u64,
+    /// ringtrace runs: passes the standby consumer took for a late
+    /// consumer (its CPU did not run).
+    pub standby_passes: u64,
 }
 
 /// A cell: the median of its runs.

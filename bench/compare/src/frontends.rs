@@ -109,6 +109,7 @@ fn finish(s: Session, elapsed_ns: u64, n: u64) -> Result<Run, String> {
         drained_ns: 0,
         consumer_ns: 0,
         slowest_write_ns: 0,
+        standby_passes: 0,
     })
 }
 
@@ -159,6 +160,7 @@ fn fmt_layer(n: u64, dir: &Path) -> Result<Run, String> {
         drained_ns: 0,
         consumer_ns: 0,
         slowest_write_ns: 0,
+        standby_passes: 0,
     })
 }
 
@@ -189,6 +191,7 @@ fn c_api(bin: &Path, n: u64, dir: &Path) -> Result<Run, String> {
         drained_ns: 0,
         consumer_ns: 0,
         slowest_write_ns: 0,
+        standby_passes: 0,
     })
 }
 

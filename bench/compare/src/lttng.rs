@@ -274,6 +274,7 @@ pub fn run(
         drained_ns: 0,
         consumer_ns: 0,
         slowest_write_ns: 0,
+        standby_passes: 0,
     })
 }
 

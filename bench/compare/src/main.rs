@@ -28,6 +28,7 @@ mod reading;
 mod ring;
 mod scaling;
 mod scaling_interleaved;
+mod wake;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -54,7 +55,8 @@ struct Args {
     #[arg(long, default_value = "target/compare")]
     scratch: PathBuf,
     /// Only these tables (comma-separated): tracers, frontends, losses,
-    /// overhead, ring, reading, contexts. Default: all.
+    /// overhead, ring, reading, contexts, wake (how late a thread wakes on
+    /// an idle CPU and a busy one). Default: all.
     #[arg(long, value_delimiter = ',')]
     tables: Vec<String>,
     /// Keep the `reading` table's traces in SCRATCH/reading (to profile
@@ -271,6 +273,9 @@ fn run() -> Result<(), String> {
             a.keep_traces,
         )?);
     }
+    if want("wake") {
+        more.push(wake::table()?);
+    }
     if let Some(path) = &a.json {
         let mut v: Vec<serde_json::Value> = cells
             .iter()
@@ -454,8 +459,8 @@ fn drain_table(cells: &[Cell], dd: Option<f64>) {
         dd.map_or("-".into(), |r| format!("{r:.0} MB/s"))
     );
     println!(
-        "  {:<24} {:>8} {:>12} {:>12} {:>14} {:>14}  slowest direct write (all runs; lossy runs)",
-        "tracer", "threads", "drain MB/s", "lost", "runs lossless", "consumer CPU"
+        "  {:<24} {:>8} {:>12} {:>12} {:>14} {:>18} {:>9}  slowest direct write (all runs; lossy runs)",
+        "tracer", "threads", "drain MB/s", "lost", "runs lossless", "consumer CPU", "standby"
     );
     for c in cells.iter().filter(|c| {
         c.tracer.starts_with("ringtrace") && c.payload == Payload::U64 && c.mode == Mode::Discard
@@ -478,8 +483,10 @@ fn drain_table(cells: &[Cell], dd: Option<f64>) {
                 .filter(|&ns| ns > 0)
                 .map_or("-".to_string(), |ns| format!("{:.1} ms", ns as f64 / 1e6))
         };
+        // Passes the standby consumer took for a late consumer, all runs.
+        let standby: u64 = c.runs.iter().map(|r| r.standby_passes).sum();
         println!(
-            "  {:<24} {:>8} {:>12} {:>12.0} {:>14} {:>14}  {}; {}",
+            "  {:<24} {:>8} {:>12} {:>12.0} {:>14} {:>18} {:>9}  {}; {}",
             c.tracer,
             c.threads,
             c.drain_mb_s().map_or("-".into(), |r| format!("{r:.0}")),
@@ -490,6 +497,7 @@ fn drain_table(cells: &[Cell], dd: Option<f64>) {
                 c.runs.len()
             ),
             cpu,
+            standby,
             slowest(false),
             slowest(true)
         );

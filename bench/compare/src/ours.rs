@@ -60,9 +60,13 @@ pub fn run_threads(threads: usize, per_thread: u64, f: impl Fn(u64) + Sync) -> u
     })
 }
 
-/// CPU time the process's consumer thread has used so far, ns.
-fn consumer_ns(s: &Session) -> u64 {
-    s.stats().consumer_cpu.map_or(0, |d| d.as_nanos() as u64)
+/// CPU time the process's consumer threads (the consumer and its
+/// standby) have used so far, ns, and the standby's passes.
+fn consumer_ns(s: &Session) -> (u64, u64) {
+    let st = s.stats();
+    let sb = st.consumer_standby;
+    let cpu = st.consumer_cpu.unwrap_or_default() + sb.and_then(|b| b.cpu).unwrap_or_default();
+    (cpu.as_nanos() as u64, sb.map_or(0, |b| b.passes))
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
@@ -140,6 +144,7 @@ pub fn run(
             drained_ns: 0,
             consumer_ns: 0,
             slowest_write_ns: 0,
+            standby_passes: 0,
         });
     }
     let dir = scratch.join("ringtrace");
@@ -178,7 +183,8 @@ pub fn run(
     // Start to a complete trace on disk: what the consumer sustained.
     let drained_ns = t0.elapsed().as_nanos() as u64;
     let st = s.stats();
-    let consumer_ns = consumer_ns(&s).saturating_sub(cpu0);
+    let (cpu1, passes1) = consumer_ns(&s);
+    let consumer_ns = cpu1.saturating_sub(cpu0.0);
     let bytes = (mode == Mode::Discard).then(|| dir_bytes(&dir));
     s.destroy().map_err(|e| e.to_string())?;
     Ok(Run {
@@ -189,6 +195,7 @@ pub fn run(
         drained_ns,
         consumer_ns,
         slowest_write_ns: st.stream_writes.slowest.as_nanos() as u64,
+        standby_passes: passes1.saturating_sub(cpu0.1),
     })
 }
 
