@@ -290,6 +290,16 @@ fn slow_clients_do_not_block_control() {
 /// custom slices (Linux 6.12 and later, `se.slice` in `/proc/.../sched`),
 /// or the one `RINGTRACE_CONSUMER_SLICE_US` asks for; `off` keeps the
 /// kernel's; `stats` shows it, and the kernel has it.
+/// The `/proc` entry of `pid`'s thread whose kernel name is `name`.
+fn thread_named(pid: u32, name: &str) -> Option<std::fs::DirEntry> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .find(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
+        })
+}
+
 #[test]
 fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
     let exe = assert_cmd::cargo::cargo_bin("ringtrace");
@@ -385,14 +395,7 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
             "{var}={asked:?}: {line}"
         );
         // The thread itself, as the kernel has it.
-        let consumer = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .unwrap()
-            .flatten()
-            .find(|t| {
-                std::fs::read_to_string(t.path().join("comm"))
-                    .is_ok_and(|c| c.trim_end() == "ringtrace-cons")
-            })
-            .expect("a consumer thread");
+        let consumer = thread_named(pid, "ringtrace-cons").expect("a consumer thread");
         let tid: libc::pid_t = consumer.file_name().to_str().unwrap().parse().unwrap();
         // SAFETY: a thread id of a live child; no memory is passed.
         let policy = unsafe { libc::sched_getscheduler(tid) };
@@ -431,13 +434,7 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
         }
         // The standby consumer: on a machine of two CPUs or more, unless
         // turned off; `stats` says so, and it runs in the same class.
-        let standby = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .unwrap()
-            .flatten()
-            .find(|t| {
-                std::fs::read_to_string(t.path().join("comm"))
-                    .is_ok_and(|c| c.trim_end() == "ringtrace-stby")
-            });
+        let standby = thread_named(pid, "ringtrace-stby");
         let want_standby = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2
             && !(var == "RINGTRACE_CONSUMER_STANDBY" && asked == Some("off"));
         assert_eq!(standby.is_some(), want_standby, "{var}={asked:?}");
