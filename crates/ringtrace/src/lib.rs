@@ -75,6 +75,9 @@ pub mod recover;
 mod session;
 mod sys;
 
+/// The standby consumer's handshake, for its loom model (`tests/loom.rs`).
+#[cfg(loom)]
+pub use consume::handshake::Handshake;
 pub use consume::SnapshotInfo;
 pub use control::config::{Buffers, ChannelConfig, CpuSync, Mode, RelayConfig, SessionBuilder};
 pub use control::pattern;

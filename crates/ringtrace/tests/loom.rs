@@ -98,3 +98,54 @@ fn nested_sections_hold_the_grace_period() {
 fn two_readers_never_see_a_reclaimed_object() {
     model(2, false);
 }
+
+/// The standby consumer's handshake (`src/consume/handshake.rs`): the
+/// consumer promises twice (the second sooner than the first, as when a
+/// session starts), while the standby plans its sleep from the promise it
+/// read, announces it and re-plans when a promise came in between. At the
+/// end the standby either sleeps no later than the last promise's grace,
+/// or was rung (the bell: a flag the standby's sleep checks, as its
+/// condition variable's predicate does).
+fn standby_model(promises: &'static [u64]) {
+    use ringtrace::Handshake;
+    const GRACE: u64 = 1;
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(move || {
+        let hs = leak(Handshake::new(100));
+        let rung = leak(AtomicBool::new(false));
+        let consumer = thread::spawn(move || {
+            for &due in promises {
+                if hs.promise(due, GRACE) {
+                    rung.store(true, SeqCst);
+                }
+            }
+        });
+        // The standby: plan, announce, plan again while promises come.
+        let mut asleep = None;
+        for _ in 0..=promises.len() {
+            let (seen, due) = hs.last();
+            if hs.sleep(seen, due + GRACE) {
+                asleep = Some(due + GRACE);
+                break;
+            }
+        }
+        consumer.join().unwrap();
+        let until = asleep.expect("at most one re-plan per promise");
+        let (_, last_due) = hs.last();
+        assert!(
+            until <= last_due + GRACE || rung.load(SeqCst),
+            "the standby sleeps until {until}, past the last promise ({last_due}), unrung"
+        );
+    });
+}
+
+#[test]
+fn standby_never_oversleeps_a_promise_unrung() {
+    standby_model(&[5]);
+}
+
+#[test]
+fn standby_never_oversleeps_the_sooner_of_two_promises_unrung() {
+    standby_model(&[20, 5]);
+}

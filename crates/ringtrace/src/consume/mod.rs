@@ -25,6 +25,7 @@ use crate::control::config::Mode;
 use crate::control::state::SessionState;
 
 pub(crate) mod consumer;
+pub(crate) mod handshake;
 pub(crate) mod ops;
 mod period;
 pub(crate) mod priority;

@@ -30,13 +30,11 @@
 //! time, sleeps again at once. `RINGTRACE_CONSUMER_STANDBY=off` goes
 //! without it; a process allowed a single CPU has none.
 
-use std::sync::atomic::{
-    AtomicU64,
-    Ordering::{Relaxed, SeqCst},
-};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::handshake::Handshake;
 use super::{priority, Recording};
 
 /// How overdue the consumer's promise is when the standby takes a pass.
@@ -55,14 +53,10 @@ const IDLE: Duration = Duration::from_millis(100);
 
 /// What the consumer and the standby share.
 struct Shared {
-    /// Where the instants below count from.
+    /// Where the handshake's times count from.
     epoch: Instant,
-    /// Promises the consumer made so far: a new one supersedes the last.
-    promises: AtomicU64,
-    /// When the last promise falls due, ns after `epoch`.
-    due: AtomicU64,
-    /// When the standby sleeps until, ns after `epoch` (`u64::MAX`: awake).
-    asleep_until: AtomicU64,
+    /// The consumer's promises and the standby's sleep.
+    hs: Handshake,
     /// Rung by a promise sooner than the standby's wake-up.
     bell: Mutex<bool>,
     cv: Condvar,
@@ -79,9 +73,7 @@ static SHARED: OnceLock<Shared> = OnceLock::new();
 fn shared() -> &'static Shared {
     SHARED.get_or_init(|| Shared {
         epoch: Instant::now(),
-        promises: AtomicU64::new(0),
-        due: AtomicU64::new(0),
-        asleep_until: AtomicU64::new(u64::MAX),
+        hs: Handshake::new(0),
         bell: Mutex::new(false),
         cv: Condvar::new(),
         thread: AtomicU64::new(0),
@@ -149,7 +141,7 @@ impl Standby {
         };
         let sh = shared();
         // A promise for the time the consumer takes to start its loop.
-        sh.due.store(sh.ns(Instant::now() + IDLE), SeqCst);
+        sh.hs.promise(sh.ns(Instant::now() + IDLE), 0);
         sh.passes.store(0, Relaxed);
         if let Err(e) = crate::sys::thread::spawn("ringtrace-stby", move || run(sessions)) {
             eprintln!("ringtrace: cannot start the standby consumer thread: {e}; going without");
@@ -205,15 +197,10 @@ impl Standby {
     }
 }
 
-/// A promise made for the consumer: it must come round by `by`.
+/// A promise made for the consumer: it must come round by `by`; rings
+/// the standby if it sleeps past that (`handshake.rs`).
 fn promise(sh: &Shared, by: Instant) {
-    let due = sh.ns(by);
-    sh.due.store(due, SeqCst);
-    sh.promises.fetch_add(1, SeqCst);
-    // Against the standby's store of `asleep_until` then load of
-    // `promises` (both SeqCst): either it sees this promise, or this sees
-    // when it sleeps until.
-    if due.saturating_add(GRACE.as_nanos() as u64) < sh.asleep_until.load(SeqCst) {
+    if sh.hs.promise(sh.ns(by), GRACE.as_nanos() as u64) {
         sh.ring();
     }
 }
@@ -255,10 +242,9 @@ fn run(sessions: fn() -> Vec<Arc<Recording>>) {
     // Its own deadline while it stands in for the consumer.
     let mut own: Option<Instant> = None;
     loop {
-        let seen = sh.promises.load(SeqCst);
-        let until = own.unwrap_or_else(|| sh.at(sh.due.load(SeqCst)) + GRACE);
-        sh.asleep_until.store(sh.ns(until), SeqCst);
-        if sh.promises.load(SeqCst) != seen {
+        let (seen, due) = sh.hs.last();
+        let until = own.unwrap_or_else(|| sh.at(due) + GRACE);
+        if !sh.hs.sleep(seen, sh.ns(until)) {
             // A promise came in between: it may be sooner.
             own = None;
             continue;
@@ -272,8 +258,8 @@ fn run(sessions: fn() -> Vec<Arc<Recording>>) {
                 .unwrap_or_else(|e| e.into_inner());
             *bell = false;
         }
-        sh.asleep_until.store(u64::MAX, SeqCst);
-        if sh.promises.load(SeqCst) != seen {
+        sh.hs.woke();
+        if sh.hs.promised_since(seen) {
             own = None;
             continue;
         }
