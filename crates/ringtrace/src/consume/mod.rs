@@ -3,7 +3,8 @@
 //! switch and read timers and copies ready packets to the stream files
 //! (`sink.rs`, polling at the period of `period.rs`, a packet of each
 //! buffer in turn: `turns.rs`); a standby thread on another CPU takes a
-//! pass when the consumer is late (`standby.rs`); the operations that
+//! pass when the consumer is late (`standby.rs`, their handshake in
+//! `handshake.rs`); the operations that
 //! complete a trace (stop, flush, snapshot, statistics, destroy) are
 //! `ops.rs`, shared by the public `Session` handle and the control socket.
 //!
