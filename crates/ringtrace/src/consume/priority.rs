@@ -1,5 +1,7 @@
-//! The consumer threads' scheduling: a nice value, a short time slice and,
-//! asked for, the lowest real-time class. They must drain a buffer before
+//! The consumer threads' scheduling (the consumer's and its standby's,
+//! each asking for the same when it starts; the statistics show what
+//! the last one got): a nice value, a short time slice and, asked for,
+//! the lowest real-time class. They must drain a buffer before
 //! the writers fill it, so they ask to run as soon as they wake; their
 //! work is bounded by the trace's rate.
 
