@@ -176,6 +176,14 @@ fn child_holds_the_consumers_cpu() {
     wait_for("the consumer on its CPU", || {
         last_cpu(consumer) == Some(held)
     });
+    // The consumer starts the standby when it starts: wait for it, unless
+    // turned off (then there is none at the end either).
+    let off = std::env::var("RINGTRACE_CONSUMER_STANDBY").as_deref() == Ok("off");
+    if !off {
+        wait_for("a standby thread", || {
+            !threads_named("ringtrace-stby").is_empty()
+        });
+    }
     let standby = threads_named("ringtrace-stby").first().copied();
     if let Some(sb) = standby {
         // The consumer's next pass moves the standby off its CPU.
