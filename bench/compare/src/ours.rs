@@ -62,7 +62,7 @@ pub fn run_threads(threads: usize, per_thread: u64, f: impl Fn(u64) + Sync) -> u
 
 /// CPU time the process's consumer threads (the consumer and its
 /// standby) have used so far, ns, and the standby's passes.
-fn consumer_ns(s: &Session) -> (u64, u64) {
+fn consumer_use(s: &Session) -> (u64, u64) {
     let st = s.stats();
     let sb = st.consumer_standby;
     let cpu = st.consumer_cpu.unwrap_or_default() + sb.and_then(|b| b.cpu).unwrap_or_default();
@@ -172,7 +172,7 @@ pub fn run(
         _ => b.mode(ringtrace::Mode::FlightRecorder),
     };
     let s = b.create().map_err(|e| e.to_string())?;
-    let cpu0 = consumer_ns(&s);
+    let before = consumer_use(&s);
     let t0 = Instant::now();
     s.start();
     let elapsed = run_threads(threads, per_thread, |n| match rate {
@@ -183,8 +183,8 @@ pub fn run(
     // Start to a complete trace on disk: what the consumer sustained.
     let drained_ns = t0.elapsed().as_nanos() as u64;
     let st = s.stats();
-    let (cpu1, passes1) = consumer_ns(&s);
-    let consumer_ns = cpu1.saturating_sub(cpu0.0);
+    let (cpu1, passes1) = consumer_use(&s);
+    let consumer_ns = cpu1.saturating_sub(before.0);
     let bytes = (mode == Mode::Discard).then(|| dir_bytes(&dir));
     s.destroy().map_err(|e| e.to_string())?;
     Ok(Run {
@@ -195,7 +195,7 @@ pub fn run(
         drained_ns,
         consumer_ns,
         slowest_write_ns: st.stream_writes.slowest.as_nanos() as u64,
-        standby_passes: passes1.saturating_sub(cpu0.1),
+        standby_passes: passes1.saturating_sub(before.1),
     })
 }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::standby::{self, Standby};
 use super::{priority, Recording};
+use crate::sys::thread::ProcessWord;
 
 /// The sessions to consume, in creation order.
 static RECORDINGS: Mutex<Vec<Arc<Recording>>> = Mutex::new(Vec::new());
@@ -110,33 +111,20 @@ pub(crate) fn wake() {
     }
 }
 
-/// The consumer thread's CPU-time clock and the process it runs in:
-/// `pid << 32 | clock id` (0: no consumer thread yet). A fork child has
-/// none (the thread is its parent's): the pid tells.
-static CPU_CLOCK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Publishes the calling thread's CPU-time clock as the consumer's.
-fn publish_cpu_clock() {
-    if let Some(clock) = crate::sys::thread::cpu_clock() {
-        CPU_CLOCK.store(
-            u64::from(std::process::id()) << 32 | u64::from(clock),
-            Relaxed,
-        );
-    }
-}
+/// The consumer thread's CPU-time clock (none in a fork child: the thread
+/// is its parent's).
+static CPU_CLOCK: ProcessWord = ProcessWord::new();
 
 /// The CPU time the process's consumer thread has used so far, as the
 /// kernel counts it (`None`: no consumer thread in this process).
 pub(crate) fn cpu_time() -> Option<Duration> {
-    let v = CPU_CLOCK.load(Relaxed);
-    if v == 0 || (v >> 32) as u32 != std::process::id() {
-        return None;
-    }
-    crate::sys::thread::cpu_time(v as u32)
+    CPU_CLOCK.get().and_then(crate::sys::thread::cpu_time)
 }
 
 fn run() {
-    publish_cpu_clock();
+    if let Some(clock) = crate::sys::thread::cpu_clock() {
+        CPU_CLOCK.set(clock);
+    }
     priority::raise_priority();
     let c = CONSUMER
         .get()

@@ -15,7 +15,7 @@ use crate::control::config::{Buffers, Mode};
 use crate::control::metadata::MetadataFile;
 use crate::control::registry;
 use crate::control::state::lock;
-use crate::control::stats::{BufferStats, ChannelStats, SessionStats, StandbyStats};
+use crate::control::stats::{BufferStats, ChannelStats, SessionStats};
 use crate::output;
 use crate::Error;
 
@@ -232,7 +232,7 @@ impl Recording {
             consumer_fifo: priority::fifo(),
             consumer_slice_us: priority::slice_us(),
             consumer_cpu: consumer::cpu_time(),
-            consumer_standby: standby::report().map(|(passes, cpu)| StandbyStats { passes, cpu }),
+            consumer_standby: standby::report(),
             file_io: st.io,
             stream_files: files.count,
             stream_files_direct: files.direct,

@@ -36,6 +36,8 @@ use std::time::{Duration, Instant};
 
 use super::handshake::Handshake;
 use super::{priority, Recording};
+use crate::control::stats::StandbyStats;
+use crate::sys::thread::ProcessWord;
 
 /// How overdue the consumer's promise is when the standby takes a pass.
 /// The consumer normally comes round 0.1 ms after its deadline (timer
@@ -60,10 +62,10 @@ struct Shared {
     /// Rung by a promise sooner than the standby's wake-up.
     bell: Mutex<bool>,
     cv: Condvar,
-    /// `pid << 32 | tid` of the process's standby thread (0: none).
-    thread: AtomicU64,
-    /// `pid << 32 | CPU-time clock id` of the standby thread.
-    clock: AtomicU64,
+    /// The process's standby thread's id.
+    thread: ProcessWord,
+    /// Its CPU-time clock.
+    clock: ProcessWord,
     /// Passes the standby took for a late consumer, in this process.
     passes: AtomicU64,
 }
@@ -76,8 +78,8 @@ fn shared() -> &'static Shared {
         hs: Handshake::new(0),
         bell: Mutex::new(false),
         cv: Condvar::new(),
-        thread: AtomicU64::new(0),
-        clock: AtomicU64::new(0),
+        thread: ProcessWord::new(),
+        clock: ProcessWord::new(),
         passes: AtomicU64::new(0),
     })
 }
@@ -95,17 +97,6 @@ impl Shared {
         *self.bell.lock().unwrap_or_else(|e| e.into_inner()) = true;
         self.cv.notify_one();
     }
-}
-
-/// `pid << 32 | v`, read back only in the process that stored it (a fork
-/// child has the parent's value and none of its threads).
-fn mine(word: &AtomicU64) -> Option<u32> {
-    let v = word.load(Relaxed);
-    (v != 0 && (v >> 32) as u32 == std::process::id()).then_some(v as u32)
-}
-
-fn tag(v: u32) -> u64 {
-    u64::from(std::process::id()) << 32 | u64::from(v)
 }
 
 /// The consumer's side: its promises and the standby's CPU set. Owned by
@@ -171,7 +162,7 @@ impl Standby {
         if cpu < 0 || cpu == self.apart_from {
             return;
         }
-        let Some(tid) = mine(&shared().thread) else {
+        let Some(tid) = shared().thread.get() else {
             return;
         };
         let mut set = self.allowed;
@@ -208,7 +199,7 @@ fn promise(sh: &Shared, by: Instant) {
 /// The consumer was just woken to look now (a session started): it must
 /// come round within the grace, or the standby looks instead.
 pub(crate) fn expect_now() {
-    if let Some(sh) = SHARED.get().filter(|sh| mine(&sh.thread).is_some()) {
+    if let Some(sh) = SHARED.get().filter(|sh| sh.thread.get().is_some()) {
         promise(sh, Instant::now());
     }
 }
@@ -223,20 +214,21 @@ pub(crate) fn hold_for_fork() -> Option<MutexGuard<'static, bool>> {
 
 /// Passes the standby took for a late consumer, and the CPU time it used:
 /// `None` where this process has no standby.
-pub(crate) fn report() -> Option<(u64, Option<Duration>)> {
+pub(crate) fn report() -> Option<StandbyStats> {
     let sh = SHARED.get()?;
-    mine(&sh.thread)?;
-    let cpu = mine(&sh.clock).and_then(crate::sys::thread::cpu_time);
-    Some((sh.passes.load(Relaxed), cpu))
+    sh.thread.get()?;
+    Some(StandbyStats {
+        passes: sh.passes.load(Relaxed),
+        cpu: sh.clock.get().and_then(crate::sys::thread::cpu_time),
+    })
 }
 
 fn run(sessions: fn() -> Vec<Arc<Recording>>) {
     let sh = shared();
     // SAFETY: gettid cannot fail.
-    sh.thread
-        .store(tag(unsafe { libc::gettid() } as u32), Relaxed);
+    sh.thread.set(unsafe { libc::gettid() } as u32);
     if let Some(c) = crate::sys::thread::cpu_clock() {
-        sh.clock.store(tag(c), Relaxed);
+        sh.clock.set(c);
     }
     priority::raise_priority();
     // Its own deadline while it stands in for the consumer.

@@ -56,6 +56,30 @@ pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result
     Ok(())
 }
 
+/// A number about one of this process's threads (its id, its clock id),
+/// stored with the process id: a fork child, which has none of its
+/// parent's threads, reads nothing.
+#[derive(Debug)]
+pub(crate) struct ProcessWord(std::sync::atomic::AtomicU64);
+
+impl ProcessWord {
+    pub(crate) const fn new() -> ProcessWord {
+        ProcessWord(std::sync::atomic::AtomicU64::new(0))
+    }
+
+    /// Stores `v` for this process.
+    pub(crate) fn set(&self, v: u32) {
+        let tagged = u64::from(std::process::id()) << 32 | u64::from(v);
+        self.0.store(tagged, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// What this process stored, if it did.
+    pub(crate) fn get(&self) -> Option<u32> {
+        let v = self.0.load(std::sync::atomic::Ordering::Relaxed);
+        (v != 0 && (v >> 32) as u32 == std::process::id()).then_some(v as u32)
+    }
+}
+
 /// The calling thread's CPU-time clock id (for [`cpu_time`], from any
 /// thread of the process while this one lives).
 pub(crate) fn cpu_clock() -> Option<u32> {
