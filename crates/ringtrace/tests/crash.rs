@@ -11,7 +11,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -107,9 +107,8 @@ fn child() {
 /// Runs the child until `beats` heartbeats, kills it with SIGKILL, and
 /// returns the last heartbeat and whether it reported a stall.
 fn run_and_kill(bufdir: &Path, stall: bool, beats: usize) -> (Vec<u64>, bool) {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
-        .env("CRASH_CHILD", bufdir)
+    let mut cmd = this_test("child");
+    cmd.env("CRASH_CHILD", bufdir)
         .env_remove("RINGTRACE_SESSION")
         .stdout(Stdio::piped());
     if stall {

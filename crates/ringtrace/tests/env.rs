@@ -30,10 +30,8 @@ fn child_program() {
 /// `exe` (this test binary, or a copy) running test `program` as the
 /// traced child, with `RINGTRACE_SESSION=session`.
 fn child_cmd(exe: &std::path::Path, program: &str, session: &str) -> Command {
-    let mut cmd = Command::new(exe);
-    cmd.args([program, "--exact", "--test-threads=1", "--nocapture"])
-        .env(CHILD, "1")
-        .env("RINGTRACE_SESSION", session);
+    let mut cmd = test_in_child(exe, program);
+    cmd.env(CHILD, "1").env("RINGTRACE_SESSION", session);
     cmd
 }
 

@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::time::{Duration, Instant};
 
@@ -76,13 +75,7 @@ fn auto_takes_rseq_where_glibc_registered_it() {
 
 #[test]
 fn without_rseq_a_session_falls_back_to_atomics_and_refuses_to_force_it() {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_reports_its_buffers",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let out = this_test("child_reports_its_buffers")
         .env(CHILD, "1")
         .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
         .output()

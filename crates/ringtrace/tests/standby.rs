@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -232,13 +231,7 @@ fn child_holds_the_consumers_cpu() {
 
 /// What a child reported: `key=value` pairs of its RESULT line.
 fn run_child(standby: &str) -> std::collections::HashMap<String, String> {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_holds_the_consumers_cpu",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    let out = this_test("child_holds_the_consumers_cpu")
         .env(CHILD, "1")
         .env("RINGTRACE_CONSUMER_STANDBY", standby)
         .output()

@@ -23,13 +23,7 @@ const ROUND_TRIPS: u64 = 10_000;
 /// This binary as the traced program in `role`, with `session` and the
 /// clock of this process (as `ringtrace record` hands both).
 fn run_role(role: &str, session: &str) -> std::process::Output {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "traced_program",
-            "--exact",
-            "--test-threads=1",
-            "--nocapture",
-        ])
+    this_test("traced_program")
         .env(ROLE, role)
         .env("RINGTRACE_SESSION", session)
         .env("RINGTRACE_CLOCK", ringtrace::clock().description())

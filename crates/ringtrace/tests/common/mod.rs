@@ -10,6 +10,21 @@ use std::sync::{mpsc, Mutex};
 use ctf::read::{Item, Trace};
 use ctf::value::Value;
 
+/// A command running only the test `test` of the test program `exe` (this
+/// one, or a copy), in a process of its own, its output not captured:
+/// how a test runs a case that needs a fresh process (its environment
+/// read at start, its consumer thread, a crash).
+pub fn test_in_child(exe: &Path, test: &str) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]);
+    cmd
+}
+
+/// [`test_in_child`] of this test program.
+pub fn this_test(test: &str) -> Command {
+    test_in_child(&std::env::current_exe().unwrap(), test)
+}
+
 /// A fresh directory under the temp dir (not created: sessions create it).
 pub fn tmpdir(name: &str) -> PathBuf {
     scratch::path("ringtrace-test", name)
