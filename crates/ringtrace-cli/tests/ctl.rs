@@ -71,7 +71,7 @@ fn ctl_controls_a_running_process_and_survives_bad_requests() {
 
     // Malformed and oversized requests get an error reply; the process
     // keeps tracing.
-    let sock = ringtrace::ctl::socket_path(&ringtrace::ctl::socket_dir().unwrap(), pid);
+    let sock = ringtrace::ctl::find_socket(pid).expect("the traced process's socket");
     for frame in [
         {
             let mut f = 5u32.to_le_bytes().to_vec();
@@ -225,7 +225,7 @@ fn slow_clients_do_not_block_control() {
     let pid = child.id();
     let _traced = Traced(child);
     wait_for_socket(pid, &[]);
-    let sock = ringtrace::ctl::socket_path(&ringtrace::ctl::socket_dir().unwrap(), pid);
+    let sock = ringtrace::ctl::find_socket(pid).expect("the traced process's socket");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let slow: Vec<_> = (0..8)
         .map(|_| {

@@ -10,6 +10,7 @@ use std::process::Command;
 
 use common::*;
 use ringtrace::event;
+use scratch::users::{chown, other_user, setuid_works_here};
 
 const CHILD: &str = "RINGTRACE_TEST_CHILD";
 
@@ -265,22 +266,6 @@ fn a_setuid_program_ignores_the_environment() {
     assert!(trace.join("metadata").is_file());
     std::fs::remove_dir_all(&bin_dir).unwrap();
     std::fs::remove_dir_all(&theirs).unwrap();
-}
-
-/// Whether a setuid file in `dir` would take effect: not under
-/// `no_new_privs` (some containers), not on a `nosuid` mount.
-fn setuid_works_here(dir: &std::path::Path) -> bool {
-    let nnp = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["NoNewPrivs:", "1"]);
-    let c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
-    // SAFETY: a NUL-terminated path and a zeroed out-struct.
-    let nosuid = unsafe {
-        let mut st: libc::statvfs = std::mem::zeroed();
-        libc::statvfs(c.as_ptr(), &mut st) == 0 && st.f_flag & libc::ST_NOSUID != 0
-    };
-    !nnp && !nosuid
 }
 
 /// Buffer files get their space when the session starts: a file system

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use common::*;
 use ringtrace::{event, ChannelConfig, Error, Mode, Session};
+use scratch::users::{chown, other_user};
 
 /// Fails the test, rather than hanging CI, if a case blocks (a FIFO).
 fn watchdog(what: &'static str) {

@@ -8,6 +8,8 @@
 //! Before this, a development machine's `/tmp` held about 1,950 of them
 //! after a few runs of the test command.
 
+pub mod users;
+
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

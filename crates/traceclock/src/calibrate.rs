@@ -88,9 +88,15 @@ impl TraceClock {
     /// assert!(clock.freq > 0);
     /// ```
     pub fn detect() -> TraceClock {
-        // SAFETY: getauxval reads the auxiliary vector. A setuid or setgid
-        // program ignores its invoker's environment (`secure_getenv`).
-        let privileged = unsafe { libc::getauxval(libc::AT_SECURE) != 0 };
+        // SAFETY: getauxval reads the auxiliary vector, the id calls the
+        // process's credentials. A setuid or setgid program, or one whose
+        // effective ids are not its real ones, ignores its invoker's
+        // environment (the rule of ringtrace's `sys/env.rs`).
+        let privileged = unsafe {
+            libc::getauxval(libc::AT_SECURE) != 0
+                || libc::getuid() != libc::geteuid()
+                || libc::getgid() != libc::getegid()
+        };
         let forced = std::env::var("RINGTRACE_CLOCK")
             .ok()
             .filter(|_| !privileged);

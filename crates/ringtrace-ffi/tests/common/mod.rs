@@ -2,6 +2,8 @@
 //! directory, scratch directories and the outside tools the tests need.
 #![allow(dead_code)]
 
+pub mod cc;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -12,15 +14,7 @@ pub fn lib_dir() -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    BUILT.call_once(|| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "ringtrace-ffi", "--lib"]);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let st = cmd.status().expect("cargo");
-        assert!(st.success(), "cargo build -p ringtrace-ffi failed");
-    });
+    BUILT.call_once(|| cargo_build(&dir, &["-p", "ringtrace-ffi", "--lib"]));
     for lib in ["libringtrace.a", "libringtrace.so"] {
         assert!(
             dir.join(lib).exists(),
@@ -29,6 +23,26 @@ pub fn lib_dir() -> PathBuf {
         );
     }
     dir
+}
+
+/// `cargo build ARGS` with the profile of `target/<profile>` `dir`.
+fn cargo_build(dir: &Path, args: &[&str]) {
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.arg("build").args(args);
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let st = cmd.status().expect("cargo");
+    assert!(st.success(), "cargo build {args:?} failed");
+}
+
+/// The `ringtrace` command, built on the first call (this crate's tests do
+/// not depend on the command's crate).
+pub fn cli_bin() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    let dir = lib_dir();
+    BUILT.call_once(|| cargo_build(&dir, &["-p", "ringtrace-cli", "--bin", "ringtrace"]));
+    dir.join("ringtrace")
 }
 
 pub fn crate_dir() -> &'static Path {

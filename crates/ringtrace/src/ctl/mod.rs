@@ -6,6 +6,15 @@
 //! refused). The process checks every peer's uid with `SO_PEERCRED` and
 //! answers only its own user. `proto.rs` is the message format, `server.rs`
 //! the listening thread; the `ringtrace ctl` command is the client.
+//!
+//! Whose process it is: its effective user's ([`crate::sys::env::owner`]).
+//! A setuid, setgid or file-capability program, or one whose effective ids
+//! differ from its real ones ([`crate::sys::env::privileged`]), ignores
+//! `XDG_RUNTIME_DIR` (its invoker's) and puts its socket in
+//! `/tmp/ringtrace-<euid>`, a directory only the effective user can own:
+//! the invoker can neither reach it nor choose it, and a directory of that
+//! name the invoker made first is refused (the process then has no
+//! control socket, and says so). The client looks in both places.
 
 pub mod proto;
 pub mod server;
@@ -13,14 +22,29 @@ pub mod server;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// The directory of the control sockets, created 0700 if missing.
+use crate::sys::env;
+
+/// `/tmp/ringtrace-<uid>`: where the sockets go without `XDG_RUNTIME_DIR`,
+/// and always for a privileged process.
+fn tmp_dir(uid: u32) -> PathBuf {
+    PathBuf::from(format!("/tmp/ringtrace-{uid}"))
+}
+
+/// `$XDG_RUNTIME_DIR/ringtrace`, when the variable is set and may be
+/// trusted (never in a privileged process).
+fn runtime_dir() -> Option<PathBuf> {
+    match env::var("XDG_RUNTIME_DIR") {
+        Some(x) if !x.is_empty() => Some(Path::new(&x).join("ringtrace")),
+        _ => None,
+    }
+}
+
+/// The directory of this process's control socket, created 0700 if
+/// missing, and checked: a directory (not a link) owned by this process's
+/// effective user, that no one else can enter.
 pub fn socket_dir() -> std::io::Result<PathBuf> {
-    // SAFETY: getuid cannot fail.
-    let uid = unsafe { libc::getuid() };
-    let dir = match crate::sys::env::var("XDG_RUNTIME_DIR") {
-        Some(x) if !x.is_empty() => Path::new(&x).join("ringtrace"),
-        _ => PathBuf::from(format!("/tmp/ringtrace-{uid}")),
-    };
+    let uid = env::owner();
+    let dir = runtime_dir().unwrap_or_else(|| tmp_dir(uid));
     match std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -30,7 +54,14 @@ pub fn socket_dir() -> std::io::Result<PathBuf> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }
-    let md = std::fs::symlink_metadata(&dir)?;
+    check_dir(&dir, uid)?;
+    Ok(dir)
+}
+
+/// Refuses `dir` unless it is a directory (not a link) owned by `uid`
+/// with no access for anyone else.
+fn check_dir(dir: &Path, uid: u32) -> std::io::Result<()> {
+    let md = std::fs::symlink_metadata(dir)?;
     if !md.is_dir() || md.uid() != uid || md.permissions().mode() & 0o077 != 0 {
         return Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
@@ -42,7 +73,30 @@ pub fn socket_dir() -> std::io::Result<PathBuf> {
             ),
         ));
     }
-    Ok(dir)
+    Ok(())
+}
+
+/// Where a client looks for the sockets of this user's processes: this
+/// process's own socket directory, and `/tmp/ringtrace-<euid>` (where the
+/// user's privileged processes put theirs) when that differs. Only
+/// directories that exist and pass the owner check; none is created.
+pub fn search_dirs() -> Vec<PathBuf> {
+    let uid = env::owner();
+    let mut v = Vec::new();
+    for d in runtime_dir().into_iter().chain([tmp_dir(uid)]) {
+        if !v.contains(&d) && check_dir(&d, uid).is_ok() {
+            v.push(d);
+        }
+    }
+    v
+}
+
+/// The socket of process `pid` among [`search_dirs`], if it has one.
+pub fn find_socket(pid: u32) -> Option<PathBuf> {
+    search_dirs()
+        .into_iter()
+        .map(|d| socket_path(&d, pid))
+        .find(|s| s.exists())
 }
 
 /// The socket of process `pid`.
@@ -64,9 +118,13 @@ pub struct Traced {
 /// The traced processes of this user; sockets of processes that no longer
 /// exist are removed.
 pub fn list() -> std::io::Result<Vec<Traced>> {
-    let dir = socket_dir()?;
     let mut v = Vec::new();
-    for ent in std::fs::read_dir(&dir)?.flatten() {
+    for ent in search_dirs()
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+    {
         let name = ent.file_name();
         let Some(pid) = name
             .to_str()
@@ -87,6 +145,8 @@ pub fn list() -> std::io::Result<Vec<Traced>> {
         }
     }
     v.sort_by_key(|t| t.pid);
+    // A stale socket of an ended process whose pid was reused.
+    v.dedup_by_key(|t| t.pid);
     Ok(v)
 }
 

@@ -1,7 +1,8 @@
 //! The listening thread of a traced process: one request per connection,
-//! answered only to the process's own user. Connections are served at once,
-//! each on its own thread (at most [`MAX_CONNECTIONS`]), and each has
-//! [`DEADLINE`] to send its whole request: slow clients delay no one else.
+//! answered only to the process's effective user (see the module map).
+//! Connections are served at once, each on its own thread (at most
+//! [`MAX_CONNECTIONS`]), and each has [`DEADLINE`] to send its whole
+//! request: slow clients delay no one else.
 
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -195,8 +196,8 @@ fn handle(s: UnixStream) {
         s: &s,
         end: Instant::now() + DEADLINE,
     };
-    // SAFETY: getuid cannot fail.
-    let me = unsafe { libc::getuid() };
+    // The effective user: a setuid program's invoker is not its owner.
+    let me = crate::sys::env::owner();
     let reply: Reply = match peer_uid(&s) {
         Some(uid) if uid == me => match proto::read_frame(&mut io, proto::MAX_REQUEST) {
             Ok(b) => match Request::decode(&b) {

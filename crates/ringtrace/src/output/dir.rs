@@ -18,11 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::Error;
 
-/// The user files are created as.
-fn euid() -> u32 {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() }
-}
+use crate::sys::env::owner as euid;
 
 /// Creates `dir` if missing (missing parents too, all 0700) and checks it
 /// is safe to write into (see the module doc). Returns the directories it

@@ -264,39 +264,6 @@ pub fn on_raw_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) 
     v
 }
 
-/// uid of a second user, created if missing (root only).
-pub fn other_user() -> Option<u32> {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return None;
-    }
-    let id = |n: &str| {
-        std::process::Command::new("id")
-            .args(["-u", n])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
-    };
-    if let Some(uid) = id("ringtrace-other") {
-        return Some(uid);
-    }
-    let _ = std::process::Command::new("useradd")
-        .args([
-            "--system",
-            "--no-create-home",
-            "--shell",
-            "/usr/sbin/nologin",
-        ])
-        .arg("ringtrace-other")
-        .status();
-    Some(id("ringtrace-other").expect("useradd ringtrace-other"))
-}
-
-pub fn chown(p: &Path, uid: u32) {
-    std::os::unix::fs::chown(p, Some(uid), None).unwrap();
-}
-
 /// (packet_size, content_size) in bytes of every packet of every stream
 /// file of the trace at `dir`, and the files' lengths.
 pub fn packets(dir: &Path) -> (Vec<(u64, u64)>, Vec<u64>) {
