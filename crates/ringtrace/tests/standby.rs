@@ -149,6 +149,9 @@ fn child_holds_the_consumers_cpu() {
     }
     let cpus = affinity(0);
     let (held, mine) = (cpus[0], cpus[1]);
+    // The writer pins itself first, as a low-latency program does: the
+    // tracer's threads take the process's CPUs all the same.
+    pin(0, mine);
     let dir = tmpdir("standby");
     let s = Session::builder("standby")
         .output(&dir)
@@ -158,7 +161,6 @@ fn child_holds_the_consumers_cpu() {
         .create()
         .unwrap();
     s.start();
-    pin(0, mine);
     let mut attempted = 0u64;
     let mut emit = |n: u64| {
         for _ in 0..n {
@@ -171,11 +173,11 @@ fn child_holds_the_consumers_cpu() {
         !threads_named("ringtrace-cons").is_empty()
     });
     let consumer = threads_named("ringtrace-cons")[0];
-    pin(consumer, held);
-    wait_for("the consumer on its CPU", || {
-        last_cpu(consumer) == Some(held)
-    });
-    // The consumer starts the standby when it starts: wait for it, unless
+    // Born on the process's CPUs (pthread attributes: no window in which
+    // it has the writer's), whatever this test does to it next.
+    assert_eq!(affinity(consumer), cpus, "the consumer's CPUs");
+    // The consumer starts the standby when it starts, from the process's
+    // CPUs (not its own, which the test changes below): wait for it, unless
     // turned off (then there is none at the end either).
     let off = std::env::var("RINGTRACE_CONSUMER_STANDBY").as_deref() == Ok("off");
     if !off {
@@ -184,6 +186,11 @@ fn child_holds_the_consumers_cpu() {
         });
     }
     let standby = threads_named("ringtrace-stby").first().copied();
+    // The test's hold: the consumer on one CPU, which a spinner takes.
+    pin(consumer, held);
+    wait_for("the consumer on its CPU", || {
+        last_cpu(consumer) == Some(held)
+    });
     if let Some(sb) = standby {
         // The consumer's next pass moves the standby off its CPU.
         wait_for("the standby off the consumer's CPU", || {
@@ -227,6 +234,70 @@ fn child_holds_the_consumers_cpu() {
     );
     s.destroy().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The child's case of a program that pins the thread starting the
+/// session to one CPU: the consumer and the standby still run on the
+/// process's CPUs (the standby's set less the consumer's current CPU).
+#[test]
+fn child_pins_itself_to_one_cpu_first() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let cpus = affinity(0);
+    pin(0, cpus[0]);
+    let dir = tmpdir("standby-pinned");
+    let s = Session::builder("pinned")
+        .output(&dir)
+        .channel(ChannelConfig::new("ch").per_thread())
+        .enable("standbytest:*")
+        .create()
+        .unwrap();
+    s.start();
+    event!(standbytest, pinned, i: u64 = 1);
+    wait_for("a consumer thread", || {
+        !threads_named("ringtrace-cons").is_empty()
+    });
+    wait_for("a standby thread", || {
+        !threads_named("ringtrace-stby").is_empty()
+    });
+    let consumer = threads_named("ringtrace-cons")[0];
+    let standby = threads_named("ringtrace-stby")[0];
+    assert_eq!(affinity(consumer), cpus, "the consumer's CPUs");
+    let sb = affinity(standby);
+    assert!(
+        !sb.is_empty() && sb.iter().all(|c| cpus.contains(c)),
+        "the standby's CPUs {sb:?} are the process's {cpus:?} (less the consumer's)"
+    );
+    s.stop().unwrap();
+    let st = s.stats();
+    assert_eq!((st.records(), st.lost()), (1, 0));
+    assert!(st.consumer_standby.is_some(), "stats shows the standby");
+    s.destroy().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("RESULT pinned=ok");
+}
+
+#[test]
+fn a_program_pinned_to_one_cpu_gets_a_consumer_on_all_of_its_cpus_and_a_standby() {
+    if std::env::var_os(CHILD).is_some() {
+        return;
+    }
+    if affinity(0).len() < 2 {
+        assert!(std::env::var_os("CI").is_none(), "needs two CPUs");
+        eprintln!("SKIPPED: needs two CPUs");
+        return;
+    }
+    let out = this_test("child_pins_itself_to_one_cpu_first")
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("RESULT pinned=ok"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// What a child reported: `key=value` pairs of its RESULT line.

@@ -24,11 +24,12 @@
 //! a promise is [`GRACE`] overdue; if no newer promise came, it takes a
 //! pass itself (skipping a session the consumer holds:
 //! `Recording::try_consume`) and goes on at its own deadlines until the
-//! consumer promises again. Its CPU set is the consumer's less the CPU the
-//! consumer last ran on, so a vCPU the host stops holds at most one of the
-//! two. It wakes once per consumer pass and, when the consumer was on
-//! time, sleeps again at once. `RINGTRACE_CONSUMER_STANDBY=off` goes
-//! without it; a process allowed a single CPU has none.
+//! consumer promises again. Its CPU set is the process's (`sys/cpus.rs`:
+//! the CPUs it was started with, which the consumer is born with too) less
+//! the CPU the consumer last ran on, so a vCPU the host stops holds at most
+//! one of the two. It wakes once per consumer pass and, when the consumer
+//! was on time, sleeps again at once. `RINGTRACE_CONSUMER_STANDBY=off` goes
+//! without it; a process started on a single CPU has none.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -103,7 +104,7 @@ impl Shared {
 /// The consumer's side: its promises and the standby's CPU set. Owned by
 /// the consumer thread.
 pub(crate) struct Standby {
-    /// The CPUs the consumer may run on, as it started.
+    /// The CPUs the process was started with (`sys/cpus.rs`).
     allowed: libc::cpu_set_t,
     /// The consumer's CPU the standby's set was last made without.
     apart_from: i32,
@@ -113,24 +114,18 @@ impl Standby {
     /// Starts the process's standby thread, from the consumer thread, to
     /// consume what `sessions` lists when the consumer is late; `None`
     /// when asked not to (`RINGTRACE_CONSUMER_STANDBY=off`) or when the
-    /// consumer may run on a single CPU only.
+    /// process was started on a single CPU.
     pub(crate) fn start(sessions: fn() -> Vec<Arc<Recording>>) -> Option<Standby> {
         let asked = crate::sys::env::var("RINGTRACE_CONSUMER_STANDBY");
         if asked.as_deref().and_then(|v| v.to_str()).map(str::trim) == Some("off") {
             return None;
         }
-        // SAFETY: a zeroed cpu_set_t is a valid empty set, filled by
-        // sched_getaffinity for the calling thread with its own size;
-        // CPU_COUNT reads within it.
-        let allowed = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0
-                || libc::CPU_COUNT(&set) < 2
-            {
-                return None;
-            }
-            set
-        };
+        // The process's CPUs, not the consumer's own: whoever pinned the
+        // consumer (or the thread that started it) does not decide.
+        let allowed = crate::sys::cpus::process_cpus()?;
+        if crate::sys::cpus::count(&allowed) < 2 {
+            return None;
+        }
         let sh = shared();
         // A promise for the time the consumer takes to start its loop.
         sh.hs.promise(sh.ns(Instant::now() + IDLE), 0);

@@ -18,7 +18,11 @@ use std::path::{Path, PathBuf};
 
 use crate::Error;
 
-use crate::sys::env::owner as euid;
+/// The user files are created as.
+fn euid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
 
 /// Creates `dir` if missing (missing parents too, all 0700) and checks it
 /// is safe to write into (see the module doc). Returns the directories it

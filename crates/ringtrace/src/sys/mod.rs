@@ -1,7 +1,8 @@
 //! What the tracer asks of the operating system, below every other layer:
 //! the environment as a possibly privileged process may trust it
-//! (`env.rs`), and threads that may be started in a `fork` child
-//! (`thread.rs`). Imports nothing else of the crate.
+//! (`env.rs`), threads that may be started in a `fork` child (`thread.rs`)
+//! and the CPUs they run on (`cpus.rs`). Imports nothing else of the crate.
 
+pub(crate) mod cpus;
 pub mod env;
 pub(crate) mod thread;

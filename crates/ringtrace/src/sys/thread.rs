@@ -24,32 +24,53 @@ const STACK: usize = 2 << 20;
 type Body = (Option<CString>, Box<dyn FnOnce() + Send + 'static>);
 
 /// Starts `f` on a new detached thread named `name` (at most 15 bytes
-/// reach the kernel). A panic in `f` is printed and ends only that thread.
+/// reach the kernel), on the CPUs the process was started with
+/// (`cpus.rs`), not its creator's. A panic in `f` is printed and ends
+/// only that thread.
 pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result<()> {
     // Named by the thread itself, before its body runs (a name set by the
     // creator after pthread_create could come late).
     let name = CString::new(name.bytes().take(15).collect::<Vec<u8>>()).ok();
     let body: Box<Body> = Box::new((name, Box::new(f)));
     let arg = Box::into_raw(body);
+    let cpus = super::cpus::process_cpus();
+    let r = match create(arg, cpus.as_ref()) {
+        // A set that no longer meets the process's cpuset: the creator's.
+        Err(e) if cpus.is_some() && e.raw_os_error() == Some(libc::EINVAL) => create(arg, None),
+        r => r,
+    };
+    if r.is_err() {
+        // SAFETY: `arg` is the `Box<Body>` leaked above, which no thread
+        // saw (`create` failed), taken back once.
+        drop(unsafe { Box::from_raw(arg) });
+    }
+    r
+}
+
+/// `pthread_create` of a detached thread running `start(arg)`, born with
+/// the CPU set `cpus` (the creator's if `None`). On failure `arg` is
+/// still the caller's.
+fn create(arg: *mut Body, cpus: Option<&libc::cpu_set_t>) -> io::Result<()> {
     // SAFETY: `attr` is initialized by `pthread_attr_init` before any other
     // use and destroyed once; `pthread_create` copies what it needs from
-    // it. `arg` is a `Box<Body>` leaked above: on success the new thread
-    // owns it (`start` takes it back exactly once), on failure no thread
-    // saw it and it is taken back here.
+    // it (the CPU set too). `arg` is a `Box<Body>` leaked by `spawn`: on
+    // success the new thread owns it (`start` takes it back exactly once),
+    // on failure no thread saw it.
     unsafe {
         let mut attr: libc::pthread_attr_t = std::mem::zeroed();
         let r = libc::pthread_attr_init(&mut attr);
         if r != 0 {
-            drop(Box::from_raw(arg));
             return Err(io::Error::from_raw_os_error(r));
         }
         libc::pthread_attr_setstacksize(&mut attr, STACK.max(libc::PTHREAD_STACK_MIN));
         libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+        if let Some(set) = cpus {
+            libc::pthread_attr_setaffinity_np(&mut attr, std::mem::size_of_val(set), set);
+        }
         let mut tid: libc::pthread_t = 0;
         let r = libc::pthread_create(&mut tid, &attr, start, arg.cast());
         libc::pthread_attr_destroy(&mut attr);
         if r != 0 {
-            drop(Box::from_raw(arg));
             return Err(io::Error::from_raw_os_error(r));
         }
     }
