@@ -101,9 +101,17 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         let procs = ctl::list()?;
         if procs.is_empty() {
+            let dirs: Vec<String> = ctl::search_dirs()
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
             outln!(
-                "no traced process of this user (sockets in {})",
-                ctl::socket_dir()?.display()
+                "no traced process of this user (sockets looked for in {})",
+                if dirs.is_empty() {
+                    "no socket directory: none exists yet".to_string()
+                } else {
+                    dirs.join(" and ")
+                }
             );
             return Ok(());
         }
@@ -172,14 +180,21 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     };
-    let socket = ctl::socket_path(&ctl::socket_dir()?, pid);
-    if !socket.exists() {
+    let Some(socket) = ctl::find_socket(pid) else {
+        let looked: Vec<String> = ctl::search_dirs()
+            .iter()
+            .map(|d| ctl::socket_path(d, pid).display().to_string())
+            .collect();
         return Err(format!(
-            "process {pid} has no control socket ({}); see 'ringtrace ctl list'",
-            socket.display()
+            "process {pid} has no control socket of this user (looked for {}); see 'ringtrace ctl list'",
+            if looked.is_empty() {
+                "it, but no socket directory of this user exists".to_string()
+            } else {
+                looked.join(", ")
+            }
         )
         .into());
-    }
+    };
     match ctl::request(&socket, &req)? {
         Ok(body) => {
             out!("{body}");
