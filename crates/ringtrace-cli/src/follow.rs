@@ -1,36 +1,61 @@
 //! `ringtrace view --follow`: the events of a trace folder while a
 //! program writes it, merged by time, until interrupted (or until the
-//! output is closed). Every 100 ms each stream file is read on from where
-//! it was (`StreamReader::following`: whole packets only, a packet being
-//! written is read when it is whole), and new stream files are picked up.
-//! An event is printed once every stream that is still being written has
-//! reached its time (each stream's events come in time order) and it is a
-//! second older than the newest event read (a buffer's first packet, which
-//! creates its file, may hold events that old), so the lines are in time
-//! order, about a second behind the program. A stream that has written
-//! nothing for a second no longer holds the others back (the live
+//! output is closed).
+//!
+//! Each stream file is read on from where it was (`StreamReader::following`:
+//! whole packets only, a packet being written is read when it is whole),
+//! at most [`BUDGET`] items per stream and round, and new stream files are
+//! picked up; a round that left a stream unread goes again at once, so a
+//! backlog (a trace followed minutes after it started) comes out at
+//! `view`'s pace, its first lines at once, and then every [`POLL`].
+//!
+//! An event is printed once every stream that may still write something
+//! older has reached its time (each stream's events come in time order),
+//! and it is a second older than the program's present (the trace clock's
+//! now, or the newest event read if that is later: a buffer's first
+//! packet, which creates its file, may hold events that old), so the
+//! lines are in time order, about a second behind the program. A stream
+//! not read to its end yet always holds the others back. One read to its
+//! end no longer does once its file has not grown for a second (the live
 //! protocols' beacons play that role), so an event it writes after that
 //! may come out of order: a session recorded for following should have a
 //! switch timer (`RINGTRACE_SESSION=…,switch=100`) that flushes quiet
-//! buffers. When no stream has written anything for a second, the program
-//! may have ended or its consumer (or the disk under it) stalled: the
-//! events held back are printed only after 5 s of that, and when the
-//! trace grows again after half a second or more of nothing, every
-//! stream's quiet time starts over (the streams the consumer has not
-//! reached yet come a moment after the first). A consumer blocked 1.5 s
-//! in one write behind the page cache's writeback made one stream look
-//! quiet while its events waited in its buffer (BENCHMARKS.md, session 17).
+//! buffers. Growth is what a file gains while followed (before, its
+//! modification time tells when it last grew); while a backlog is
+//! read, no stream ages (the follower's reading time says nothing of the
+//! program), unless a million items wait.
+//!
+//! When no stream has written anything for a second the program's consumer
+//! (or the disk under it) may have stalled: a consumer blocked 1.5 s in one
+//! write behind the page cache's writeback made one stream look quiet
+//! while its events waited in its buffer (BENCHMARKS.md, the consumer's
+//! I/O). So the events held back are printed only after 5 s of that, and
+//! when the trace grows again after half a second or more of nothing,
+//! every stream's quiet time starts over. Unless the program is known to
+//! have ended: the trace's `env` names its process (`vpid`, `procname`,
+//! `hostname`); on the same host, a process of that id and name that no
+//! longer runs writes nothing more, and everything read is printed at
+//! once. Either way, once everything is shown, stderr says so and that
+//! the follower waits for more.
 
 use std::collections::{HashSet, VecDeque};
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
 use ctf::read::{Item, StreamReader, Trace};
+use ctf::types::{ClockDesc, EnvValue, TraceDesc};
 
 use crate::pretty;
 
-/// How often the files are read again.
+/// How often the files are read again once they are read to their end.
 const POLL: Duration = Duration::from_millis(100);
+/// Items read from one stream in a round: a backlog is printed as it is
+/// read, not after.
+const BUDGET: usize = 20_000;
+/// Items of streams not read to their end yet that may wait for the
+/// streams that are (see [`run`]).
+const PENDING_CAP: usize = 1_000_000;
 /// How long a stream may write nothing before the others go on without it.
 const QUIET: Duration = Duration::from_secs(1);
 /// How long every stream may write nothing before what was held back is
@@ -39,6 +64,8 @@ const ALL_QUIET: Duration = Duration::from_secs(5);
 /// A pause of the whole trace this long (no growth since, and a poll that
 /// found nothing) restarts every stream's QUIET.
 const STALL: Duration = Duration::from_millis(500);
+/// How often the follower looks whether the trace's program still runs.
+const WRITER_CHECK: Duration = Duration::from_secs(1);
 
 /// What `view` passes on: which events and threads to show.
 pub struct Show<'a> {
@@ -54,15 +81,119 @@ pub struct Show<'a> {
 
 /// One stream file being followed.
 struct Followed {
+    path: PathBuf,
     reader: StreamReader,
     /// Its items read and not printed yet, in time order.
     pending: VecDeque<Item>,
     /// The time of its last item: it will write nothing before.
     known: u64,
-    /// When it last gave an item.
+    /// Its file's size when last looked at.
+    size: u64,
+    /// When its file was last seen to grow (at first, its modification
+    /// time; or when a stall of the whole trace ended).
     grew: Instant,
+    /// Read to the end of what its file held (false: more is there now).
+    caught_up: bool,
     /// False once it failed (its error was said).
     live: bool,
+}
+
+impl Followed {
+    /// Whether its file grew since the last look (then it grew `now`).
+    fn look(&mut self, now: Instant) -> bool {
+        let size = std::fs::metadata(&self.path).map_or(self.size, |m| m.len());
+        let grew = size > self.size;
+        if grew {
+            self.size = size;
+            self.grew = now;
+        }
+        grew
+    }
+
+    /// Reads up to [`BUDGET`] items.
+    fn read(&mut self) {
+        self.reader.resume();
+        let mut got = 0;
+        self.caught_up = false;
+        while got < BUDGET {
+            match self.reader.next_item() {
+                Ok(Some(item)) => {
+                    self.known = self.known.max(item.ts());
+                    self.pending.push_back(item);
+                    got += 1;
+                }
+                Ok(None) => {
+                    self.caught_up = true;
+                    break;
+                }
+                Err(e) => {
+                    eprintln!("ringtrace view: {e}");
+                    self.live = false;
+                    self.caught_up = true;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The size of `path`, and when it was last written as an instant of
+/// this clock (`now` if unknown or in the future).
+fn size_and_modified(path: &Path, now: Instant) -> (u64, Instant) {
+    let md = std::fs::metadata(path).ok();
+    let age = md
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .unwrap_or_default();
+    (
+        md.map_or(0, |m| m.len()),
+        now.checked_sub(age).unwrap_or(now),
+    )
+}
+
+/// The trace clock's value now (its offset maps it to the epoch).
+fn clock_now(clock: &ClockDesc) -> u64 {
+    let Ok(since) = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH) else {
+        return 0;
+    };
+    let secs = since.as_secs_f64() - clock.offset_s as f64;
+    let ticks = secs * clock.freq as f64 - clock.offset as f64;
+    if ticks > 0.0 {
+        ticks as u64
+    } else {
+        0
+    }
+}
+
+/// Whether the program that wrote `desc` has ended: its `env` names a
+/// process of this host (`hostname`, `vpid`, `procname`) and no process of
+/// that id and command name runs. `false` when that cannot be told.
+fn writer_ended(desc: &TraceDesc) -> bool {
+    let env = |k: &str| desc.env.iter().find(|(n, _)| n == k).map(|(_, v)| v);
+    let (Some(EnvValue::Str(host)), Some(EnvValue::Int(pid)), Some(EnvValue::Str(name))) =
+        (env("hostname"), env("vpid"), env("procname"))
+    else {
+        return false;
+    };
+    let here = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    if here.trim_end() != host {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+        // The kernel keeps 15 bytes of a command name.
+        Ok(comm) => !name
+            .as_bytes()
+            .starts_with(comm.trim_end_matches('\n').as_bytes()),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// Says on stderr that everything read was printed, and why.
+fn say_waiting(shown: u64, why: &str) {
+    eprintln!(
+        "ringtrace view: all {shown} events so far shown ({why}); waiting for more (Ctrl-C to stop)"
+    );
 }
 
 /// Follows `trace` until interrupted or the output is closed.
@@ -83,8 +214,15 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
     // slow machine, the empty poll alone a trace that trickles).
     let mut last_growth = Instant::now();
     let mut idle_seen = false;
+    let (mut ended, mut checked) = (false, None::<Instant>);
+    // Events shown, and whether stderr said all of them were.
+    let (mut shown, mut said) = (0u64, false);
     loop {
         let now = Instant::now();
+        if checked.is_none_or(|c| now.duration_since(c) >= WRITER_CHECK) {
+            ended = trace.parts.iter().all(|p| writer_ended(&p.desc));
+            checked = Some(now);
+        }
         // Stream files that appeared (a CPU used for the first time).
         for part in &trace.parts {
             for path in ctf::read::stream_files(&part.dir)? {
@@ -92,60 +230,81 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
                     let reader = StreamReader::open(part.desc.clone(), &path)?
                         .mapped(part.class_offset, clock)
                         .following();
+                    let (size, grew) = size_and_modified(&path, now);
                     streams.push(Followed {
+                        size,
+                        grew,
+                        path,
                         reader,
                         pending: VecDeque::new(),
                         known: 0,
-                        grew: now,
+                        caught_up: false,
                         live: true,
                     });
                 }
             }
         }
+        // Growth is what the files gained, not what was read of them (a
+        // backlog read over several rounds is no growth).
+        let mut grown = false;
         for s in streams.iter_mut().filter(|s| s.live) {
-            s.reader.resume();
-            loop {
-                match s.reader.next_item() {
-                    Ok(Some(item)) => {
-                        s.known = s.known.max(item.ts());
-                        s.pending.push_back(item);
-                        s.grew = now;
-                    }
-                    Ok(None) => break,
-                    Err(e) => {
-                        eprintln!("ringtrace view: {e}");
-                        s.live = false;
-                        break;
-                    }
-                }
-            }
+            grown |= s.look(now);
+            s.read();
         }
-        if streams.iter().any(|s| s.grew == now) {
+        if grown {
             if idle_seen && now.duration_since(last_growth) >= STALL {
                 // The trace grows again after a stall: the streams not read
                 // yet are as late as the one that came first.
-                streams.iter_mut().for_each(|s| s.grew = now);
+                streams.iter_mut().for_each(|s| s.grew = s.grew.max(now));
             }
             last_growth = now;
             idle_seen = false;
+            said = false;
         } else {
             idle_seen = true;
         }
-        // Up to where every stream still being written has come, and a
-        // second behind the newest event: a buffer's first packet (its
-        // file appears with it) may hold events that old.
-        let newest = streams.iter().map(|s| s.known).max().unwrap_or(0);
+        let behind = streams.iter().any(|s| s.live && !s.caught_up);
+        // While a backlog is read, no stream ages (the one being read
+        // neither: once read to its end it is as fresh as the others): the
+        // time the follower takes says nothing of the program. Unless the
+        // backlog held back grows past PENDING_CAP: then they age as the
+        // files say, and memory stays bounded.
+        let held: usize = streams
+            .iter()
+            .filter(|s| !s.caught_up)
+            .map(|s| s.pending.len())
+            .sum();
+        if behind && held < PENDING_CAP {
+            for s in streams.iter_mut() {
+                s.grew = s.grew.max(now);
+            }
+        }
         let all_quiet = streams
             .iter()
             .filter(|s| s.live)
             .all(|s| now.duration_since(s.grew) >= QUIET);
         let quiet = if all_quiet { ALL_QUIET } else { QUIET };
+        // Up to where every stream that may still write something older
+        // has come (one not read to its end always may), and a second
+        // behind the program's present.
+        let present = streams
+            .iter()
+            .map(|s| s.known)
+            .max()
+            .unwrap_or(0)
+            .max(clock_now(clock));
         let mark = streams
             .iter()
-            .filter(|s| s.live && now.duration_since(s.grew) < quiet)
+            .filter(|s| s.live && (!s.caught_up || (!ended && now.duration_since(s.grew) < quiet)))
             .map(|s| s.known)
             .min()
-            .map_or(u64::MAX, |m| m.min(newest.saturating_sub(lag)));
+            .map_or(u64::MAX, |m| {
+                if ended {
+                    m
+                } else {
+                    m.min(present.saturating_sub(lag))
+                }
+            });
         let mut ready = Vec::new();
         for s in &mut streams {
             while s.pending.front().is_some_and(|i| i.ts() <= mark) {
@@ -154,45 +313,10 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
         }
         ready.sort_by_key(Item::ts);
         for item in &ready {
-            let text = match item {
-                Item::Event(e) => {
-                    if !show.wanted[e.class] || show.cpu.is_some_and(|c| c != e.cpu) {
-                        continue;
-                    }
-                    let w = who.who(e.class, &e.context);
-                    if !show.who.matches(&w) {
-                        continue;
-                    }
-                    let class = &desc.events[e.class];
-                    if let Some(f) = show.filter {
-                        let ctx = desc
-                            .stream(class.stream_id)
-                            .map_or(&[][..], |s| &s.context[..]);
-                        let ev = crate::filter::Event {
-                            class,
-                            values: &e.values,
-                            context: (ctx, &e.context),
-                        };
-                        if !f.matches(&ev) {
-                            continue;
-                        }
-                    }
-                    let line = lines.line(clock, class, e.ts, prev, e.cpu, &w, &e.values);
-                    prev = Some(e.ts);
-                    line.to_owned()
-                }
-                Item::Discarded {
-                    events,
-                    packets,
-                    ts,
-                    cpu,
-                } => {
-                    if show.cpu.is_some_and(|c| c != *cpu) {
-                        continue;
-                    }
-                    pretty::lost_line(clock, *ts, *cpu, *events, *packets)
-                }
+            let Some(text) = render(item, show, &desc, &who, &mut lines, &mut prev) else {
+                continue;
             };
+            shown += u64::from(matches!(item, Item::Event(_)));
             if let Err(e) = writeln!(out, "{text}") {
                 return gone(e);
             }
@@ -200,7 +324,72 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
         if let Err(e) = out.flush() {
             return gone(e);
         }
+        if behind {
+            continue;
+        }
+        if !said && streams.iter().all(|s| s.pending.is_empty()) {
+            let still = streams.iter().map(|s| now.duration_since(s.grew)).min();
+            if ended {
+                say_waiting(shown, "the program that wrote the trace has ended");
+                said = true;
+            } else if let Some(still) = still.filter(|&d| d >= ALL_QUIET) {
+                let why = format!("the trace has not grown for {} s", still.as_secs());
+                say_waiting(shown, &why);
+                said = true;
+            }
+        }
         std::thread::sleep(POLL);
+    }
+}
+
+/// The line of `item`, or `None` if it is not to be shown.
+fn render(
+    item: &Item,
+    show: &Show<'_>,
+    desc: &TraceDesc,
+    who: &crate::who::Contexts,
+    lines: &mut pretty::LineWriter,
+    prev: &mut Option<u64>,
+) -> Option<String> {
+    let clock = &desc.clock;
+    match item {
+        Item::Event(e) => {
+            if !show.wanted[e.class] || show.cpu.is_some_and(|c| c != e.cpu) {
+                return None;
+            }
+            let w = who.who(e.class, &e.context);
+            if !show.who.matches(&w) {
+                return None;
+            }
+            let class = &desc.events[e.class];
+            if let Some(f) = show.filter {
+                let ctx = desc
+                    .stream(class.stream_id)
+                    .map_or(&[][..], |s| &s.context[..]);
+                let ev = crate::filter::Event {
+                    class,
+                    values: &e.values,
+                    context: (ctx, &e.context),
+                };
+                if !f.matches(&ev) {
+                    return None;
+                }
+            }
+            let line = lines.line(clock, class, e.ts, *prev, e.cpu, &w, &e.values);
+            *prev = Some(e.ts);
+            Some(line.to_owned())
+        }
+        Item::Discarded {
+            events,
+            packets,
+            ts,
+            cpu,
+        } => {
+            if show.cpu.is_some_and(|c| c != *cpu) {
+                return None;
+            }
+            Some(pretty::lost_line(clock, *ts, *cpu, *events, *packets))
+        }
     }
 }
 

@@ -114,6 +114,12 @@ fn follow_shows_events_while_the_program_runs_and_all_of_them_in_order() {
         assert!(start.elapsed() < Duration::from_secs(20), "no metadata");
         std::thread::sleep(Duration::from_millis(10));
     }
+    // A backlog: the follower starts 4 s into the demo, reads what is
+    // there at `view`'s pace and shows it as it goes.
+    while start.elapsed() < Duration::from_secs(4) {
+        assert!(demo.try_wait().unwrap().is_none(), "the demo ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let follower = Follower::start(&dir);
     // The first events, while the demo still runs.
     let mut shown_while_running = false;
@@ -201,7 +207,9 @@ fn a_stall_of_the_whole_trace_keeps_the_lines_in_order() {
     let live = tmp("follow-stall");
     let _ = std::fs::remove_dir_all(&live);
     std::fs::create_dir_all(&live).unwrap();
-    std::fs::copy(src.join("metadata"), live.join("metadata")).unwrap();
+    // The trace's program is this test (it writes the files): a follower
+    // that saw its program ended would print everything at once.
+    std::fs::write(live.join("metadata"), as_if_written_here(&src)).unwrap();
     // Half of each stream's packets before the stall.
     let split = |b: &[u8]| packets(b).len() / 2;
     for (n, b) in &files {
@@ -222,6 +230,113 @@ fn a_stall_of_the_whole_trace_keeps_the_lines_in_order() {
     }
     follower.finish(count_events(&src) as usize);
     let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&live);
+}
+
+/// The metadata of the trace at `dir`, its `env` naming this process as
+/// the one that wrote it.
+fn as_if_written_here(dir: &std::path::Path) -> String {
+    let meta = std::fs::read_to_string(dir.join("metadata")).unwrap();
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+    let mut out = String::new();
+    for l in meta.lines() {
+        let t = l.trim_start();
+        if t.starts_with("vpid = ") {
+            out += &format!("\tvpid = {};\n", std::process::id());
+        } else if t.starts_with("procname = ") {
+            out += &format!("\tprocname = \"{}\";\n", comm.trim_end());
+        } else {
+            out += l;
+            out.push('\n');
+        }
+    }
+    assert!(out.contains(&format!("vpid = {};", std::process::id())));
+    out
+}
+
+/// A finished trace (its program ended): every event is shown at once,
+/// in time order, and stderr says that everything was shown and that the
+/// follower waits for more.
+#[test]
+fn a_finished_trace_is_shown_whole_and_the_follower_says_it_waits() {
+    let dir = demo_trace();
+    let total = count_events(dir) as usize;
+    let mut view = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(["view", "--follow", dir.to_str().unwrap()])
+        .env("TZ", "UTC")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = view.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        BufReader::new(out)
+            .lines()
+            .map(Result::unwrap)
+            .collect::<Vec<_>>()
+    });
+    let mut said = String::new();
+    BufReader::new(view.stderr.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    view.kill().unwrap();
+    let _ = view.wait();
+    let lines = reader.join().unwrap();
+    assert_eq!(
+        said.trim_end(),
+        format!(
+            "ringtrace view: all {total} events so far shown (the program that wrote the trace \
+             has ended); waiting for more (Ctrl-C to stop)"
+        )
+    );
+    // Everything was printed before stderr said so.
+    assert_eq!(lines.len(), total);
+    let o = bin()
+        .args(["view", dir.to_str().unwrap()])
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    let whole: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
+    assert_eq!(lines, whole, "the same lines as view, in the same order");
+}
+
+/// A trace whose program still runs and that has not grown for 5 s: what
+/// was held back is shown, and stderr says the follower waits.
+#[test]
+fn a_trace_that_stopped_growing_is_shown_whole_after_five_seconds() {
+    let src = demo_trace();
+    let live = tmp("follow-still");
+    let _ = std::fs::remove_dir_all(&live);
+    std::fs::create_dir_all(&live).unwrap();
+    for e in std::fs::read_dir(src).unwrap().flatten() {
+        if e.file_name() != "metadata" {
+            std::fs::copy(e.path(), live.join(e.file_name())).unwrap();
+        }
+    }
+    std::fs::write(live.join("metadata"), as_if_written_here(src)).unwrap();
+    let total = count_events(src) as usize;
+    let mut view = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(["view", "--follow", live.to_str().unwrap()])
+        .env("TZ", "UTC")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = view.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || BufReader::new(out).lines().count());
+    let mut said = String::new();
+    BufReader::new(view.stderr.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    view.kill().unwrap();
+    let _ = view.wait();
+    assert_eq!(reader.join().unwrap(), total);
+    assert!(
+        said.starts_with(&format!(
+            "ringtrace view: all {total} events so far shown (the trace has not grown for "
+        )),
+        "{said}"
+    );
     let _ = std::fs::remove_dir_all(&live);
 }
 
