@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use ctf::types::TraceDesc;
 use ringbuf::file::BufferFile;
 
 use crate::ctl::proto;
@@ -25,38 +24,6 @@ pub fn ctl_request(data: &[u8]) {
     let _ = proto::decode_reply(data);
 }
 
-/// The trace description the fuzz target recovers against: the stream of
-/// a standalone channel (uuid 0) with a u64, a string and a byte-sequence
-/// event.
-pub fn recover_desc() -> TraceDesc {
-    use ctf::types::{ClockDesc, EventClass, Field, FieldType, IntType, StreamClass};
-    let class = |id: u32, ty: FieldType| EventClass {
-        id,
-        name: format!("fuzz:e{id}"),
-        loglevel: 6,
-        stream_id: 0,
-        fields: vec![Field::new("f", ty)],
-    };
-    TraceDesc {
-        uuid: [0; 16],
-        clock: ClockDesc {
-            name: "c".into(),
-            freq: 1_000_000_000,
-            offset_s: 0,
-            offset: 0,
-            precision: 1,
-            description: String::new(),
-        },
-        env: Vec::new(),
-        streams: vec![StreamClass::new(0, crate::record::client::HEADER, vec![])],
-        events: vec![
-            class(0, FieldType::Int(IntType::unsigned(64))),
-            class(1, FieldType::String),
-            class(2, FieldType::Sequence(IntType::unsigned(8))),
-        ],
-    }
-}
-
 /// Fuzz entry: recovers the packets of a buffer file (arbitrary bytes) and
 /// reads every rebuilt packet back. Must never panic, and every packet it
 /// keeps reads back without error (validation passed it).
@@ -64,7 +31,7 @@ pub fn recover_buffer_file(data: &[u8]) {
     let Ok(f) = BufferFile::from_bytes(data.to_vec()) else {
         return;
     };
-    let desc = std::sync::Arc::new(recover_desc());
+    let desc = std::sync::Arc::new(recover::standalone_desc());
     let mut r = recover::FileReport::default();
     for p in recover::packets(&desc, &f, &mut r) {
         let mut s = ctf::read::StreamReader::from_reader(

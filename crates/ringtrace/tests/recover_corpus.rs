@@ -21,7 +21,7 @@ fn replay_recover_corpus() {
 #[test]
 fn seeds_hold_packets_that_recover() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/recover");
-    let desc = std::sync::Arc::new(ringtrace::fuzz::recover_desc());
+    let desc = std::sync::Arc::new(ringtrace::recover::standalone_desc());
     // seed-0: 3 records, one packet in progress; seed-1: discard mode,
     // full; seed-2: overwrite mode, many laps.
     for seed in ["seed-0", "seed-1", "seed-2"] {
@@ -70,7 +70,7 @@ fn regression_discarded_count_saturates() {
     ringtrace::fuzz::recover_buffer_file(&bytes);
     let f = BufferFile::from_bytes(bytes).unwrap();
     let mut r = ringtrace::recover::FileReport::default();
-    let desc = ringtrace::fuzz::recover_desc();
+    let desc = ringtrace::recover::standalone_desc();
     let packets = ringtrace::recover::packets(&desc, &f, &mut r);
     assert_eq!(r.gaps, 1);
     let (_, _, ctx) = ctf::layout::read_packet_context(&packets[0]).unwrap();
@@ -86,7 +86,7 @@ fn babeltrace2_reads_every_recovered_corpus_trace() {
         return;
     };
     let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/recover");
-    let meta = ctf::tsdl::metadata(&ringtrace::fuzz::recover_desc());
+    let meta = ctf::tsdl::metadata(&ringtrace::recover::standalone_desc());
     let (mut tried, mut written, mut failed) = (0, 0, Vec::new());
     let mut dropped = 0;
     for e in std::fs::read_dir(&corpus).unwrap() {

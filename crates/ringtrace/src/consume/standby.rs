@@ -37,7 +37,6 @@ use std::time::{Duration, Instant};
 
 use super::handshake::Handshake;
 use super::{priority, Recording};
-use crate::control::config::Mode;
 use crate::control::stats::StandbyStats;
 use crate::sys::thread::ProcessWord;
 
@@ -259,13 +258,11 @@ fn run(sessions: fn() -> Vec<Arc<Recording>>) {
         // over the sessions the consumer does not hold.
         let mut took = false;
         let mut next = now + IDLE;
-        // Discard sessions only: what they do not drain in time is lost.
-        // A flight recorder is read by snapshots, and its consumer work
-        // (delivering a rare rseq sub-buffer, watching for stalls) can
-        // wait for the consumer: with the standby doing it too, a killed
-        // flight recorder's recovered trace held a phantom record in 2 of
-        // 100 runs of tests/crash.rs (0 of 60 without; not explained).
-        for s in sessions().iter().filter(|s| s.mode == Mode::Discard) {
+        // Every session: a discard session's records are lost if not
+        // drained in time, and a flight recorder's rseq writers drop
+        // records while a sub-buffer whose delivery they missed waits for
+        // a consumer (`deliver_missed`).
+        for s in sessions().iter() {
             match s.try_consume(now) {
                 Some(d) => {
                     took = true;

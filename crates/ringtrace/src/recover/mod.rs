@@ -22,7 +22,15 @@
 //!   prefix that decodes and stops at the first record that does not (the
 //!   packet's `events_discarded` then counts one for the gap). A record
 //!   reserved but never written reads as whatever the sub-buffer held
-//!   before (zeros in a new file, an older record after a lap).
+//!   before: zeros in a new file, which decode as a record of event 0
+//!   with zero fields when event 0 is as long as a later committed record
+//!   (its bytes then fill the committed count exactly), so a record of
+//!   zeros from its header to its end is taken for unwritten and ends the
+//!   walk (a real record all zeros, event 0 at a timestamp whose low bits
+//!   are zero with zero fields, is cut with it: one event counted lost);
+//!   after a lap, an older record, which the walk cannot tell from a new
+//!   one when its timestamp's low bits read as later than the record
+//!   before.
 //!
 //! The packets of each buffer file are written in sequence order to a
 //! stream file of the same name; `metadata` is copied from the buffer
@@ -165,7 +173,12 @@ pub(super) fn walk(
         for f in stream.context.iter().chain(&class.fields) {
             ctf::value::decode(&f.ty, &sb[..to], &mut off).ok()?;
         }
-        (off <= to).then_some((off, ts))
+        // Zeros from its header to its end: a reservation whose writer died
+        // before it wrote anything, not a record (see the module doc).
+        if off > to || sb[at..off].iter().all(|&b| b == 0) {
+            return None;
+        }
+        Some((off, ts))
     };
     while let Some((end, ts)) = record(w.end, limit, w.last_ts) {
         w.end = end;
@@ -335,6 +348,43 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
     }
     validate::keep_valid(desc, out, r)
 }
+
+/// The trace description of a standalone channel's buffer files (the
+/// fuzz target and the tests recover against it): the stream of
+/// a standalone channel (uuid 0) with a u64, a string and a byte-sequence
+/// event.
+#[cfg(any(test, feature = "fuzz"))]
+pub fn standalone_desc() -> TraceDesc {
+    use ctf::types::{ClockDesc, EventClass, Field, FieldType, IntType, StreamClass};
+    let class = |id: u32, ty: FieldType| EventClass {
+        id,
+        name: format!("fuzz:e{id}"),
+        loglevel: 6,
+        stream_id: 0,
+        fields: vec![Field::new("f", ty)],
+    };
+    TraceDesc {
+        uuid: [0; 16],
+        clock: ClockDesc {
+            name: "c".into(),
+            freq: 1_000_000_000,
+            offset_s: 0,
+            offset: 0,
+            precision: 1,
+            description: String::new(),
+        },
+        env: Vec::new(),
+        streams: vec![StreamClass::new(0, crate::record::client::HEADER, vec![])],
+        events: vec![
+            class(0, FieldType::Int(IntType::unsigned(64))),
+            class(1, FieldType::String),
+            class(2, FieldType::Sequence(IntType::unsigned(8))),
+        ],
+    }
+}
+
+#[cfg(all(test, not(miri)))]
+mod gap_tests;
 
 #[cfg(test)]
 mod tests {
