@@ -254,13 +254,10 @@ fn as_if_written_here(dir: &std::path::Path) -> String {
     out
 }
 
-/// A finished trace (its program ended): every event is shown at once,
-/// in time order, and stderr says that everything was shown and that the
-/// follower waits for more.
-#[test]
-fn a_finished_trace_is_shown_whole_and_the_follower_says_it_waits() {
-    let dir = demo_trace();
-    let total = count_events(dir) as usize;
+/// `view --follow DIR` until it says on stderr that it waits (two minutes
+/// at most: then it is stopped, and the empty line fails the caller's
+/// check): the lines it printed, and what it said.
+fn follow_until_it_waits(dir: &std::path::Path) -> (Vec<String>, String) {
     let mut view = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
         .args(["view", "--follow", dir.to_str().unwrap()])
         .env("TZ", "UTC")
@@ -268,6 +265,14 @@ fn a_finished_trace_is_shown_whole_and_the_follower_says_it_waits() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let pid = view.id() as libc::pid_t;
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if watch.recv_timeout(Duration::from_secs(120)).is_err() {
+            // SAFETY: kill with the pid of a child not yet waited for.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
     let out = view.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         BufReader::new(out)
@@ -276,12 +281,22 @@ fn a_finished_trace_is_shown_whole_and_the_follower_says_it_waits() {
             .collect::<Vec<_>>()
     });
     let mut said = String::new();
-    BufReader::new(view.stderr.take().unwrap())
-        .read_line(&mut said)
-        .unwrap();
-    view.kill().unwrap();
+    let _ = BufReader::new(view.stderr.take().unwrap()).read_line(&mut said);
+    let _ = done.send(());
+    watchdog.join().unwrap();
+    let _ = view.kill();
     let _ = view.wait();
-    let lines = reader.join().unwrap();
+    (reader.join().unwrap(), said)
+}
+
+/// A finished trace (its program ended): every event is shown at once,
+/// in time order, and stderr says that everything was shown and that the
+/// follower waits for more.
+#[test]
+fn a_finished_trace_is_shown_whole_and_the_follower_says_it_waits() {
+    let dir = demo_trace();
+    let total = count_events(dir) as usize;
+    let (lines, said) = follow_until_it_waits(dir);
     assert_eq!(
         said.trim_end(),
         format!(
@@ -315,22 +330,8 @@ fn a_trace_that_stopped_growing_is_shown_whole_after_five_seconds() {
     }
     std::fs::write(live.join("metadata"), as_if_written_here(src)).unwrap();
     let total = count_events(src) as usize;
-    let mut view = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
-        .args(["view", "--follow", live.to_str().unwrap()])
-        .env("TZ", "UTC")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = view.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || BufReader::new(out).lines().count());
-    let mut said = String::new();
-    BufReader::new(view.stderr.take().unwrap())
-        .read_line(&mut said)
-        .unwrap();
-    view.kill().unwrap();
-    let _ = view.wait();
-    assert_eq!(reader.join().unwrap(), total);
+    let (lines, said) = follow_until_it_waits(&live);
+    assert_eq!(lines.len(), total);
     assert!(
         said.starts_with(&format!(
             "ringtrace view: all {total} events so far shown (the trace has not grown for "

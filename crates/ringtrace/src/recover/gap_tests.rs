@@ -11,10 +11,8 @@
 use std::path::Path;
 
 use ringbuf::file::BufferFile;
-use ringbuf::{Backing, ChannelAttr};
 
 use super::{packets, standalone_desc, FileReport};
-use crate::record::client::AnyChannel;
 
 /// The u64 values of the records of `pkts`, and their discarded count.
 fn values(pkts: Vec<Vec<u8>>) -> (Vec<u64>, u64) {
@@ -42,22 +40,7 @@ fn values(pkts: Vec<Vec<u8>>) -> (Vec<u64>, u64) {
 #[test]
 fn a_reservation_never_written_before_a_committed_record_is_a_gap_not_a_phantom() {
     let dir = std::env::temp_dir().join(format!("ringtrace-gap-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let attr = ChannelAttr {
-        subbuf_size: 4096,
-        num_subbuf: 2,
-        backing: Backing::Dir(dir.clone()),
-        thread_pool: 1,
-        ..Default::default()
-    };
-    let ch = AnyChannel::standalone(true, true, &attr).unwrap();
-    let file = std::fs::read_dir(&dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let (ch, file) = super::file_channel(&dir, 4096, true);
     let count = || BufferFile::open(&file).unwrap().commit_count(0);
     let record =
         |v: u64| assert!(ch.record(0, 8, &|b: &mut [u8]| b.copy_from_slice(&v.to_le_bytes())));

@@ -386,10 +386,36 @@ pub fn standalone_desc() -> TraceDesc {
 #[cfg(all(test, not(miri)))]
 mod gap_tests;
 
+/// A standalone per-thread channel of two `subbuf`-byte sub-buffers
+/// whose one buffer is a file in the new directory `dir`, and that file.
+#[cfg(test)]
+fn file_channel(
+    dir: &Path,
+    subbuf: usize,
+    overwrite: bool,
+) -> (crate::record::client::AnyChannel, PathBuf) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    let attr = ringbuf::ChannelAttr {
+        subbuf_size: subbuf,
+        num_subbuf: 2,
+        backing: ringbuf::Backing::Dir(dir.to_path_buf()),
+        thread_pool: 1,
+        ..Default::default()
+    };
+    let ch = crate::record::client::AnyChannel::standalone(overwrite, true, &attr).unwrap();
+    let file = std::fs::read_dir(dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    (ch, file)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ringbuf::{Backing, ChannelAttr};
 
     /// Writes seed buffer files for the `recover` fuzz target (run with
     /// `--ignored` to refresh `fuzz/corpus/recover`).
@@ -401,16 +427,7 @@ mod tests {
         for (k, n) in [(0, 3u64), (1, 40), (2, 300)] {
             let dir =
                 std::env::temp_dir().join(format!("ringtrace-seed-{}-{k}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            let attr = ChannelAttr {
-                subbuf_size: 1024,
-                num_subbuf: 2,
-                backing: Backing::Dir(dir.clone()),
-                thread_pool: 1,
-                ..Default::default()
-            };
-            let ch = crate::record::client::AnyChannel::standalone(k == 2, true, &attr).unwrap();
+            let (ch, file) = file_channel(&dir, 1024, k == 2);
             for i in 0..n {
                 let written = match i % 3 {
                     0 => ch.record(0, 8, &|b: &mut [u8]| b.copy_from_slice(&i.to_le_bytes())),
@@ -422,12 +439,6 @@ mod tests {
                 };
                 assert!(written);
             }
-            let file = std::fs::read_dir(&dir)
-                .unwrap()
-                .next()
-                .unwrap()
-                .unwrap()
-                .path();
             std::fs::copy(&file, corpus.join(format!("seed-{k}"))).unwrap();
             drop(ch);
             std::fs::remove_dir_all(&dir).unwrap();
