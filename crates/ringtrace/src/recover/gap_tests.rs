@@ -3,10 +3,11 @@
 //! such a crash leaves it, made exactly (four u64 records, then the third
 //! one's bytes zeroed and its size taken off the commit count, which is
 //! what reserve-without-write-or-commit leaves). Its zeros decode as a
-//! record of event 0 (a u64) and fill the committed count exactly, which
-//! once recovered a phantom record of sequence 0 from killed flight
-//! recorders (tests/crash.rs, about 2 runs in 100 when a second consumer
-//! thread preempted writers more often).
+//! record of event 0 (a u64) and fill the committed count exactly: without
+//! the walk's check they come back as a phantom record of value 0, as a
+//! `crash:tick` of sequence 0 does from a killed flight recorder in
+//! tests/crash.rs when a writer is preempted between reserve and its first
+//! byte.
 
 use std::path::Path;
 
