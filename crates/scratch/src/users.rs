@@ -47,8 +47,7 @@ fn id(flag: &str, name: &str) -> Option<u32> {
         .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
 }
 
-/// Gives `p` to `uid` (and the group of the same number, as `useradd
-/// --user-group` makes it).
+/// Gives `p` to `uid` (its group is left as it is).
 pub fn chown(p: &Path, uid: u32) {
     std::os::unix::fs::chown(p, Some(uid), None)
         .unwrap_or_else(|e| panic!("chown {uid} {}: {e}", p.display()));
