@@ -27,7 +27,7 @@ impl Recording {
             return;
         }
         registry::start(self);
-        lock(&self.sink).read_now();
+        lock(&self.sink).started();
         consumer::wake();
     }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-use super::period::{read_period, MIN_READ_PERIOD};
+use super::period::Pace;
 use super::turns::in_turns;
 use super::Recording;
 use crate::control::config::Mode;
@@ -31,10 +31,10 @@ pub(crate) struct Sink {
     pub(crate) next_read: Vec<Instant>,
     /// Per channel: bytes reserved and records lost in all its buffers at
     /// the end of the last read, and when; the write rate since then sets
-    /// the next read (see `read_period`).
+    /// the next read (see `period.rs`).
     pub(crate) last_read: Vec<(u64, u64, Instant)>,
-    /// Per channel: the last read period (idle periods grow from it).
-    period: Vec<Duration>,
+    /// Per channel: the read pace (the last period, the fastest rate seen).
+    pace: Vec<Pace>,
     /// Packets and bytes written, per channel per buffer.
     pub(crate) written: Vec<Vec<(u64, u64)>>,
     /// Header and context of the last packet written, per channel per buffer.
@@ -81,7 +81,7 @@ impl Sink {
                 .collect(),
             next_read: channels.iter().map(|c| now + c.cfg.read_timer).collect(),
             last_read: channels.iter().map(|_| (0, 0, now)).collect(),
-            period: channels.iter().map(|_| MIN_READ_PERIOD).collect(),
+            pace: channels.iter().map(|_| Pace::new()).collect(),
             written: channels
                 .iter()
                 .map(|c| vec![(0, 0); c.chan.ops().buffers()])
@@ -184,7 +184,15 @@ impl Sink {
     pub(crate) fn read_now(&mut self) {
         let now = Instant::now();
         self.next_read.iter_mut().for_each(|t| *t = now);
-        self.period.iter_mut().for_each(|p| *p = MIN_READ_PERIOD);
+        self.pace.iter_mut().for_each(Pace::restart);
+    }
+
+    /// The session starts: every channel is read now, and often until its
+    /// writers' rate is known (`Pace::expect_writers`).
+    pub(crate) fn started(&mut self) {
+        let now = Instant::now();
+        self.next_read.iter_mut().for_each(|t| *t = now);
+        self.pace.iter_mut().for_each(|p| p.expect_writers(now));
     }
 }
 
@@ -244,15 +252,14 @@ impl Recording {
                     // writers off the CPU, which is not idleness.
                     let (written, lost) = ch.chan.written_and_lost();
                     let (before, lost_before, then) = sink.last_read[ci];
-                    let period = read_period(
+                    let period = sink.pace[ci].next(
                         written.wrapping_sub(before),
                         lost.wrapping_sub(lost_before),
                         now.saturating_duration_since(then),
                         (ch.cfg.subbuf_size * ch.cfg.num_subbuf) as u64,
                         ch.cfg.read_timer,
-                        sink.period[ci],
+                        now,
                     );
-                    sink.period[ci] = period;
                     // A packet of each buffer in turn (turns.rs).
                     in_turns(ops.buffers(), |b| {
                         self.drain_buffer(&mut sink, ci, b, 1) > 0

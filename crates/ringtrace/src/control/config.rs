@@ -96,8 +96,9 @@ pub struct ChannelConfig {
     /// threads).
     pub switch_timer: Option<Duration>,
     /// Longest wait of the consumer between two looks for ready
-    /// sub-buffers; it looks more often while writers are fast (a quarter of
-    /// the buffer's fill time, at least every 0.5 ms).
+    /// sub-buffers; it looks more often while writers are fast, or were in
+    /// the last seconds (a quarter of the buffer's fill time, at least
+    /// every 0.5 ms).
     pub read_timer: Duration,
     /// How long the sub-buffer at the read position may wait for a commit
     /// (the writers having moved past it) before the consumer reports a
