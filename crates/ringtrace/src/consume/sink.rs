@@ -120,8 +120,8 @@ impl Sink {
 
     /// Records an output error if the trace directory was removed, or its
     /// path now names another directory: what is written from then on (and
-    /// what was) is not where the user will look. Two `stat`s, once per
-    /// read period.
+    /// what was) is not where the user will look. Two `stat`s at every
+    /// consumer pass over the session.
     fn check_dir(&mut self) {
         use std::os::unix::fs::MetadataExt;
         let Some((f, path)) = &self.out_dir else {
