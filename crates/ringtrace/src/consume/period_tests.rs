@@ -1,4 +1,4 @@
-//! The read pace: the old single-window rules, and a simulation of a
+//! The read pace: the rules of a single window, and a simulation of a
 //! consumer polling writers that pause and resume.
 
 use super::*;
@@ -128,19 +128,23 @@ fn most_between_looks(
 }
 
 /// Bursts of `on` µs every `on + off` µs, for each pair of the grid.
-const BURSTS_MS: [u64; 5] = [500, 1_000, 2_000, 4_000, 8_000];
-const PAUSES_MS: [u64; 6] = [0, 1_000, 4_000, 20_000, 100_000, 300_000];
+const BURSTS_US: [u64; 5] = [500, 1_000, 2_000, 4_000, 8_000];
+const PAUSES_US: [u64; 6] = [0, 1_000, 4_000, 20_000, 100_000, 300_000];
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "60 simulations of 10 s of looks, no unsafe code: minutes under Miri"
+)]
 fn writers_that_pause_and_resume_never_fill_half_a_buffer_between_looks() {
     // 512 KiB buffers at 300 MB/s (a quarter in 0.44 ms: the 0.5 ms floor
-    // is close), the rate of examples/interleave.rs, and 4 MiB at 1.2
+    // is close), the rate of examples/pauses.rs, and 4 MiB at 1.2
     // GB/s. With the growth bound alone, the most written between two
     // looks reached 0.90 of the buffer after 4 ms pauses and 1.14 after
     // 20 ms ones; with the fastest rate's bound, at most 0.32 here.
     for (rate, cap) in [(300, 512 << 10), (1_200, 4 << 20)] {
-        for on in BURSTS_MS {
-            for off in PAUSES_MS {
+        for on in BURSTS_US {
+            for off in PAUSES_US {
                 let most = most_between_looks(rate, (on, off), (0, 10_000_000), cap, false);
                 assert!(
                     most <= cap / 2,
@@ -153,6 +157,7 @@ fn writers_that_pause_and_resume_never_fill_half_a_buffer_between_looks() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "simulations of looks, no unsafe code: slow under Miri")]
 fn a_session_started_before_its_writers_is_read_often_when_they_begin() {
     // 1 MiB buffers at 300 MB/s (3.5 ms to fill), the writers beginning
     // some time after the start. Not told of the start, a pace whose
