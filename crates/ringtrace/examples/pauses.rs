@@ -10,9 +10,15 @@
 //!
 //! The consumer polls (writers never wake it), at a period that must stay
 //! shorter than the writers' time to fill a buffer across their pauses
-//! (`consume/period.rs`). Prints the records lost of those attempted, how
-//! many chunks lost any and which was the first (chunk 0: the start). Per-thread buffers by default, `per-cpu-rseq`
-//! as the fifth argument.
+//! (`consume/period.rs`). Prints the MB written, the records lost of those
+//! attempted, how many chunks lost any and which was the first (chunk 0:
+//! the start). Per-thread buffers by default, `per-cpu-rseq` as the fifth
+//! argument. A sixth, PAYLOAD, adds a string of that many bytes to each
+//! event, to write more bytes per second than the output takes
+//! (BENCHMARKS.md, "A sink slower than the writers"). The thread reads the
+//! sessions' counters after each chunk, which waits for a consumer pass
+//! under way: against a slow disk the ns per event printed include those
+//! waits.
 //!
 //! ```sh
 //! cargo build --release -p ringtrace --example pauses
@@ -43,14 +49,27 @@ fn session(name: &str, patterns: &[&str], subbuf: usize, kind: &str) -> Session 
     s
 }
 
-fn chunk(which: usize, n: u64) {
-    if which == 0 {
-        for i in 0..n {
-            event!(pausea, u64, v: u64 = std::hint::black_box(i));
+fn chunk(which: usize, n: u64, payload: &str) {
+    match (which, payload.is_empty()) {
+        (0, true) => {
+            for i in 0..n {
+                event!(pausea, u64, v: u64 = std::hint::black_box(i));
+            }
         }
-    } else {
-        for i in 0..n {
-            event!(pauseb, u64, v: u64 = std::hint::black_box(i));
+        (_, true) => {
+            for i in 0..n {
+                event!(pauseb, u64, v: u64 = std::hint::black_box(i));
+            }
+        }
+        (0, false) => {
+            for i in 0..n {
+                event!(pausea, text, v: u64 = std::hint::black_box(i), s: &str = payload);
+            }
+        }
+        (_, false) => {
+            for i in 0..n {
+                event!(pauseb, text, v: u64 = std::hint::black_box(i), s: &str = payload);
+            }
         }
     }
 }
@@ -66,6 +85,7 @@ fn main() {
     let pattern = arg(0, "alternate");
     let (n, rounds, subbuf) = (num(1, "100000"), num(2, "100"), num(3, "65536"));
     let kind = arg(4, "per-thread");
+    let payload = "x".repeat(num(5, "0") as usize);
     let sessions = match pattern.as_str() {
         "alternate" => vec![
             session("pauses-a", &["pausea:*"], subbuf as usize, &kind),
@@ -85,7 +105,7 @@ fn main() {
     for r in 0..rounds {
         let k = (r % 2) as usize;
         let c = Instant::now();
-        chunk(k, n);
+        chunk(k, n, &payload);
         if pattern == "bursts" {
             let took = c.elapsed();
             let p = Instant::now();
@@ -105,8 +125,10 @@ fn main() {
         s.stop().unwrap_or_else(|e| usage(&e.to_string()));
     }
     let attempted = n * rounds;
+    let bytes = |s: &Session| s.stats().bytes_written();
     println!(
-        "{pattern:<9} {kind}, 4 x {subbuf} B: {} lost of {attempted}, {lossy} of {rounds} chunks lossy{}, {:.1} ns/event with pauses",
+        "{pattern:<9} {kind}, 4 x {subbuf} B, {} MB: {} lost of {attempted}, {lossy} of {rounds} chunks lossy{}, {:.1} ns/event with pauses",
+        sessions.iter().map(bytes).sum::<u64>() / 1_000_000,
         lost(),
         first.map_or(String::new(), |r| format!(" (the first: chunk {r})")),
         took.as_nanos() as f64 / attempted.max(1) as f64
@@ -114,6 +136,6 @@ fn main() {
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("pauses: {why}\nusage: pauses [steady|bursts|alternate] [CHUNK] [ROUNDS] [SUBBUF] [per-thread|per-cpu-rseq]");
+    eprintln!("pauses: {why}\nusage: pauses [steady|bursts|alternate] [CHUNK] [ROUNDS] [SUBBUF] [per-thread|per-cpu-rseq] [PAYLOAD]");
     std::process::exit(2)
 }

@@ -152,7 +152,10 @@ impl Session {
         self.rec.snapshot_to_relay(url)
     }
 
-    /// Counters of every buffer.
+    /// Counters of every buffer. Waits for the consumer's pass over this
+    /// session if one is under way (it holds the session's output, and a
+    /// pass can spend milliseconds in a `write` to a slow disk): call it
+    /// from a thread whose timing does not matter.
     pub fn stats(&self) -> SessionStats {
         self.rec.stats()
     }
