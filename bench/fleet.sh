@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Many machines (#23): the demo streamed to a local lttng-relayd against the
+# Many machines: the demo streamed to a local lttng-relayd against the
 # same demo writing only its local folder (paired runs, alternated), then
 # the Parquet export of a demo trace (events per second, bytes per event).
 # Usage: bash bench/fleet.sh [RUNS] [SECONDS]   (defaults: 5 runs of 5 s)

@@ -1,8 +1,8 @@
 //! The C API against the Rust macro in alternating chunks on one CPU: the
 //! front-end table runs the C workload as its own process beside the Rust
 //! row, a second or so apart, and on this machine two runs of the same
-//! binary differ by a third (BENCHMARKS.md, sessions 18-20: the same code
-//! read 0.94, 1.08, 1.10 and 1.25 in four invocations in one day).
+//! binary differ by a third (the same code read 0.94, 1.08, 1.10 and
+//! 1.25 in four invocations in one day).
 //!
 //! Here the C side is `c/ffi_chunks.c`, a C program linked with
 //! libringtrace.a as a C user's would be, kept running beside this one:
@@ -19,7 +19,7 @@
 //! libringtrace.a's thread-locals keep the general-dynamic model (a call
 //! to `__tls_get_addr` per event), which the linker turns into direct
 //! `%fs` accesses in an executable; that measured 1.15 (BENCHMARKS.md,
-//! session 20).
+//! "Front ends").
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! The cost of per-event contexts (#21): LTTng-UST with
+//! The cost of per-event contexts: LTTng-UST with
 //! `lttng add-context -u -t vtid -t vpid` against ringtrace with the same
 //! two contexts (its default), each beside the same tracer without them,
 //! 1 thread, discard, u64, runs interleaved. Printed last:

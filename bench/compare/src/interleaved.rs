@@ -4,9 +4,9 @@
 //! the other, the order swapped each round; the ratio is the median of the
 //! round-by-round ratios. The table's cells run one after the other, each
 //! a second or so, and on a virtual machine whose speed drifts by a third
-//! from one second to the next (the CI's kind: BENCHMARKS.md, sessions 18
-//! and 19) their ratio moves with the drift; two chunks 30 ms apart share
-//! it. Both modes: flight recorder, and discard to stream files with as
+//! from one second to the next (the CI's kind: BENCHMARKS.md, "Machines
+//! and method") their ratio moves with the drift; two chunks 30 ms apart
+//! share it. Both modes: flight recorder, and discard to stream files with as
 //! many events per session as a table cell (in discard mode 50 M events
 //! per session, 1.2 GB in 3 s, lost a fifth of their records in one run
 //! here, and 480 MB the same way none: the page cache's pace; lost records

@@ -423,8 +423,8 @@ fn run() -> Result<(), String> {
 /// the first, or `None` if dd failed. The first may be much slower: on a
 /// virtual machine that returns freed memory to the host at once (free
 /// page reporting), the page cache's new pages fault in the host, and the
-/// next two runs reuse the pages the first freed (BENCHMARKS.md, session
-/// 21: 241 MB/s, then 3.1 GB/s).
+/// next two runs reuse the pages the first freed (BENCHMARKS.md, "The page
+/// cache's new pages": 241 MB/s, then 3.1 GB/s).
 fn dd_rate(scratch: &std::path::Path) -> Option<(f64, f64)> {
     let v: Vec<f64> = (0..3).filter_map(|_| dd_once(scratch)).collect();
     let first = *v.first()?;

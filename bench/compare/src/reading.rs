@@ -1,4 +1,4 @@
-//! Reading speed (#22): `ringtrace view` against babeltrace2's text output
+//! Reading speed: `ringtrace view` against babeltrace2's text output
 //! and `ringtrace stats` against babeltrace2's event counter
 //! (`-c sink.utils.counter`), on an LTTng-UST trace and a ringtrace trace
 //! of the same N u64 events, both written to stdout redirected to

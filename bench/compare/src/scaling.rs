@@ -3,7 +3,7 @@
 //! back, and the ratio is the median of the run-by-run ratios. The tables'
 //! groups run minutes apart (every 1-thread cell, then every 2-thread one),
 //! and on a virtual machine whose speed drifts by a third between runs
-//! (the CI's kind: BENCHMARKS.md, session 18) the ratio of the two groups'
+//! (the CI's kind: BENCHMARKS.md, "Machines and method") the ratio of the two groups'
 //! medians moved from 1.03 to 1.36 between two runs of the same code with
 //! no consumer at all.
 

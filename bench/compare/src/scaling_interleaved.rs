@@ -12,7 +12,7 @@
 //! its slowest thread's, and this machine's vCPUs change speed by a third
 //! independently of each other, over hundreds of milliseconds (one thread
 //! recording the same events again and again in one process: 37, 37, 30,
-//! 27, 26, … 32 ns per event; BENCHMARKS.md, session 20), so the slowest of
+//! 27, 26, … 32 ns per event; BENCHMARKS.md, "Machines and method"), so the slowest of
 //! two threads is slower than one thread even where nothing is shared.
 //! Comparing each thread with itself on its own CPU moments apart leaves
 //! what sharing the machine costs: the consumer (in discard mode) and the

@@ -11,10 +11,10 @@
 //! * `floor/bare_event_cas16`: the same without an ordered clock read:
 //!   plain `rdtsc`, clamped to the last timestamp, reserved with one
 //!   `lock cmpxchg16b` on (write count, last timestamp), so timestamps stay
-//!   ordered per buffer — how SMP buffers reserve since session 5 (on the
+//!   ordered per buffer — how SMP buffers reserve (on the
 //!   AMD EPYC machine it costs 10 ns against 25 ns for `bare_event_locked`);
-//! * `floor/bare_event_local_two_cas`: how per-thread buffers reserve since
-//!   session 7: non-locked `cmpxchg` on the last timestamp, then on the
+//! * `floor/bare_event_local_two_cas`: how per-thread buffers
+//!   reserve: non-locked `cmpxchg` on the last timestamp, then on the
 //!   write count (ordered timestamps whatever the clock, against the
 //!   thread's signal handlers); `floor/bare_event_local_cas16`: the
 //!   alternative, one non-locked `cmpxchg16b` on the pair (slower here);

@@ -114,7 +114,7 @@ impl Store {
     /// with `fallocate`, the mapping with `MAP_POPULATE`), so that no
     /// writer takes a page fault, which allocates and zeroes a page inside
     /// the record path (and may wait for reclaim, or, in a VM, for the
-    /// host: 5-20 µs a page on the CI's kind, BENCHMARKS.md session 18),
+    /// host: 5-20 µs a page on the CI's kind, BENCHMARKS.md, "Machines and method"),
     /// and a lack of memory is an error here instead of an out-of-memory
     /// kill at a writer's first touch.
     pub fn new(

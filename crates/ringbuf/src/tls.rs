@@ -5,7 +5,7 @@
 //! loads in an executable, but in a shared library (`libringtrace.so`)
 //! each stays a call to `__tls_get_addr`: a C program linked with the
 //! shared library took 1.18-1.19x the Rust macro's time per event against
-//! 1.01-1.03x linked with the archive (BENCHMARKS.md, session 20). An
+//! 1.01-1.03x linked with the archive (BENCHMARKS.md, "Front ends"). An
 //! initial-exec variable is one load of its offset from the GOT and one
 //! `%fs`-relative access, and the linker still makes the offset a constant
 //! in an executable. As LTTng-UST's own thread-locals, such variables take

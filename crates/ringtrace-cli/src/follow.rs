@@ -28,8 +28,8 @@
 //! When no stream has written anything for a second the program's consumer
 //! (or the disk under it) may have stalled: a consumer blocked 1.5 s in one
 //! write behind the page cache's writeback made one stream look quiet
-//! while its events waited in its buffer (BENCHMARKS.md, the consumer's
-//! I/O). So the events held back are printed only after 5 s of that, and
+//! while its events waited in its buffer (BENCHMARKS.md, "Late
+//! packets with direct I/O"). So the events held back are printed only after 5 s of that, and
 //! when the trace grows again after half a second or more of nothing,
 //! every stream's quiet time starts over. Unless the program is known to
 //! have ended: the trace's `env` names its process (`vpid`, `procname`,

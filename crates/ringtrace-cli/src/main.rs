@@ -65,7 +65,8 @@ enum Cmd {
     View(view::Args),
     /// Per-stream and per-event statistics of a trace.
     Stats(stats::Args),
-    /// Convert a trace for ui.perfetto.dev / chrome://tracing.
+    /// Convert a trace for ui.perfetto.dev / chrome://tracing, or traces into
+    /// a Parquet dataset for SQL (DuckDB, Spark).
     Export(export::Args),
     /// Control traced processes of this user through their sockets.
     Ctl(ctl::Args),

@@ -1,5 +1,5 @@
 //! Traces written here byte by byte, in layouts neither ringtrace nor
-//! LTTng write (#22): a big-endian trace with packetized metadata (in
+//! LTTng write: a big-endian trace with packetized metadata (in
 //! three metadata packets, padded), a packet header with a 16-bit
 //! `stream_id` and no `stream_instance_id`, packet contexts in their own
 //! orders with 32-bit sizes and a field the reader does not know, a

@@ -9,7 +9,7 @@
 //!
 //! `RINGTRACE_STRESS_REPEAT` scales the number of forks (5 each). The
 //! child's own threads start with `pthread_create`, as the tracer's do
-//! (`src/thread.rs`): a `std::thread::spawn` in a fork child can hang on a
+//! (`src/sys/thread.rs`): a `std::thread::spawn` in a fork child can hang on a
 //! lock of Rust's std (its stack-overflow thread registry) that a parent
 //! thread starting at the fork held, once in about 1,400 forks. That is
 //! std's hazard for every program that forks while threads start, not the

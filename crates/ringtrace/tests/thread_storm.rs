@@ -1,5 +1,5 @@
 //! Per-thread buffers under the conditions that used to hang or corrupt a
-//! traced program (issue #18):
+//! traced program:
 //!
 //! - the first record of every thread made inside a signal handler that
 //!   interrupted `malloc` (taking a buffer then registered a thread-exit

@@ -7,7 +7,7 @@
 //! really holds, not by what it claims: only regular files are read (a
 //! FIFO or a device is refused before a byte is read), the metadata has a
 //! size limit ([`MAX_METADATA`]) and its parser limits nesting and type
-//! expansion (`parse.rs`), a packet buffer grows only as the file's bytes
+//! expansion (`parse/`), a packet buffer grows only as the file's bytes
 //! arrive, and event-id tables are sparse.
 
 use std::fs::File;

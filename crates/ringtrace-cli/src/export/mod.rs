@@ -5,7 +5,7 @@
 //! paired by `id` or `span_id`; a span's slice gets the span's fields,
 //! `spans.rs`) as slices. The category is the provider
 //! (a `tracing` target such as `app::db` kept whole). Two formats: Chrome trace-event JSON
-//! (`chrome.rs`) and Perfetto's protobuf trace (`perfetto.rs`). And a
+//! (`chrome.rs`) and Perfetto's protobuf trace (`perfetto/`). And a
 //! Parquet dataset of one row per event for SQL engines (`parquet/`).
 
 mod chrome;

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering::Relaxed;
 /// drain a buffer before the writers fill it, and on a busy machine a
 /// thread of the program's own priority gets the processor too late (the
 /// demo on 2 vCPUs with relayd beside it lost events in 3 of 10 runs at
-/// the program's priority, none of 8 at -10; BENCHMARKS.md, session 14).
+/// the program's priority, none of 8 at -10; BENCHMARKS.md, "Relay").
 /// Its work is bounded by the trace's rate. `RINGTRACE_CONSUMER_NICE=N`
 /// (-20 to 19) asks for another; `off` keeps the program's.
 const CONSUMER_NICE: i32 = -10;

@@ -8,9 +8,9 @@
 //! asleep between looks on a vCPU the writers leave idle, is such a
 //! thread, and the guest's scheduler sees nothing of the delay (no
 //! run-queue wait), so neither its nice value nor its slice helps.
-//! Measured on the CI machine kind (2-vCPU Firecracker guest; BENCHMARKS.md
-//! session 21): two threads sleeping to the same 2 ms deadlines, 10,000
-//! per run, one on the idle vCPU and one on the vCPU a spinning thread
+//! Measured on the CI machine kind (2-vCPU Firecracker guest;
+//! BENCHMARKS.md, "Scheduling the consumer"): two threads sleeping to the
+//! same 2 ms deadlines, 10,000 per run, one on the idle vCPU and one on the vCPU a spinning thread
 //! keeps busy: the first woke over 3 ms late 71-196 times per run (over
 //! 6 ms: 11-64), the second 0-34 times, and then nearly always at the
 //! same deadline as the first (both vCPUs stopped: the writers with them).

@@ -3,8 +3,8 @@
 //!
 //! Why not each buffer's whole backlog in a row: after a stall (the
 //! consumer kept off the CPU, or blocked in a direct write queued behind
-//! the page cache's writeback: 1.5 s measured in BENCHMARKS.md, session
-//! 17) every buffer has a backlog. Emptied one after the other, buffer 0's
+//! the page cache's writeback: 1.5 s measured in BENCHMARKS.md, "Late
+//! packets with direct I/O") every buffer has a backlog. Emptied one after the other, buffer 0's
 //! backlog reaches its file before buffer 1's first packet, and a live
 //! reader (`view --follow`, which lets a stream that wrote nothing for a
 //! second stop holding the others back) printed buffer 0's events before

@@ -64,7 +64,7 @@ pub(crate) struct SessionState {
     pub(crate) output: Option<PathBuf>,
     /// How stream files are written (`SessionBuilder::file_io`).
     pub(crate) io: crate::output::FileIo,
-    /// The relay daemon the trace streams to (`consume/relay.rs`).
+    /// The relay daemon the trace streams to (`consume/relay/`).
     pub(crate) relay: Option<crate::control::config::RelayConfig>,
     /// Where the buffers' files are (`SessionBuilder::buffer_dir`).
     pub(crate) buffer_dir: Option<PathBuf>,

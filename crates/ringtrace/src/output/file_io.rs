@@ -12,7 +12,7 @@ pub enum FileIo {
     /// directly; any other goes through the page cache unpadded, and its
     /// file stays buffered from then on. The fast streams, where the
     /// consumer's CPU matters, get direct I/O (a third of the CPU per
-    /// byte), the slow ones no padding (BENCHMARKS.md, session 17).
+    /// byte), the slow ones no padding (BENCHMARKS.md, "Buffered, direct and auto I/O").
     Auto,
     /// Direct I/O (`O_DIRECT`) where the file system supports it, every
     /// packet padded to its block; buffered writes elsewhere.
@@ -21,9 +21,9 @@ pub enum FileIo {
     /// with their content. The default:
     /// on an AMD EPYC virtual machine (the CI's kind), whose disk takes a
     /// 1 MiB direct write in 0.8 ms and often in 2-5 ms, [`FileIo::Auto`]
-    /// lost records in more runs than this (BENCHMARKS.md, session 18).
-    /// (The live reader that saw a stream seconds late with direct writes
-    /// in sessions 16 and 17 was a consumer blocked in a direct write
+    /// lost records in more runs than this (BENCHMARKS.md, "Buffered,
+    /// direct and auto I/O"). (A live reader that saw a stream seconds
+    /// late with direct writes was a consumer blocked in a direct write
     /// behind the page cache's writeback: `writeback.rs`, `turns.rs`.)
     #[default]
     Buffered,

@@ -3,7 +3,7 @@
 //! Written through the page cache, each 4 KiB block of a packet costs
 //! ext4 a delayed-allocation reservation (quota, free-cluster count, an
 //! extent-status entry) on top of the copy: most of the consumer's CPU
-//! that was not `memcpy` (BENCHMARKS.md, session 18). One `fallocate` of
+//! that was not `memcpy` (BENCHMARKS.md, "Drain rate and the consumer's CPU"). One `fallocate` of
 //! the packet's range first (`FALLOC_FL_KEEP_SIZE`: the file's length
 //! stays where the data ends, for readers following it) allocates the
 //! blocks as one unwritten extent, and the write finds them mapped: the

@@ -8,7 +8,7 @@
 //! out of the program's threads (and a consumer kept off the CPU loses
 //! records). A direct write hands the ring buffer's pages to the device
 //! (DMA from the sub-buffer itself): 0.1-0.17 s of CPU per GiB, no dirty
-//! pages, no writeback (BENCHMARKS.md, session 16). The consumer waits for
+//! pages, no writeback (BENCHMARKS.md, "Drain rate and the consumer's CPU"). The consumer waits for
 //! the device instead, off the CPU, while it holds a sub-buffer that no
 //! writer can reach (the reader's own, `ringbuf::Subbuf`). That wait is the
 //! price: a device that stalls a write for longer than the buffer lasts
@@ -30,7 +30,7 @@
 //! packet that holds at least half its sub-buffer, and the one right after
 //! it, is padded and written directly; a slow stream's packet goes through
 //! the page cache as it is, and its file stays buffered from then on
-//! (BENCHMARKS.md, session 17: in bench/compare every stream is fast, the
+//! (BENCHMARKS.md, "Buffered, direct and auto I/O": in bench/compare every stream is fast, the
 //! consumer used 13-18 ms of CPU per 120 MB instead of 43-50 ms, and no
 //! run of 60 lost a record).
 
@@ -63,7 +63,7 @@ const STALL_PAUSE: Duration = Duration::from_millis(100);
 /// written back here, 1 MiB direct writes took up to 34 ms against 1.2 ms,
 /// buffered ones 0.3 ms), which lasts seconds and is the whole device's:
 /// every direct file pauses, not only the one that stalled
-/// (BENCHMARKS.md, session 17).
+/// (BENCHMARKS.md, "Late packets with direct I/O").
 const MAX_PAUSE: Duration = Duration::from_secs(10);
 
 /// Until when direct files go through the page cache (see [`STALL_PAUSE`]):
@@ -184,7 +184,7 @@ impl StreamFile {
     /// readers accept. Through the page cache with `write` from the
     /// sub-buffer's memory: `sendfile` from the buffer's memfd cost the
     /// consumer 53.7 ms of CPU per 120 MB against 34.1 ms for `write` (12
-    /// paired runs, AMD EPYC VM, BENCHMARKS.md session 18: the splice
+    /// paired runs, AMD EPYC VM, BENCHMARKS.md, "Drain rate and the consumer's CPU": the splice
     /// through a pipe of page references, on top of the same copy).
     /// `hint.behind`: the consumer is behind
     /// the writers, so a direct file takes this packet through the page

@@ -5,7 +5,7 @@
 //! kernel's flusher threads have queued there: beside a `dd` of 8 GB
 //! (Dirty at the background threshold, 2.3 GB here, the whole time) one
 //! 1 MiB direct write in five took over 2 ms, the slowest 194 ms, and a
-//! consumer blocked 1.5 s in one (BENCHMARKS.md, session 17), while
+//! consumer blocked 1.5 s in one (BENCHMARKS.md, "Late packets with direct I/O"), while
 //! buffered writes returned in 0.3 ms. The device's own queue depth
 //! (`/sys/dev/block/M:m/inflight`) did not foretell it (0 before most of
 //! the slow writes); the dirty data did: the flushers write back while it

@@ -236,7 +236,7 @@ pub fn wait_child(pid: libc::pid_t, limit: std::time::Duration, what: &str) -> l
 /// Runs `f` on a thread started with `pthread_create` (not `std::thread`)
 /// and waits for it; `None` if it panicked. For fork children: Rust std's
 /// thread start takes a process-wide lock of its own that a fork can leave
-/// held by a thread the child does not have (see `src/thread.rs`).
+/// held by a thread the child does not have (see `src/sys/thread.rs`).
 #[allow(dead_code)]
 pub fn on_raw_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     type Job = Box<dyn FnOnce() + Send>;

@@ -1,7 +1,7 @@
 //! A client of an unmodified `lttng-relayd` (2.4 and later, 2.13 tested):
 //! the control and data connections an lttng-consumerd opens, and the
 //! commands it sends on them (`proto.rs`). It knows nothing of sessions or
-//! buffers: the consumer (`consume/relay.rs`) says which streams to add and
+//! buffers: the consumer (`consume/relay/`) says which streams to add and
 //! which packets to send.
 //!
 //! Every send and every reply waits at most [`IO_TIMEOUT`]: a relayd that

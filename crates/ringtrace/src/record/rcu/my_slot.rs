@@ -5,7 +5,7 @@
 //! `%fs`-relative loads instead of a call to `__tls_get_addr` (C programs
 //! linked with the shared library took 1.18-1.19x the Rust macro's time
 //! per event with a `thread_local!` here, 1.02-1.12x since; BENCHMARKS.md,
-//! session 20). An index, not an address: the slot is found from the
+//! "Front ends"). An index, not an address: the slot is found from the
 //! array, whose provenance it keeps. No destructor: exited threads' slots
 //! are found with `tgkill`.
 
