@@ -25,12 +25,20 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates")
 MAX_LINES = 600
 
 # Layers of a crate's top-level modules, lowest first: a module imports only
-# modules of lower layers (not of its own). The tracer's recording path
-# (`record`) is in the lowest layer: it imports nothing of the crate, so no
-# change to the control side, the consumer or the sockets can reach it.
+# modules of lower layers (not of its own). The recording path is its own
+# crate (`ringtrace-core`), below the tracer: it cannot import the
+# collector at all (a dependency the other way would be a cycle cargo
+# refuses), and inside it the probe sits above the client it calls.
 LAYERS = {
+    "ringtrace-core": [
+        ["rcu", "clock", "field", "level", "ops"],
+        ["context", "tally"],
+        ["client"],
+        ["probe"],
+        ["desc"],
+    ],
     "ringtrace": [
-        ["record", "sys", "output"],
+        ["sys", "output"],
         ["control", "recover"],
         ["consume"],
         ["fork"],

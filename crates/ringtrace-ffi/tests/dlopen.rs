@@ -1,6 +1,6 @@
 //! libringtrace.so loaded with `dlopen`, as a dependency of a plugin the
 //! program opens (a Python extension, say): the library's initial-exec
-//! thread-local (the RCU reader slot, `ringtrace`'s `record/rcu/my_slot.rs`)
+//! thread-local (the RCU reader slot, `ringtrace-core`'s `rcu/my_slot.rs`)
 //! then comes from glibc's static TLS reserve, in threads that existed
 //! before the `dlopen` as in threads started after it. Every event of the
 //! three threads is recorded and read back by babeltrace2.

@@ -1,7 +1,7 @@
 //! Read-side cost of the RCU candidates for the probes' control data: one
 //! read section that loads the published pointer and reads a word through
-//! it. Candidates: ours (`src/record/rcu/`: membarrier-paired, a load and a store on
-//! the thread's slot), arc-swap (`load`), crossbeam-epoch (`pin` + load),
+//! it. Candidates: ours (`ringtrace-core`'s `rcu/`: membarrier-paired, a
+//! load and a store on the thread's slot), arc-swap (`load`), crossbeam-epoch (`pin` + load),
 //! Debian's liburcu "memb" flavour through FFI (`urcu_memb_read_lock`),
 //! plus references: a bare Acquire load (no protection at all) and a
 //! reader that pays a SeqCst fence (what membarrier saves).

@@ -17,7 +17,7 @@ use std::sync::{MutexGuard, Once};
 
 use crate::consume::consumer;
 use crate::control::registry;
-use crate::record::desc::EventDesc;
+use ringtrace_core::desc::EventDesc;
 
 /// The locks `prepare` takes, in order; dropped in reverse.
 struct Held {
@@ -35,7 +35,7 @@ thread_local! {
 
 extern "C" fn prepare() {
     let control = registry::hold_for_fork();
-    let descs = crate::record::desc::hold_for_fork();
+    let descs = ringtrace_core::desc::hold_for_fork();
     let consumer = consumer::hold_for_fork();
     let notice = ringbuf::channel::hold_for_fork();
     HELD.with(|h| {
@@ -57,8 +57,8 @@ extern "C" fn parent() {
 }
 
 extern "C" fn child() {
-    crate::record::rcu::after_fork_in_child();
-    crate::record::context::after_fork_in_child();
+    ringtrace_core::rcu::after_fork_in_child();
+    ringtrace_core::context::after_fork_in_child();
     HELD.with(|h| {
         if let Some(mut held) = h.borrow_mut().take() {
             held.control.forget_sessions();

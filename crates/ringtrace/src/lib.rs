@@ -1,12 +1,15 @@
 //! # ringtrace — the tracer
 //!
-//! Owns: event declaration (`event!` and the static [`EventDesc`]s the
-//! linker gathers), sessions and their channels, the probe that records an
-//! enabled event, the control data the probes read, the consumer thread
-//! that writes CTF stream files, the metadata, snapshots and statistics,
+//! The collector: sessions and their channels, the control data the
+//! probes read (probe lists, enabled flags), the consumer thread that
+//! writes CTF stream files, the metadata, snapshots and statistics,
 //! configuration from the environment (`RINGTRACE_SESSION`), the control
-//! socket, and the recovery of a killed process's trace from its buffer
-//! files.
+//! socket, the relay client, and the recovery of a killed process's trace
+//! from its buffer files. The call site's side (`event!`, the static
+//! [`EventDesc`]s the linker gathers, the probe, the ring-buffer client,
+//! contexts, the RCU read side, the clock) is the `ringtrace-core` crate
+//! below it, re-exported here: programs use `ringtrace::event!`, libraries
+//! that only record events may depend on `ringtrace-core` alone.
 //!
 //! Must never: allocate, lock, sleep, make a system call or execute a
 //! read-modify-write atomic or fence on control data in a probe (the ring
@@ -15,10 +18,10 @@
 //! not yet in the metadata.
 //!
 //! ```text
-//!   event!(…) ──► dormant check (one relaxed load) ──► probe (rcu read section)
+//!   event!(…) ──► dormant check (one relaxed load) ──► probe (rcu read section)   ringtrace-core
 //!                                                       │ for each (channel, id) of the event's list
 //!                                                       ▼   whose session is active
-//!                            per-CPU / per-thread ring buffer: reserve, serialize, commit
+//!                            per-CPU / per-thread ring buffer: reserve, serialize, commit   ringbuf
 //!                                                       │
 //!   consumer thread: switch timer, read timer ──► <dir>/<channel>_<n> stream files + metadata
 //!                      (relay=, live timer)    └─► relay sender thread ──► lttng-relayd
@@ -27,8 +30,8 @@
 //! ## Module map
 //!
 //! Layers, each importing only the layers below it (checked by
-//! `scripts/module_graph.py`, run by the test command: an import circle,
-//! or the recording path importing anything of the crate, fails it):
+//! `scripts/module_graph.py`, run by the test command: an import circle or
+//! an import against the layers fails it):
 //!
 //! ```text
 //!   session/   the Session handle, creating a session, RINGTRACE_SESSION
@@ -40,14 +43,13 @@
 //!   consume/   the consumer thread, stream files, the relay sender, stop/flush/snapshot/stats
 //!      │
 //!   control/   configuration, session state, metadata, the probe-list registry
-//!      │
-//!   record/    the recording path: event descriptions, probe, client, rcu, clock
+//!      │        (writes what ringtrace-core's probes read)
+//!   recover/   a killed process's trace, from its buffer files
 //!
 //!   output/    trusted directories and files,     ┐ below everything
 //!              stream files (direct I/O),         │
 //!              the lttng-relayd protocol client   │
 //!   sys/       the trusted environment, threads   ┘ (no crate imports)
-//!   recover/   a killed process's trace, from its buffer files (record/, output/)
 //! ```
 //!
 //! ```no_run
@@ -70,7 +72,6 @@ mod fork;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod output;
-mod record;
 pub mod recover;
 mod session;
 mod sys;
@@ -87,12 +88,12 @@ pub use control::registry::{
 pub use control::stats::{BufferStats, ChannelStats, RelayStats, SessionStats, StandbyStats};
 pub use output::relay::RelayUrl;
 pub use output::FileIo;
-pub use record::clock::clock;
-pub use record::context::{here, Contexts, ThreadIds};
-pub use record::desc::{all_events, EventDesc, FieldDesc, EVENTS};
-pub use record::field::{FieldKind, FieldValue, Fields};
-pub use record::level::{Level, UnknownLevel};
-pub use record::rcu;
+pub use ringtrace_core::clock::clock;
+pub use ringtrace_core::context::{here, Contexts, ThreadIds};
+pub use ringtrace_core::desc::{all_events, EventDesc, FieldDesc, EVENTS};
+pub use ringtrace_core::field::{FieldKind, FieldValue, Fields};
+pub use ringtrace_core::level::{Level, UnknownLevel};
+pub use ringtrace_core::rcu;
 pub use session::Session;
 
 /// The calling thread changed its name (`pthread_setname_np`,
@@ -100,18 +101,18 @@ pub use session::Session;
 /// the new one. Names given before a thread's first event (as
 /// `std::thread::Builder::name` does) need no call.
 pub fn thread_renamed() {
-    record::context::forget_thread();
+    ringtrace_core::context::forget_thread();
 }
 
 /// Who the calling thread is, as its events' contexts say.
 pub fn thread_ids() -> ThreadIds {
-    record::context::thread()
+    ringtrace_core::context::thread()
 }
 
 /// The ring-buffer client, for benchmarks that drive a channel without a
 /// session.
 #[doc(hidden)]
-pub use record::client;
+pub use ringtrace_core::client;
 
 /// Configuration from the environment (`RINGTRACE_SESSION`), and the
 /// environment as a setuid program may trust it.
@@ -119,9 +120,6 @@ pub mod env {
     pub use crate::session::env::{finish_env_session, parse, start_from_env, VAR};
     pub use crate::sys::env::{privileged, var};
 }
-
-#[doc(hidden)]
-pub use linkme as __linkme;
 
 /// What went wrong in a control operation.
 #[derive(Debug, thiserror::Error)]
@@ -183,58 +181,6 @@ impl Error {
     }
 }
 
-/// Declares an event and records it when enabled, in one place:
-///
-/// ```
-/// # struct R { id: u64, path: String }
-/// # let r = R { id: 1, path: "/".into() };
-/// ringtrace::event!(myapp, request_done, id: u64 = r.id, path: &str = &r.path, ok: bool = true);
-/// ringtrace::event!(level: Warning, myapp, queue_full, depth: u32 = 128);
-/// ```
-///
-/// Fields are `name: type = value` with the types of [`FieldValue`]
-/// (integers, `f32`, `f64`, `bool`, `&str`, `&[u8]`), up to 32 of them
-/// (see [`Fields`]). The default level is
-/// `Info`. While no session records the event, the values are not evaluated
-/// and the cost is one relaxed load and a branch.
-#[macro_export]
-macro_rules! event {
-    (level: $lvl:ident, $prov:ident, $name:ident $(, $f:ident : $t:ty = $v:expr)* $(,)?) => {
-        $crate::__event!($crate::Level::$lvl, $prov, $name $(, $f : $t = $v)*)
-    };
-    ($prov:ident, $name:ident $(, $f:ident : $t:ty = $v:expr)* $(,)?) => {
-        $crate::__event!($crate::Level::Info, $prov, $name $(, $f : $t = $v)*)
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __event {
-    ($lvl:expr, $prov:ident, $name:ident $(, $f:ident : $t:ty = $v:expr)*) => {{
-        static __RINGTRACE_DESC: $crate::EventDesc = $crate::EventDesc::new(
-            ::core::stringify!($prov),
-            ::core::stringify!($name),
-            $lvl,
-            &[$($crate::FieldDesc {
-                name: ::core::stringify!($f),
-                kind: <$t as $crate::FieldValue>::KIND,
-            }),*],
-            ::core::file!(),
-            ::core::line!(),
-        );
-        #[$crate::__linkme::distributed_slice($crate::EVENTS)]
-        #[linkme(crate = $crate::__linkme)]
-        static __RINGTRACE_REG: &$crate::EventDesc = &__RINGTRACE_DESC;
-        if __RINGTRACE_DESC.is_enabled() {
-            // Dormant is the common case: keep it on the fall-through path.
-            ::core::hint::cold_path();
-            // The call site's address (the `ip` context), taken here in
-            // the caller's own code: the closure may be out of line.
-            let __ringtrace_ip = $crate::here();
-            #[allow(clippy::redundant_closure_call)]
-            (|$($f: $t),*| {
-                __RINGTRACE_DESC.emit_fields_at(($($f,)*), __ringtrace_ip);
-            })($($v),*);
-        }
-    }};
-}
+/// Declares an event and records it when enabled (`ringtrace_core`'s
+/// macro: libraries that only record events depend on `ringtrace-core`).
+pub use ringtrace_core::event;

@@ -1,7 +1,7 @@
-//! loom model of the RCU scheme of `src/record/rcu/mod.rs`: readers enter, load the
-//! published pointer, read the object and exit; a writer publishes a new
-//! object, waits for a grace period and then poisons the old one (an atomic
-//! flag, and a plain write that loom checks for data races). No reader may
+//! loom model of the RCU scheme of `ringtrace-core`'s `src/rcu/mod.rs`:
+//! readers enter, load the published pointer, read the object and exit; a
+//! writer publishes a new object, waits for a grace period and then poisons
+//! the old one (an atomic flag, and a plain write that loom checks for data races). No reader may
 //! read poison. (Under loom `membarrier` is replaced by a SeqCst fence on
 //! both sides, which is the ordering it provides.) Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p ringtrace --test loom --release`.

@@ -169,8 +169,8 @@ impl Recording {
             snap: &'s mut RelaySnapshot,
             ci: usize,
         }
-        impl crate::record::ops::PacketSink for ToRelay<'_> {
-            fn packet(&mut self, b: usize, p: crate::record::ops::Packet<'_>) {
+        impl ringtrace_core::ops::PacketSink for ToRelay<'_> {
+            fn packet(&mut self, b: usize, p: ringtrace_core::ops::Packet<'_>) {
                 self.snap.packet(self.ci, b, p.bytes);
             }
         }
@@ -225,7 +225,7 @@ impl Recording {
             active: st.active.load(Relaxed),
             output_error: sink.error.clone(),
             packets_dropped_by_output: sink.dropped_packets,
-            process_lost_no_reader_slot: crate::record::rcu::no_slot_drops(),
+            process_lost_no_reader_slot: ringtrace_core::rcu::no_slot_drops(),
             forks_untraced: st.forks_untraced.load(Relaxed),
             relay: sink.relay.as_ref().map(|r| r.stats()),
             consumer_nice: priority::nice(),

@@ -15,8 +15,8 @@ use super::Recording;
 use crate::control::config::Mode;
 use crate::control::state::{lock, ChannelState};
 use crate::output;
-use crate::record::ops::{Packet, PacketSink};
 use crate::Error;
+use ringtrace_core::ops::{Packet, PacketSink};
 
 /// Read period of flight-recorder channels.
 const IDLE_READ_PERIOD: Duration = Duration::from_secs(1);

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use crate::output::relay::RelayUrl;
 use crate::output::FileIo;
-use crate::record::context::Contexts;
-use crate::record::level::Level;
 use crate::Error;
+use ringtrace_core::context::Contexts;
+use ringtrace_core::level::Level;
 
 /// What a session does when a buffer is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

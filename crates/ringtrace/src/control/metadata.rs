@@ -11,9 +11,9 @@ use ctf::types::{ClockDesc, EnvValue, EventClass, Field, StreamClass, TraceDesc}
 use traceclock::TraceClock;
 
 use crate::output;
-use crate::record::client::HEADER;
-use crate::record::context::Contexts;
-use crate::record::desc::EventDesc;
+use ringtrace_core::client::HEADER;
+use ringtrace_core::context::Contexts;
+use ringtrace_core::desc::EventDesc;
 
 /// The name of the clock in the metadata (a TSDL identifier).
 pub const CLOCK_NAME: &str = "ringtrace_clock";

@@ -7,12 +7,12 @@
 //! Imports the recording path (it writes what the probes read) and the
 //! output files; starts no thread and writes no stream file (the consumer,
 //! `consume/`, does). Control operations may lock, allocate and block; the
-//! probes never wait for them (`record/rcu/`).
+//! probes never wait for them (`ringtrace_core::rcu`).
 //!
 //! ```text
 //!   config ─► pattern          registry ─► state ─► metadata ─► output/
-//!                                  │          └───► record/ (channels)
-//!                                  └─► record/ (probe lists, rcu updater)
+//!                                  │          └───► ringtrace-core (channels)
+//!                                  └─► ringtrace-core (probe lists, rcu updater)
 //! ```
 
 pub mod config;

@@ -1,11 +1,11 @@
 //! The control data and its writers: the list of sessions, and for every
 //! event the probe list it publishes. Writers hold one lock and may block;
-//! probes never take it (`record/probe.rs`, `record/rcu/`).
+//! probes never take it (`ringtrace_core::probe`, `ringtrace_core::rcu`).
 //!
 //! Publication: a new probe list is fully built (and its event classes
 //! written to the metadata) before the control lock's [`Updater`] publishes
 //! it in the descriptor; the list it replaces is freed after a grace period,
-//! or kept until a later one completes (`record/rcu/published.rs`, whose types
+//! or kept until a later one completes (`ringtrace_core::rcu::Published`, whose types
 //! make any other order a compile error).
 //!
 //! This layer starts no thread and writes no stream file: adding a session
@@ -17,11 +17,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::control::config::Rule;
 use crate::control::state::{SessionState, GRACE_TIMEOUT};
-use crate::record::desc::{all_events, EventDesc};
-use crate::record::level::Level;
-use crate::record::probe::{Probe, ProbeList};
-use crate::record::rcu::{self, Updater};
 use crate::Error;
+use ringtrace_core::desc::{all_events, EventDesc};
+use ringtrace_core::level::Level;
+use ringtrace_core::probe::{Probe, ProbeList};
+use ringtrace_core::rcu::{self, Updater};
 
 struct Control {
     sessions: Vec<Arc<SessionState>>,
@@ -90,7 +90,7 @@ pub fn register(desc: &'static EventDesc) {
 /// Adds several descriptors built at run time, with one update of the
 /// sessions' probe lists.
 pub fn register_all(descs: &[&'static EventDesc]) {
-    crate::record::desc::add_dynamic(descs);
+    ringtrace_core::desc::add_dynamic(descs);
     let mut c = control();
     republish(&mut c);
 }

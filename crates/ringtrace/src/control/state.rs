@@ -20,11 +20,11 @@ use ringbuf::{Backing, ChannelAttr};
 use crate::control::config::{Buffers, ChannelConfig, Checked, CpuSync, Mode, Rule};
 use crate::control::metadata::{self, MetadataFile};
 use crate::output;
-use crate::record::client::AnyChannel;
-use crate::record::client::Sharing;
-use crate::record::desc::EventDesc;
-use crate::record::tally::Tally;
 use crate::Error;
+use ringtrace_core::client::AnyChannel;
+use ringtrace_core::client::Sharing;
+use ringtrace_core::desc::EventDesc;
+use ringtrace_core::tally::Tally;
 
 /// A session's class ids, rules, metadata: changed only under its lock.
 #[derive(Debug)]
@@ -108,7 +108,7 @@ impl SessionState {
             relay,
             io,
         } = c;
-        let clock = crate::record::clock::clock();
+        let clock = ringtrace_core::clock::clock();
         let uuid = random_uuid();
         let desc = metadata::trace_desc(
             uuid,
@@ -170,7 +170,7 @@ impl SessionState {
             instance += chan.ops().buffers() as u64;
             channels.push(ChannelState {
                 cfg,
-                tally: (!chan.counts_records()).then(|| Arc::new(Tally::new())),
+                tally: (!chan.counts_records()).then(|| Arc::new(Tally::claim())),
                 chan: Arc::new(chan),
             });
         }

@@ -159,7 +159,7 @@ pub struct SessionStats {
     /// Every channel.
     pub channels: Vec<ChannelStats>,
     /// Events dropped in the whole process (every session) because more
-    /// than [`crate::record::rcu::SLOTS`] threads were inside probes at once.
+    /// than [`ringtrace_core::rcu::SLOTS`] threads were inside probes at once.
     pub process_lost_no_reader_slot: u64,
     /// Children forked while the session recorded: they record nothing
     /// into it (their events until an `exec` are in no trace, unless the

@@ -11,7 +11,7 @@
 
 use std::io::{Read, Write};
 
-use crate::record::level::Level;
+use ringtrace_core::level::Level;
 
 /// First line of every request.
 pub const MAGIC: &str = "ringtrace-ctl 1";

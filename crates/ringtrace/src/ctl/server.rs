@@ -279,7 +279,7 @@ pub fn execute(req: &Request) -> Reply {
             channel,
         } => {
             let s = find(session)?;
-            if !crate::record::desc::all_events()
+            if !ringtrace_core::desc::all_events()
                 .iter()
                 .any(|d| crate::control::pattern::matches(pattern, &d.full_name()))
             {

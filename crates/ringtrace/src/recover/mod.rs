@@ -374,7 +374,7 @@ pub fn standalone_desc() -> TraceDesc {
             description: String::new(),
         },
         env: Vec::new(),
-        streams: vec![StreamClass::new(0, crate::record::client::HEADER, vec![])],
+        streams: vec![StreamClass::new(0, ringtrace_core::client::HEADER, vec![])],
         events: vec![
             class(0, FieldType::Int(IntType::unsigned(64))),
             class(1, FieldType::String),
@@ -393,7 +393,7 @@ fn file_channel(
     dir: &Path,
     subbuf: usize,
     overwrite: bool,
-) -> (crate::record::client::AnyChannel, PathBuf) {
+) -> (ringtrace_core::client::AnyChannel, PathBuf) {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).unwrap();
     let attr = ringbuf::ChannelAttr {
@@ -403,7 +403,7 @@ fn file_channel(
         thread_pool: 1,
         ..Default::default()
     };
-    let ch = crate::record::client::AnyChannel::standalone(overwrite, true, &attr).unwrap();
+    let ch = ringtrace_core::client::AnyChannel::standalone(overwrite, true, &attr).unwrap();
     let file = std::fs::read_dir(dir)
         .unwrap()
         .next()

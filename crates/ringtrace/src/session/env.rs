@@ -37,9 +37,9 @@ use std::time::Duration;
 
 use super::Session;
 use crate::control::config::{ChannelConfig, Mode, SessionBuilder};
-use crate::record::level::Level;
 use crate::sys::env::var;
 use crate::Error;
+use ringtrace_core::level::Level;
 
 /// The variable read at start-up.
 pub const VAR: &str = "RINGTRACE_SESSION";

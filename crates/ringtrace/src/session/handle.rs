@@ -12,9 +12,9 @@ use crate::control::config::{Mode, SessionBuilder};
 use crate::control::registry;
 use crate::control::state::lock;
 use crate::control::stats::SessionStats;
-use crate::record::desc::all_events;
-use crate::record::level::Level;
 use crate::Error;
+use ringtrace_core::desc::all_events;
+use ringtrace_core::level::Level;
 
 /// A tracing session. Dropping the handle destroys the session (after
 /// stopping it, so its trace is complete).

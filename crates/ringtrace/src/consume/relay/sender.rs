@@ -248,7 +248,7 @@ impl Sender {
         };
         let mut r = Ok(());
         for s in c.streams.values_mut() {
-            if let (false, Some(t)) = (std::mem::take(&mut s.fresh), crate::record::clock::now()) {
+            if let (false, Some(t)) = (std::mem::take(&mut s.fresh), ringtrace_core::clock::now()) {
                 r = c.relay.beacon(s.id, s.class, t);
                 if r.is_err() {
                     break;

@@ -22,7 +22,7 @@
 //! `rcu/global.rs`) and filled again after `fork` (the
 //! child's fork handler empties the forking thread's cache,
 //! [`after_fork_in_child`]) or when the thread says it renamed itself
-//! ([`crate::thread_renamed`]). The cache is plain data in a `const`
+//! (`ringtrace::thread_renamed`). The cache is plain data in a `const`
 //! thread-local without destructor, so reading it is async-signal-safe: a
 //! signal handler that interrupts the filling finds the first word not yet
 //! stored and fills the cache again itself (same values).
@@ -438,7 +438,7 @@ fn current_ids() -> ThreadIds {
     ThreadIds {
         // SAFETY: getpid cannot fail.
         pid: unsafe { libc::getpid() },
-        tid: crate::record::rcu::gettid(),
+        tid: crate::rcu::gettid(),
         pthread,
         name,
     }

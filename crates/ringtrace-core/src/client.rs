@@ -11,8 +11,8 @@ use ctf::types::HeaderKind;
 use ringbuf::{Alloc, Channel, ChannelAttr, Config, Mode, SubbufBegin, SubbufEnd, Sync};
 use traceclock::TraceClock;
 
-use crate::record::context::{words, Contexts, Layout};
-use crate::record::ops::{ChannelOps, PACKET_SIZE_AT};
+use crate::context::{words, Contexts, Layout};
+use crate::ops::{ChannelOps, PACKET_SIZE_AT};
 
 /// Event header of every channel: 5-bit id and 27-bit timestamp, extended
 /// when needed (`ctf::layout`).
@@ -26,24 +26,27 @@ const CONTENT_SIZE_AT: usize = 48;
 /// atomics (`ringbuf::Sync`).
 #[derive(Debug)]
 pub struct Client<const OVERWRITE: bool, const PER_THREAD: bool, const RSEQ: bool> {
-    pub(crate) uuid: [u8; 16],
-    pub(crate) stream_id: u32,
+    /// The trace's UUID, in every packet header.
+    pub uuid: [u8; 16],
+    /// The channel's stream class id in the metadata.
+    pub stream_id: u32,
     /// Stream instance ids of this channel's buffers start here (unique
     /// within the trace: babeltrace2 joins files of one instance).
-    pub(crate) instance_base: u64,
-    pub(crate) clock: TraceClock,
+    pub instance_base: u64,
+    /// The clock the records' timestamps are read from.
+    pub clock: TraceClock,
     /// Sub-buffer size in bytes.
-    pub(crate) subbuf: u64,
+    pub subbuf: u64,
     /// What every record carries between its header and its payload (a
     /// [`Layout::code`]): set when the channel is created, and changed only
     /// while no record was ever written to it ([`AnyChannel::set_contexts`]).
-    pub(crate) contexts: AtomicU16,
+    pub contexts: AtomicU16,
 }
 
 impl<const O: bool, const P: bool, const R: bool> Client<O, P, R> {
     /// The channel's contexts, as the write path uses them.
     #[inline(always)]
-    pub(crate) fn contexts(&self) -> Layout {
+    pub fn contexts(&self) -> Layout {
         Layout::from_code(self.contexts.load(Relaxed))
     }
 }
@@ -108,7 +111,7 @@ fn packet_len(content: u64, subbuf: u64) -> u64 {
 
 /// What a probe writes after the event header: a closure (the C API, the
 /// `tracing` layer) or `event!`'s tuple of fields ([`Encoded`]).
-pub(crate) trait Payload {
+pub trait Payload {
     /// Fills `out`, exactly the payload's length.
     fn write(&self, out: &mut [u8]);
 
@@ -129,9 +132,9 @@ impl<F: Fn(&mut [u8])> Payload for F {
 
 /// `event!`'s fields and call site: serialized by inlined trait methods,
 /// where a closure holding the same code may be left out of line.
-pub(crate) struct Encoded<'a, T>(pub(crate) &'a T, pub(crate) u64);
+pub struct Encoded<'a, T>(pub &'a T, pub u64);
 
-impl<T: crate::record::field::Fields> Payload for Encoded<'_, T> {
+impl<T: crate::field::Fields> Payload for Encoded<'_, T> {
     #[inline(always)]
     fn write(&self, out: &mut [u8]) {
         self.0.encode(out)
@@ -144,9 +147,11 @@ impl<T: crate::record::field::Fields> Payload for Encoded<'_, T> {
 }
 
 /// A payload written by a closure, recorded from the code at `ip`.
-pub(crate) struct At<F> {
-    pub(crate) write: F,
-    pub(crate) ip: u64,
+pub struct At<F> {
+    /// Writes the payload.
+    pub write: F,
+    /// The address of the code that records it.
+    pub ip: u64,
 }
 
 impl<F: Fn(&mut [u8])> Payload for At<F> {
@@ -338,7 +343,7 @@ macro_rules! each {
 
 impl AnyChannel {
     /// Creates the channel.
-    pub(crate) fn new(
+    pub fn new(
         overwrite: bool,
         sharing: Sharing,
         client: (u32, [u8; 16], u64, TraceClock),
@@ -407,7 +412,7 @@ impl AnyChannel {
         AnyChannel::new(
             overwrite,
             sharing,
-            (0, [0; 16], 0, crate::record::clock::clock()),
+            (0, [0; 16], 0, crate::clock::clock()),
             Contexts::NONE,
             attr,
             "standalone",
@@ -422,20 +427,14 @@ impl AnyChannel {
     pub fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) -> bool {
         // Every channel's client reads `clock::clock()`, which exists once a
         // channel does.
-        let now = crate::record::clock::now().unwrap_or_default();
+        let now = crate::clock::now().unwrap_or_default();
         self.record_payload(now, id, len, write)
     }
 
     /// [`AnyChannel::record`] with the clock read by the caller (`now`, a
     /// reading of [`super::clock::clock`] at any time before the call).
     #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(crate) fn record_payload<P: Payload>(
-        &self,
-        now: u64,
-        id: u32,
-        len: usize,
-        write: &P,
-    ) -> bool {
+    pub fn record_payload<P: Payload>(&self, now: u64, id: u32, len: usize, write: &P) -> bool {
         each!(self, c => record_in(c, now, id, len, write))
     }
 
@@ -452,7 +451,7 @@ impl AnyChannel {
     /// the control lock that starting takes). Not a memory-safety
     /// precondition (the value is atomic): a record written meanwhile
     /// would only be laid out with the other set.
-    pub(crate) fn set_contexts(&self, set: Contexts) {
+    pub fn set_contexts(&self, set: Contexts) {
         let bits = each!(self, c => &c.config().contexts);
         bits.store(set.layout().code(), Relaxed);
     }
@@ -478,7 +477,7 @@ impl AnyChannel {
 
     /// Bytes reserved and records lost (every cause), summed over the
     /// channel's buffers.
-    pub(crate) fn written_and_lost(&self) -> (u64, u64) {
+    pub fn written_and_lost(&self) -> (u64, u64) {
         let o = self.ops();
         (0..o.buffers())
             .map(|b| o.stats(b))
@@ -488,13 +487,13 @@ impl AnyChannel {
     }
 
     /// The consumer's view of the channel.
-    pub(crate) fn ops(&self) -> &dyn ChannelOps {
+    pub fn ops(&self) -> &dyn ChannelOps {
         each!(self, c => c)
     }
 }
 
 /// Whether the session owning a probe is recording.
 #[inline(always)]
-pub(crate) fn is_active(a: &AtomicBool) -> bool {
+pub fn is_active(a: &AtomicBool) -> bool {
     a.load(Relaxed)
 }

@@ -17,6 +17,7 @@ pub fn clock() -> TraceClock {
 /// before the clock exists, that is before any channel. One load and the
 /// clock read: no system call once calibrated.
 #[inline(always)]
-pub(crate) fn now() -> Option<u64> {
+#[doc(hidden)]
+pub fn now() -> Option<u64> {
     CLOCK.get().map(|c| c.now_unordered())
 }

@@ -6,11 +6,11 @@
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering::*};
 use std::sync::Mutex;
 
-use crate::record::client::{At, Encoded};
-use crate::record::field::{FieldKind, Fields};
-use crate::record::level::Level;
-use crate::record::probe::{self, ProbeList};
-use crate::record::rcu::Published;
+use crate::client::{At, Encoded};
+use crate::field::{FieldKind, Fields};
+use crate::level::Level;
+use crate::probe::{self, ProbeList};
+use crate::rcu::Published;
 
 /// One field of an event: its name and type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,9 +38,10 @@ pub struct EventDesc {
     pub line: u32,
     /// True while some session has the event enabled: the dormant check.
     enabled: AtomicBool,
-    /// The channels to record into, published by `control/registry.rs`
-    /// (RCU).
-    pub(crate) probes: Published<ProbeList>,
+    /// The channels to record into, published by `ringtrace`'s
+    /// `control/registry.rs` (RCU).
+    #[doc(hidden)]
+    pub probes: Published<ProbeList>,
     /// A second copy of `enabled` kept where a foreign call site reads it
     /// (the C API's descriptor), or null.
     mirror: AtomicPtr<AtomicU8>,
@@ -77,7 +78,8 @@ impl EventDesc {
         self.enabled.load(Relaxed)
     }
 
-    pub(crate) fn set_enabled(&self, on: bool) {
+    #[doc(hidden)]
+    pub fn set_enabled(&self, on: bool) {
         self.enabled.store(on, Relaxed);
         let m = self.mirror.load(Acquire);
         // SAFETY: `mirror_enabled_to` only stores `'static` references.
@@ -89,7 +91,7 @@ impl EventDesc {
     /// Keeps `flag` equal to the enabled state (1 or 0) from now on: the
     /// dormant check of a call site that cannot read this descriptor
     /// directly (a C call site reads its own byte). Call before
-    /// [`crate::register`]ing the descriptor.
+    /// registering the descriptor (`ringtrace::register`).
     pub fn mirror_enabled_to(&self, flag: &'static AtomicU8) {
         flag.store(self.is_enabled() as u8, Relaxed);
         self.mirror
@@ -148,15 +150,17 @@ pub static EVENTS: [&'static EventDesc];
 /// Descriptors created at run time (e.g. a `tracing` layer's callsites).
 static DYNAMIC: Mutex<Vec<&'static EventDesc>> = Mutex::new(Vec::new());
 
-/// The registry's lock, held across `fork()` (`fork.rs`): a child never
-/// inherits it locked by a thread it does not have.
-pub(crate) fn hold_for_fork() -> std::sync::MutexGuard<'static, Vec<&'static EventDesc>> {
+/// The registry's lock, held across `fork()` (`ringtrace`'s `fork.rs`): a
+/// child never inherits it locked by a thread it does not have.
+#[doc(hidden)]
+pub fn hold_for_fork() -> std::sync::MutexGuard<'static, Vec<&'static EventDesc>> {
     DYNAMIC.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Adds descriptors built at run time. Only the descriptions: the control
-/// side then gives them their probes (`crate::register_all`).
-pub(crate) fn add_dynamic(descs: &[&'static EventDesc]) {
+/// side then gives them their probes (`ringtrace::register_all`).
+#[doc(hidden)]
+pub fn add_dynamic(descs: &[&'static EventDesc]) {
     DYNAMIC
         .lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -5,10 +5,10 @@
 use ringbuf::{BufferStats, Channel, Config, Order};
 
 /// Byte offset of `packet_size` in the packet context (`ctf::layout`).
-pub(crate) const PACKET_SIZE_AT: usize = 56;
+pub const PACKET_SIZE_AT: usize = 56;
 
 /// Reads the packet length back from a delivered sub-buffer.
-pub(crate) fn packet_bytes(sb: &[u8]) -> usize {
+pub fn packet_bytes(sb: &[u8]) -> usize {
     let bits = u64::from_le_bytes(sb[PACKET_SIZE_AT..PACKET_SIZE_AT + 8].try_into().unwrap());
     ((bits / 8) as usize).min(sb.len())
 }
@@ -18,7 +18,7 @@ pub(crate) fn packet_bytes(sb: &[u8]) -> usize {
 /// content, `packet_size` raised to match (CTF readers skip a packet's
 /// padding). Returns the packet's length, unchanged when `block` is 1 or
 /// the padded packet would not fit the sub-buffer.
-pub(crate) fn pad_packet(subbuf: &mut [u8], block: usize) -> usize {
+pub fn pad_packet(subbuf: &mut [u8], block: usize) -> usize {
     let packet = packet_bytes(subbuf);
     if block <= 1 || packet.is_multiple_of(block) {
         return packet;
@@ -38,18 +38,18 @@ pub(crate) fn pad_packet(subbuf: &mut [u8], block: usize) -> usize {
 
 /// A packet handed to a [`PacketSink`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Packet<'a> {
-    pub(crate) bytes: &'a [u8],
+pub struct Packet<'a> {
+    pub bytes: &'a [u8],
     /// The reader was more than half a buffer behind the writers when it
     /// took the packet: it should go out the way that returns soonest.
-    pub(crate) behind: bool,
+    pub behind: bool,
     /// The packet holds at least half its sub-buffer (before padding): a
     /// fast stream's, which the writers rather than a timer filled.
-    pub(crate) fast: bool,
+    pub fast: bool,
 }
 
 /// Where packets go.
-pub(crate) trait PacketSink {
+pub trait PacketSink {
     fn packet(&mut self, buffer: usize, p: Packet<'_>);
 
     /// The block that the next packet of `buffer`, `fast` or not (see
@@ -63,7 +63,7 @@ pub(crate) trait PacketSink {
 
 /// What the consumer and the session do with a channel, whatever its
 /// configuration (dynamic dispatch: never on the write path).
-pub(crate) trait ChannelOps: std::marker::Sync + Send {
+pub trait ChannelOps: std::marker::Sync + Send {
     /// Number of buffers.
     fn buffers(&self) -> usize;
     /// Copies up to `max` ready packets of buffer `i` to `sink`, consuming

@@ -27,7 +27,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 
-use crate::record::rcu;
+use crate::rcu;
 
 /// Channels counted per thread at once; a channel created while all are
 /// taken counts in one shared atomic instead (correct, slower).
@@ -45,7 +45,7 @@ static CLAIMED: [AtomicBool; COLUMNS] = [const { AtomicBool::new(false) }; COLUM
 
 /// The record count of one channel.
 #[derive(Debug)]
-pub(crate) struct Tally {
+pub struct Tally {
     column: Option<usize>,
     /// The column's sum when it was claimed.
     base: u64,
@@ -55,7 +55,7 @@ pub(crate) struct Tally {
 
 impl Tally {
     /// Claims a free column (or none: see [`COLUMNS`]).
-    pub(crate) fn new() -> Tally {
+    pub fn claim() -> Tally {
         let column = CLAIMED
             .iter()
             .position(|c| c.compare_exchange(false, true, AcqRel, Relaxed).is_ok());
@@ -68,7 +68,7 @@ impl Tally {
 
     /// Counts one record of the calling thread, inside its read section `g`.
     #[inline(always)]
-    pub(crate) fn add(&self, g: &rcu::Guard) {
+    pub fn add(&self, g: &rcu::Guard) {
         match self.column {
             Some(k) => increment(&ROWS[g.index()].0[k]),
             None => {
@@ -78,7 +78,7 @@ impl Tally {
     }
 
     /// Records counted so far.
-    pub(crate) fn total(&self) -> u64 {
+    pub fn total(&self) -> u64 {
         let own = self
             .column
             .map_or(0, |k| column_sum(k).wrapping_sub(self.base));
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn counts_per_thread_and_starts_at_zero() {
-        let a = Tally::new();
+        let a = Tally::claim();
         let n = if cfg!(miri) { 20 } else { 1000 };
         std::thread::scope(|s| {
             for _ in 0..3 {
@@ -140,7 +140,7 @@ mod tests {
         // A column used before starts from zero for its next channel.
         let k = a.column;
         drop(a);
-        let b = Tally::new();
+        let b = Tally::claim();
         if b.column == k {
             assert_eq!(b.total(), 0);
         }
@@ -152,7 +152,7 @@ mod tests {
 
     #[test]
     fn the_shared_count_takes_over_when_columns_run_out() {
-        let all: Vec<Tally> = (0..COLUMNS + 2).map(|_| Tally::new()).collect();
+        let all: Vec<Tally> = (0..COLUMNS + 2).map(|_| Tally::claim()).collect();
         let last = all.last().unwrap();
         assert_eq!(last.column, None);
         let g = rcu::read_lock().unwrap();

@@ -87,7 +87,7 @@ impl<T> Default for Published<T> {
 
 /// The right to change published objects of type `T` and free replaced
 /// ones. One per process for every `Published<T>` it is used on (the
-/// control lock holds it: see `control/registry.rs`).
+/// control lock holds it: see `ringtrace`'s `control/registry.rs`).
 ///
 /// Dropping an updater frees its retired objects only if a grace period
 /// completes within [`DROP_TIMEOUT`]; otherwise it leaks them (a reader
@@ -189,7 +189,7 @@ impl<T> Drop for Updater<T> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::record::rcu::read_lock;
+    use crate::rcu::read_lock;
     use std::sync::atomic::AtomicUsize;
     use std::sync::mpsc;
 
@@ -205,7 +205,7 @@ mod tests {
     fn replaced_objects_are_freed_once_after_the_readers_leave() {
         static DROPS: AtomicUsize = AtomicUsize::new(0);
         static P: Published<Obj> = Published::new();
-        crate::record::rcu::init();
+        crate::rcu::init();
         // SAFETY: the only updater of `P`.
         let mut u = unsafe { Updater::new() };
         u.replace(&P, Some(Box::new(Obj(1, &DROPS))));
@@ -242,7 +242,7 @@ mod tests {
     fn a_dropped_updater_frees_what_no_reader_holds() {
         static DROPS: AtomicUsize = AtomicUsize::new(0);
         static P: Published<Obj> = Published::new();
-        crate::record::rcu::init();
+        crate::rcu::init();
         {
             // SAFETY: the only updater of `P`.
             let mut u = unsafe { Updater::new() };

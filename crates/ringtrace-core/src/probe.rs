@@ -7,36 +7,36 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::record::client::{is_active, AnyChannel, Payload};
-use crate::record::rcu;
-use crate::record::tally::Tally;
+use crate::client::{is_active, AnyChannel, Payload};
+use crate::rcu;
+use crate::tally::Tally;
 
 /// One place an event records into.
 #[derive(Debug)]
-pub(crate) struct Probe {
+pub struct Probe {
     /// The session's running flag: starting or stopping a session is one
     /// store to it.
-    pub(crate) active: Arc<AtomicBool>,
+    pub active: Arc<AtomicBool>,
     /// The channel.
-    pub(crate) channel: Arc<AnyChannel>,
+    pub channel: Arc<AnyChannel>,
     /// The event's id in that channel's stream class.
-    pub(crate) id: u32,
+    pub id: u32,
     /// Per-CPU channels: where the writing thread counts the record.
-    pub(crate) tally: Option<Arc<Tally>>,
+    pub tally: Option<Arc<Tally>>,
 }
 
 /// The immutable list an event's descriptor publishes. Replaced, never
 /// modified, while published. The first probe is inline: an event recorded
 /// by one channel costs no second pointer chase.
 #[derive(Debug)]
-pub(crate) struct ProbeList {
-    pub(crate) first: Probe,
-    pub(crate) rest: Box<[Probe]>,
+pub struct ProbeList {
+    pub first: Probe,
+    pub rest: Box<[Probe]>,
 }
 
 impl ProbeList {
     /// A list of at least one probe; `None` for none.
-    pub(crate) fn new(mut probes: Vec<Probe>) -> Option<ProbeList> {
+    pub fn new(mut probes: Vec<Probe>) -> Option<ProbeList> {
         if probes.is_empty() {
             return None;
         }
@@ -48,7 +48,7 @@ impl ProbeList {
     }
 
     /// Every probe, in order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Probe> {
+    pub fn iter(&self) -> impl Iterator<Item = &Probe> {
         std::iter::once(&self.first).chain(self.rest.iter())
     }
 }
@@ -76,7 +76,7 @@ impl Probe {
 /// active: `len` bytes of payload that `write` fills. What `event!` runs
 /// after the dormant check (through `EventDesc::emit_fields`).
 #[inline(always)]
-pub(crate) fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P) {
+pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P) {
     let Some(guard) = rcu::read_lock() else {
         return;
     };
@@ -94,7 +94,7 @@ pub(crate) fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, wr
     // which the CPU overlaps with finding the buffer instead of waiting
     // for it inside the reservation. One reading for every session the
     // event goes to. A published probe means a channel, so a clock.
-    let Some(now) = crate::record::clock::now() else {
+    let Some(now) = crate::clock::now() else {
         return;
     };
     if single {
