@@ -32,10 +32,11 @@ mod period;
 pub(crate) mod priority;
 pub(crate) mod relay;
 pub(crate) mod sink;
+mod snapshot_writer;
 pub(crate) mod standby;
 mod turns;
 
-pub use sink::SnapshotInfo;
+pub use snapshot_writer::SnapshotInfo;
 
 /// A session as the consumer sees it: its state, and the state of its
 /// output (stream files, timers, what was written and dropped).

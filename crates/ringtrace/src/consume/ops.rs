@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::relay::RelaySnapshot;
-use super::sink::{Sink, SnapshotInfo, SnapshotWriter};
+use super::sink::Sink;
+use super::snapshot_writer::{SnapshotInfo, SnapshotWriter};
 use super::{consumer, priority, standby, Recording};
 use crate::control::config::{Buffers, Mode};
 use crate::control::metadata::MetadataFile;
@@ -249,8 +250,8 @@ impl Recording {
                                 b,
                                 ops.stats(b),
                                 c.tally.is_none(),
-                                sink.written[ci][b],
-                                sink.stalled[ci][b].is_some(),
+                                sink.channels[ci].buffers[b].written,
+                                sink.channels[ci].buffers[b].stalled.is_some(),
                             )
                         })
                         .collect();

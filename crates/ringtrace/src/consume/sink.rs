@@ -1,10 +1,9 @@
 //! The consumer side of a session: stream files, the switch and read
 //! timers, the copy of ready packets (direct I/O from the sub-buffer, or
 //! `write` from it through the page cache: `output/stream.rs`), the
-//! closing packet that carries the last losses, and the writer of
-//! snapshots.
+//! closing packet that carries the last losses.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
@@ -24,28 +23,11 @@ const IDLE_READ_PERIOD: Duration = Duration::from_secs(1);
 /// The consumer's state of a session: stream files and timers.
 #[derive(Debug)]
 pub(crate) struct Sink {
-    /// Per channel, per buffer: the stream file, once it has a packet.
-    pub(crate) files: Vec<Vec<Option<output::StreamFile>>>,
-    /// Per channel: when the switch and read timers fire next.
-    pub(crate) next_switch: Vec<Option<Instant>>,
-    pub(crate) next_read: Vec<Instant>,
-    /// Per channel: bytes reserved and records lost in all its buffers at
-    /// the end of the last read, and when; the write rate since then sets
-    /// the next read (see `period.rs`).
-    pub(crate) last_read: Vec<(u64, u64, Instant)>,
-    /// Per channel: the read pace (the last period, the fastest rate seen).
-    pace: Vec<Pace>,
-    /// Packets and bytes written, per channel per buffer.
-    pub(crate) written: Vec<Vec<(u64, u64)>>,
-    /// Header and context of the last packet written, per channel per buffer.
-    pub(crate) last_header: Vec<Vec<Option<[u8; ctf::PACKET_HEADER_SIZE]>>>,
+    /// Per channel, in the session's order.
+    pub(crate) channels: Vec<ChannelSink>,
     /// First output error (the disk is full...): later packets are consumed
     /// and counted as lost rather than blocking the writers.
     pub(crate) error: Option<String>,
-    /// Per channel, per buffer: sub-buffers consumed at the last progress,
-    /// and when; and whether a stall was reported (and since when).
-    progress: Vec<Vec<(u64, Instant)>>,
-    pub(crate) stalled: Vec<Vec<Option<Instant>>>,
     pub(crate) dropped_packets: u64,
     /// The output directory, held open to notice it being removed or
     /// replaced while tracing (writes into its unlinked files would succeed
@@ -55,6 +37,40 @@ pub(crate) struct Sink {
     pub(crate) relay: Option<super::relay::RelaySink>,
     /// What the stream files closed by `close_files` were, for `stats`.
     closed: Files,
+}
+
+/// The consumer's state of one channel: its timers, its read pace and its
+/// buffers'.
+#[derive(Debug)]
+pub(crate) struct ChannelSink {
+    /// When the switch timer fires next (none without one).
+    next_switch: Option<Instant>,
+    /// When the channel is read next.
+    next_read: Instant,
+    /// Bytes reserved and records lost in all its buffers at the end of
+    /// the last read, and when; the write rate since then sets the next
+    /// read (see `period.rs`).
+    last_read: (u64, u64, Instant),
+    /// The read pace (the last period, the fastest rate seen).
+    pace: Pace,
+    /// Per buffer, in the channel's order.
+    pub(crate) buffers: Vec<BufferSink>,
+}
+
+/// The consumer's state of one buffer: its stream file and what went in.
+#[derive(Debug)]
+pub(crate) struct BufferSink {
+    /// The stream file, once it has a packet.
+    file: Option<output::StreamFile>,
+    /// Packets and bytes written.
+    pub(crate) written: (u64, u64),
+    /// Header and context of the last packet written.
+    last_header: Option<[u8; ctf::PACKET_HEADER_SIZE]>,
+    /// Sub-buffers consumed (flight recorder: records dropped) at the last
+    /// progress, and when.
+    progress: (u64, Instant),
+    /// Since when a stall has been reported, if one is.
+    pub(crate) stalled: Option<Instant>,
 }
 
 /// Stream files of a session: how many, how many with direct I/O, and
@@ -71,39 +87,35 @@ impl Sink {
     pub(crate) fn empty(channels: &[ChannelState]) -> Sink {
         let now = Instant::now();
         Sink {
-            files: channels
+            channels: channels
                 .iter()
-                .map(|c| (0..c.chan.ops().buffers()).map(|_| None).collect())
-                .collect(),
-            next_switch: channels
-                .iter()
-                .map(|c| c.cfg.switch_timer.map(|p| now + p))
-                .collect(),
-            next_read: channels.iter().map(|c| now + c.cfg.read_timer).collect(),
-            last_read: channels.iter().map(|_| (0, 0, now)).collect(),
-            pace: channels.iter().map(|_| Pace::new()).collect(),
-            written: channels
-                .iter()
-                .map(|c| vec![(0, 0); c.chan.ops().buffers()])
-                .collect(),
-            last_header: channels
-                .iter()
-                .map(|c| vec![None; c.chan.ops().buffers()])
+                .map(|c| ChannelSink {
+                    next_switch: c.cfg.switch_timer.map(|p| now + p),
+                    next_read: now + c.cfg.read_timer,
+                    last_read: (0, 0, now),
+                    pace: Pace::new(),
+                    buffers: (0..c.chan.ops().buffers())
+                        .map(|_| BufferSink {
+                            file: None,
+                            written: (0, 0),
+                            last_header: None,
+                            progress: (0, now),
+                            stalled: None,
+                        })
+                        .collect(),
+                })
                 .collect(),
             error: None,
             closed: Files::default(),
             dropped_packets: 0,
-            progress: channels
-                .iter()
-                .map(|c| vec![(0, now); c.chan.ops().buffers()])
-                .collect(),
-            stalled: channels
-                .iter()
-                .map(|c| vec![None; c.chan.ops().buffers()])
-                .collect(),
             out_dir: None,
             relay: None,
         }
+    }
+
+    /// Every buffer's state, all channels.
+    fn buffers_mut(&mut self) -> impl Iterator<Item = &mut BufferSink> {
+        self.channels.iter_mut().flat_map(|c| c.buffers.iter_mut())
     }
 
     /// Watches `dir`, the trace directory just created.
@@ -151,10 +163,10 @@ impl Sink {
 
     /// The session's stream files, open and closed.
     pub(crate) fn files(&self) -> Files {
-        self.files
+        self.channels
             .iter()
-            .flatten()
-            .flatten()
+            .flat_map(|c| &c.buffers)
+            .filter_map(|b| b.file.as_ref())
             .fold(self.closed, |mut t, f| {
                 t.count += 1;
                 t.direct += usize::from(f.is_direct());
@@ -175,7 +187,7 @@ impl Sink {
     /// fill 4 MiB of buffers while the consumer slept.
     pub(crate) fn close_files(&mut self) {
         self.closed = self.files();
-        self.files.iter_mut().flatten().for_each(|f| *f = None);
+        self.buffers_mut().for_each(|b| b.file = None);
         self.out_dir = None;
     }
 
@@ -183,16 +195,20 @@ impl Sink {
     /// start again from the shortest (writers may start any moment).
     pub(crate) fn read_now(&mut self) {
         let now = Instant::now();
-        self.next_read.iter_mut().for_each(|t| *t = now);
-        self.pace.iter_mut().for_each(Pace::restart);
+        for c in &mut self.channels {
+            c.next_read = now;
+            c.pace.restart();
+        }
     }
 
     /// The session starts: every channel is read now, and often until its
     /// writers' rate is known (`Pace::expect_writers`).
     pub(crate) fn started(&mut self) {
         let now = Instant::now();
-        self.next_read.iter_mut().for_each(|t| *t = now);
-        self.pace.iter_mut().for_each(|p| p.expect_writers(now));
+        for c in &mut self.channels {
+            c.next_read = now;
+            c.pace.expect_writers(now);
+        }
     }
 }
 
@@ -237,22 +253,22 @@ impl Recording {
         }
         for (ci, ch) in self.channels.iter().enumerate() {
             let ops = ch.chan.ops();
-            if let (Some(due), Some(p)) = (sink.next_switch[ci], ch.cfg.switch_timer) {
+            if let (Some(due), Some(p)) = (sink.channels[ci].next_switch, ch.cfg.switch_timer) {
                 if now >= due {
                     if self.active.load(Relaxed) {
                         ops.flush_live();
                     }
-                    sink.next_switch[ci] = Some(now + p);
+                    sink.channels[ci].next_switch = Some(now + p);
                 }
             }
-            if force || now >= sink.next_read[ci] {
+            if force || now >= sink.channels[ci].next_read {
                 let period = if self.mode == Mode::Discard {
                     // The write rate since the end of the last copy, not
                     // over it: on a busy machine the copy may have kept the
                     // writers off the CPU, which is not idleness.
                     let (written, lost) = ch.chan.written_and_lost();
-                    let (before, lost_before, then) = sink.last_read[ci];
-                    let period = sink.pace[ci].next(
+                    let (before, lost_before, then) = sink.channels[ci].last_read;
+                    let period = sink.channels[ci].pace.next(
                         written.wrapping_sub(before),
                         lost.wrapping_sub(lost_before),
                         now.saturating_duration_since(then),
@@ -264,29 +280,32 @@ impl Recording {
                     in_turns(ops.buffers(), |b| {
                         self.drain_buffer(&mut sink, ci, b, 1) > 0
                     });
-                    for b in 0..ops.buffers() {
-                        self.watch_stall(&mut sink, ci, b, now);
+                    for (b, buf) in sink.channels[ci].buffers.iter_mut().enumerate() {
+                        self.watch_stall(buf, ci, b, now);
                     }
                     ops.recycle();
                     let (written, lost) = ch.chan.written_and_lost();
-                    sink.last_read[ci] = (written, lost, Instant::now());
+                    sink.channels[ci].last_read = (written, lost, Instant::now());
                     period
                 } else {
                     // Writers wait for these (rseq buffers, rarely).
                     ops.deliver_missed();
-                    for b in 0..ops.buffers() {
-                        self.watch_wrap(&mut sink, ci, b, now);
+                    for (b, buf) in sink.channels[ci].buffers.iter_mut().enumerate() {
+                        self.watch_wrap(buf, ci, b, now);
                     }
                     // A flight recorder is read only by snapshots: nothing
                     // to poll for but stalls (its switch timer keeps its
                     // own deadline).
                     ch.cfg.read_timer.max(IDLE_READ_PERIOD)
                 };
-                sink.next_read[ci] = now + period;
+                sink.channels[ci].next_read = now + period;
             }
-            for d in [sink.next_switch[ci], Some(sink.next_read[ci])]
-                .into_iter()
-                .flatten()
+            for d in [
+                sink.channels[ci].next_switch,
+                Some(sink.channels[ci].next_read),
+            ]
+            .into_iter()
+            .flatten()
             {
                 next = Some(next.map_or(d, |n: Instant| n.min(d)));
             }
@@ -306,20 +325,18 @@ impl Recording {
     /// position while the reader got nothing for the stall timeout: that
     /// sub-buffer waits for a commit that does not come. Reported once (on
     /// stderr and in the statistics) until the buffer moves again.
-    fn watch_stall(&self, sink: &mut Sink, ci: usize, b: usize, now: Instant) {
+    fn watch_stall(&self, buf: &mut BufferSink, ci: usize, b: usize, now: Instant) {
         let ch = &self.channels[ci];
         let st = ch.chan.ops().stats(b);
         let s = ch.cfg.subbuf_size as u64;
-        let (seen, since) = sink.progress[ci][b];
+        let (seen, since) = buf.progress;
         if st.consumed != seen || st.bytes_written < (st.consumed + 1) * s {
-            sink.progress[ci][b] = (st.consumed, now);
-            sink.stalled[ci][b] = None;
+            buf.progress = (st.consumed, now);
+            buf.stalled = None;
             return;
         }
-        if sink.stalled[ci][b].is_none()
-            && now.saturating_duration_since(since) >= ch.cfg.stall_timeout
-        {
-            sink.stalled[ci][b] = Some(now);
+        if buf.stalled.is_none() && now.saturating_duration_since(since) >= ch.cfg.stall_timeout {
+            buf.stalled = Some(now);
             eprintln!(
                 "ringtrace: session '{}', channel '{}', buffer {b}: a sub-buffer has waited {:.1} s for a commit \
                  (a writer stalled between reserve and commit); the records behind it wait, other buffers flow",
@@ -335,20 +352,18 @@ impl Recording {
     /// writer stalled between reserve and commit), for longer than the stall
     /// timeout. Reported once, on stderr and in the statistics, until the
     /// drops stop.
-    fn watch_wrap(&self, sink: &mut Sink, ci: usize, b: usize, now: Instant) {
+    fn watch_wrap(&self, buf: &mut BufferSink, ci: usize, b: usize, now: Instant) {
         let ch = &self.channels[ci];
         let dropped = ch.chan.ops().stats(b).lost.wrap;
-        let (seen, since) = sink.progress[ci][b];
+        let (seen, since) = buf.progress;
         if dropped == seen {
-            sink.progress[ci][b] = (seen, now);
-            sink.stalled[ci][b] = None;
+            buf.progress = (seen, now);
+            buf.stalled = None;
             return;
         }
-        sink.progress[ci][b] = (dropped, since);
-        if sink.stalled[ci][b].is_none()
-            && now.saturating_duration_since(since) >= ch.cfg.stall_timeout
-        {
-            sink.stalled[ci][b] = Some(now);
+        buf.progress = (dropped, since);
+        if buf.stalled.is_none() && now.saturating_duration_since(since) >= ch.cfg.stall_timeout {
+            buf.stalled = Some(now);
             eprintln!(
                 "ringtrace: session '{}', channel '{}', buffer {b}: a sub-buffer has not been fully committed for {:.1} s \
                  (a writer stalled between reserve and commit); writers drop records instead of overwriting it \
@@ -387,7 +402,7 @@ impl Recording {
             let ops = ch.chan.ops();
             for b in 0..ops.buffers() {
                 let lost = ops.stats(b).lost.total();
-                let last = sink.last_header[ci][b];
+                let last = sink.channels[ci].buffers[b].last_header;
                 let (reported, seq, ts, instance) = match last
                     .as_ref()
                     .and_then(|h| ctf::layout::read_packet_context(h))
@@ -418,12 +433,12 @@ impl Recording {
                 if let Some(r) = &mut sink.relay {
                     r.packet(ci, b, &h, &|| self.metadata_text());
                 }
-                sink.last_header[ci][b] = Some(h);
+                sink.channels[ci].buffers[b].last_header = Some(h);
                 let Some(dir) = &dir else {
                     continue;
                 };
                 let path = dir.join(format!("{}_{b}", ch.cfg.name));
-                let r = match &mut sink.files[ci][b] {
+                let r = match &mut sink.channels[ci].buffers[b].file {
                     // Padded as the others, so that a direct file stays so.
                     Some(f) => {
                         let mut p = h.to_vec();
@@ -494,11 +509,11 @@ impl Recording {
                     }
                 }
                 let s = &mut *self.sink;
-                let w = &mut s.written[self.ci][b];
+                let w = &mut s.channels[self.ci].buffers[b].written;
                 w.0 += 1;
                 w.1 += bytes.len() as u64;
                 if let Some(h) = bytes.get(..ctf::PACKET_HEADER_SIZE) {
-                    s.last_header[self.ci][b] = Some(h.try_into().expect("sized"));
+                    s.channels[self.ci].buffers[b].last_header = Some(h.try_into().expect("sized"));
                 }
             }
 
@@ -515,17 +530,17 @@ impl Recording {
                 if s.error.is_some() {
                     return None;
                 }
-                if s.files[self.ci][b].is_none() {
+                if s.channels[self.ci].buffers[b].file.is_none() {
                     let path = dir.join(format!("{}_{b}", self.name));
                     match output::StreamFile::create(&path, self.rec.io) {
-                        Ok(f) => s.files[self.ci][b] = Some(f),
+                        Ok(f) => s.channels[self.ci].buffers[b].file = Some(f),
                         Err(e) => {
                             s.error = Some(format!("{}: {e}", path.display()));
                             return None;
                         }
                     }
                 }
-                s.files[self.ci][b].as_mut()
+                s.channels[self.ci].buffers[b].file.as_mut()
             }
         }
         ops.drain(
@@ -539,51 +554,5 @@ impl Recording {
             },
             max,
         )
-    }
-}
-
-/// What a snapshot wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnapshotInfo {
-    /// The trace directory.
-    pub dir: PathBuf,
-    /// Packets written.
-    pub packets: u64,
-    /// Bytes of stream files.
-    pub bytes: u64,
-}
-
-pub(crate) struct SnapshotWriter<'a> {
-    pub(crate) path: PathBuf,
-    pub(crate) file: Option<output::StreamFile>,
-    pub(crate) err: Option<Error>,
-    pub(crate) info: &'a mut SnapshotInfo,
-}
-
-impl PacketSink for SnapshotWriter<'_> {
-    fn packet(&mut self, _b: usize, p: Packet<'_>) {
-        let bytes = p.bytes;
-        if self.err.is_some() {
-            return;
-        }
-        if self.file.is_none() {
-            // Buffered: a snapshot reads the buffers without taking them,
-            // so its packets cannot be padded in place for direct I/O.
-            match output::StreamFile::create(&self.path, output::FileIo::Buffered) {
-                Ok(f) => self.file = Some(f),
-                Err(e) => {
-                    self.err = Some(Error::io(&self.path, e));
-                    return;
-                }
-            }
-        }
-        let f = self.file.as_mut().expect("created above");
-        match f.append(bytes, output::Hint::default()) {
-            Ok(()) => {
-                self.info.packets += 1;
-                self.info.bytes += bytes.len() as u64;
-            }
-            Err(e) => self.err = Some(Error::io(&self.path, e)),
-        }
     }
 }
