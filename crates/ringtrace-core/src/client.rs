@@ -1,9 +1,10 @@
 //! The ring-buffer client: sub-buffers are CTF packets written in place
 //! (`ctf::layout`), records are a compact event header plus the payload.
-//! One client type per (mode, allocation) pair, so that each channel's fast
-//! path is compiled for its constant configuration; [`AnyChannel`] picks one
-//! with a match.
+//! One client type per buffer kind (mode and sharing, [`kind`]), so that
+//! each channel's fast path is compiled for its constant configuration;
+//! [`AnyChannel`] picks one with a match.
 
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::Relaxed};
 
 use ctf::layout::{event_header_len, write_event_header, write_packet_begin, write_packet_end};
@@ -21,11 +22,70 @@ pub const HEADER: HeaderKind = HeaderKind::Compact;
 /// Byte offset of `content_size`.
 const CONTENT_SIZE_AT: usize = 48;
 
-/// The client of one channel: flight recorder or discard, per-thread
-/// buffers, and for per-CPU buffers restartable sequences or lock-prefixed
-/// atomics (`ringbuf::Sync`).
+/// A channel's buffer kind: flight recorder or discard, and how its
+/// buffers are shared ([`Sharing`]). Sealed: the six kinds of [`kind`] are
+/// all there are (no per-thread buffer with restartable sequences).
+pub trait Kind: sealed::Sealed + Send + std::marker::Sync + std::fmt::Debug + 'static {
+    /// Flight recorder (overwrite the oldest) rather than discard.
+    const OVERWRITE: bool;
+    /// How the buffers are shared and moved.
+    const SHARING: Sharing;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The six buffer kinds.
+pub mod kind {
+    use super::{sealed::Sealed, Kind, Sharing};
+
+    macro_rules! kinds {
+        ($($(#[$doc:meta])* $name:ident: $overwrite:literal, $sharing:ident;)*) => {$(
+            $(#[$doc])*
+            #[derive(Debug)]
+            pub struct $name;
+            impl Sealed for $name {}
+            impl Kind for $name {
+                const OVERWRITE: bool = $overwrite;
+                const SHARING: Sharing = Sharing::$sharing;
+            }
+        )*};
+    }
+
+    kinds! {
+        /// Discard, per CPU, lock-prefixed atomics.
+        DiscardCpu: false, PerCpuAtomics;
+        /// Discard, per CPU, restartable sequences.
+        DiscardCpuRseq: false, PerCpuRseq;
+        /// Discard, per thread.
+        DiscardThread: false, PerThread;
+        /// Flight recorder, per CPU, lock-prefixed atomics.
+        OverwriteCpu: true, PerCpuAtomics;
+        /// Flight recorder, per CPU, restartable sequences.
+        OverwriteCpuRseq: true, PerCpuRseq;
+        /// Flight recorder, per thread.
+        OverwriteThread: true, PerThread;
+    }
+}
+
+/// What a channel's packets say they belong to, and the clock its records
+/// are stamped with.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamIds {
+    /// The channel's stream class id in the metadata.
+    pub stream_id: u32,
+    /// The trace's UUID, in every packet header.
+    pub uuid: [u8; 16],
+    /// The stream instance id of the channel's first buffer.
+    pub instance_base: u64,
+    /// The clock the records' timestamps are read from.
+    pub clock: TraceClock,
+}
+
+/// The client of one channel of buffer kind `K` (`ringbuf::Config`).
 #[derive(Debug)]
-pub struct Client<const OVERWRITE: bool, const PER_THREAD: bool, const RSEQ: bool> {
+pub struct Client<K: Kind> {
     /// The trace's UUID, in every packet header.
     pub uuid: [u8; 16],
     /// The channel's stream class id in the metadata.
@@ -41,9 +101,10 @@ pub struct Client<const OVERWRITE: bool, const PER_THREAD: bool, const RSEQ: boo
     /// [`Layout::code`]): set when the channel is created, and changed only
     /// while no record was ever written to it ([`AnyChannel::set_contexts`]).
     pub contexts: AtomicU16,
+    kind: PhantomData<K>,
 }
 
-impl<const O: bool, const P: bool, const R: bool> Client<O, P, R> {
+impl<K: Kind> Client<K> {
     /// The channel's contexts, as the write path uses them.
     #[inline(always)]
     pub fn contexts(&self) -> Layout {
@@ -51,19 +112,26 @@ impl<const O: bool, const P: bool, const R: bool> Client<O, P, R> {
     }
 }
 
-impl<const O: bool, const P: bool, const R: bool> Config for Client<O, P, R> {
-    const MODE: Mode = if O { Mode::Overwrite } else { Mode::Discard };
-    const ALLOC: Alloc = if P { Alloc::PerThread } else { Alloc::PerCpu };
-    const SYNC: Sync = match (P, R) {
-        (true, _) => Sync::Local,
-        (false, true) => Sync::Rseq,
-        (false, false) => Sync::Smp,
+impl<K: Kind> Config for Client<K> {
+    const MODE: Mode = if K::OVERWRITE {
+        Mode::Overwrite
+    } else {
+        Mode::Discard
+    };
+    const ALLOC: Alloc = match K::SHARING {
+        Sharing::PerThread => Alloc::PerThread,
+        Sharing::PerCpuRseq | Sharing::PerCpuAtomics => Alloc::PerCpu,
+    };
+    const SYNC: Sync = match K::SHARING {
+        Sharing::PerThread => Sync::Local,
+        Sharing::PerCpuRseq => Sync::Rseq,
+        Sharing::PerCpuAtomics => Sync::Smp,
     };
     /// Per-thread buffers count with a non-locked add, rseq ones in their
     /// commit's own store; per-CPU buffers with atomics would count with a
     /// lock-prefixed add per record: the writing threads count instead
     /// (`tally.rs`).
-    const COUNT_RECORDS: bool = P || R;
+    const COUNT_RECORDS: bool = !matches!(K::SHARING, Sharing::PerCpuAtomics);
 
     /// Unordered for every buffer kind: the ring buffer clamps each
     /// timestamp to the previous one (`ringbuf`'s `Head`).
@@ -221,8 +289,8 @@ impl<P: Payload> Payload for WithContexts<'_, P> {
 // context layouts inlined at each event made one test function's frame
 // 3.6 MB (a stack overflow on a 2 MiB thread).
 #[cfg_attr(not(debug_assertions), inline(always))]
-fn record_in<const O: bool, const T: bool, const R: bool, P: Payload>(
-    ch: &Channel<Client<O, T, R>>,
+fn record_in<K: Kind, P: Payload>(
+    ch: &Channel<Client<K>>,
     now: u64,
     id: u32,
     len: usize,
@@ -313,17 +381,17 @@ impl Sharing {
 #[derive(Debug)]
 pub enum AnyChannel {
     /// Discard, per CPU, lock-prefixed atomics.
-    DiscardCpu(Channel<Client<false, false, false>>),
+    DiscardCpu(Channel<Client<kind::DiscardCpu>>),
     /// Discard, per CPU, restartable sequences.
-    DiscardCpuRseq(Channel<Client<false, false, true>>),
+    DiscardCpuRseq(Channel<Client<kind::DiscardCpuRseq>>),
     /// Discard, per thread.
-    DiscardThread(Channel<Client<false, true, false>>),
+    DiscardThread(Channel<Client<kind::DiscardThread>>),
     /// Flight recorder, per CPU, lock-prefixed atomics.
-    OverwriteCpu(Channel<Client<true, false, false>>),
+    OverwriteCpu(Channel<Client<kind::OverwriteCpu>>),
     /// Flight recorder, per CPU, restartable sequences.
-    OverwriteCpuRseq(Channel<Client<true, false, true>>),
+    OverwriteCpuRseq(Channel<Client<kind::OverwriteCpuRseq>>),
     /// Flight recorder, per thread.
-    OverwriteThread(Channel<Client<true, true, false>>),
+    OverwriteThread(Channel<Client<kind::OverwriteThread>>),
 }
 
 /// `$body` with `$c` bound to the channel of whichever variant `$ch` is:
@@ -346,22 +414,22 @@ impl AnyChannel {
     pub fn new(
         overwrite: bool,
         sharing: Sharing,
-        client: (u32, [u8; 16], u64, TraceClock),
+        ids: StreamIds,
         contexts: Contexts,
         attr: &ChannelAttr,
         name: &str,
     ) -> Result<AnyChannel, ringbuf::Error> {
-        let (stream_id, uuid, instance_base, clock) = client;
         macro_rules! mk {
-            ($v:ident, $o:literal, $p:literal, $r:literal) => {
+            ($v:ident) => {
                 AnyChannel::$v(Channel::new(
-                    Client::<$o, $p, $r> {
-                        uuid,
-                        stream_id,
-                        instance_base,
-                        clock,
+                    Client::<kind::$v> {
+                        uuid: ids.uuid,
+                        stream_id: ids.stream_id,
+                        instance_base: ids.instance_base,
+                        clock: ids.clock,
                         subbuf: attr.subbuf_size as u64,
                         contexts: AtomicU16::new(contexts.layout().code()),
+                        kind: PhantomData,
                     },
                     attr,
                     name,
@@ -369,12 +437,12 @@ impl AnyChannel {
             };
         }
         Ok(match (overwrite, sharing) {
-            (false, Sharing::PerCpuAtomics) => mk!(DiscardCpu, false, false, false),
-            (false, Sharing::PerCpuRseq) => mk!(DiscardCpuRseq, false, false, true),
-            (false, Sharing::PerThread) => mk!(DiscardThread, false, true, false),
-            (true, Sharing::PerCpuAtomics) => mk!(OverwriteCpu, true, false, false),
-            (true, Sharing::PerCpuRseq) => mk!(OverwriteCpuRseq, true, false, true),
-            (true, Sharing::PerThread) => mk!(OverwriteThread, true, true, false),
+            (false, Sharing::PerCpuAtomics) => mk!(DiscardCpu),
+            (false, Sharing::PerCpuRseq) => mk!(DiscardCpuRseq),
+            (false, Sharing::PerThread) => mk!(DiscardThread),
+            (true, Sharing::PerCpuAtomics) => mk!(OverwriteCpu),
+            (true, Sharing::PerCpuRseq) => mk!(OverwriteCpuRseq),
+            (true, Sharing::PerThread) => mk!(OverwriteThread),
         })
     }
 
@@ -412,7 +480,12 @@ impl AnyChannel {
         AnyChannel::new(
             overwrite,
             sharing,
-            (0, [0; 16], 0, crate::clock::clock()),
+            StreamIds {
+                stream_id: 0,
+                uuid: [0; 16],
+                instance_base: 0,
+                clock: crate::clock::clock(),
+            },
             Contexts::NONE,
             attr,
             "standalone",

@@ -21,8 +21,8 @@ use crate::control::config::{Buffers, ChannelConfig, Checked, CpuSync, Mode, Rul
 use crate::control::metadata::{self, MetadataFile};
 use crate::output;
 use crate::Error;
-use ringtrace_core::client::AnyChannel;
 use ringtrace_core::client::Sharing;
+use ringtrace_core::client::{AnyChannel, StreamIds};
 use ringtrace_core::desc::EventDesc;
 use ringtrace_core::tally::Tally;
 
@@ -157,7 +157,12 @@ impl SessionState {
             let chan = AnyChannel::new(
                 mode == Mode::FlightRecorder,
                 sharing(&cfg)?,
-                (i as u32, uuid, instance, clock),
+                StreamIds {
+                    stream_id: i as u32,
+                    uuid,
+                    instance_base: instance,
+                    clock,
+                },
                 cfg.contexts,
                 &attr,
                 &match buffer_dir {
