@@ -269,8 +269,22 @@ fn a_removed_output_directory_is_reported() {
         std::thread::sleep(Duration::from_millis(50));
         let moved = d.with_extension("moved");
         if replace {
-            std::fs::rename(&d, &moved).unwrap();
-            std::fs::create_dir(&d).unwrap();
+            // In one step (RENAME_EXCHANGE): a rename then a mkdir would
+            // leave a moment with nothing at the path, which the consumer
+            // may see and rightly report as "moved or removed".
+            std::fs::create_dir(&moved).unwrap();
+            let (a, b) = (cstr(&d), cstr(&moved));
+            // SAFETY: two NUL-terminated paths that outlive the call.
+            let r = unsafe {
+                libc::renameat2(
+                    libc::AT_FDCWD,
+                    a.as_ptr(),
+                    libc::AT_FDCWD,
+                    b.as_ptr(),
+                    libc::RENAME_EXCHANGE,
+                )
+            };
+            assert_eq!(r, 0, "renameat2: {}", std::io::Error::last_os_error());
         } else {
             std::fs::remove_dir_all(&d).unwrap();
         }
@@ -291,4 +305,10 @@ fn a_removed_output_directory_is_reported() {
         let _ = std::fs::remove_dir_all(&d);
         let _ = std::fs::remove_dir_all(&moved);
     }
+}
+
+/// `p` as a C string.
+fn cstr(p: &Path) -> std::ffi::CString {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(p.as_os_str().as_bytes()).expect("no NUL in a test path")
 }

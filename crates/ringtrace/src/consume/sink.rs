@@ -133,7 +133,9 @@ impl Sink {
     /// Records an output error if the trace directory was removed, or its
     /// path now names another directory: what is written from then on (and
     /// what was) is not where the user will look. Two `stat`s at every
-    /// consumer pass over the session.
+    /// consumer pass over the session: the path first, then the directory
+    /// held, so that a removal between the two reads as a removal (the
+    /// held directory has no link left), never as the path alone missing.
     fn check_dir(&mut self) {
         use std::os::unix::fs::MetadataExt;
         let Some((f, path)) = &self.out_dir else {
@@ -142,8 +144,8 @@ impl Sink {
         if self.error.is_some() {
             return;
         }
-        let held = f.metadata();
         let now = std::fs::metadata(path);
+        let held = f.metadata();
         let gone = match (&held, &now) {
             (Ok(h), _) if h.nlink() == 0 => Some("was removed"),
             (Ok(h), Ok(n)) if (h.dev(), h.ino()) != (n.dev(), n.ino()) => {
