@@ -400,7 +400,11 @@ fn strings_that_are_not_utf8_are_shown_escaped_and_the_stream_read_on() {
     let ts = t.to_str().unwrap();
     let o = run(&["view", ts]);
     assert!(o.ok, "{}", o.stderr);
-    assert_eq!(o.stdout.lines().count() as u64, all, "every event shown");
+    assert_eq!(
+        event_lines(&o.stdout).count() as u64,
+        all,
+        "every event shown"
+    );
     let escaped = o
         .stdout
         .lines()

@@ -36,7 +36,7 @@ fn filters_select_exactly_the_matching_events() {
             "{src}: {}",
             o.stderr
         );
-        o.stdout.lines().count()
+        event_lines(&o.stdout).count()
     };
     let status = |e: &(String, Vec<(String, Value)>)| match field(e, "status") {
         Some(Value::Uint(s)) => Some(*s),

@@ -76,6 +76,20 @@ pub fn count_events(dir: &Path) -> u64 {
         .count() as u64
 }
 
+/// The event lines of `view`'s output, without the line it prints for
+/// each gap of discarded events.
+pub fn event_lines(out: &str) -> impl Iterator<Item = &str> {
+    out.lines().filter(|l| !l.contains(" [lost on cpu "))
+}
+
+/// The lines `view` prints of the trace in `dir`: one per event and one
+/// per gap of discarded events (a demo on a busy machine may lose some,
+/// counted and shown).
+pub fn count_lines(dir: &Path) -> u64 {
+    let t = ctf::read::Trace::open(dir).unwrap();
+    ctf::merge::Merger::new(&t).filter(|i| i.is_ok()).count() as u64
+}
+
 pub fn copy_trace(from: &Path, name: &str) -> PathBuf {
     let to = tmp(name);
     std::fs::create_dir_all(&to).unwrap();
