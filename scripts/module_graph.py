@@ -38,6 +38,7 @@ LAYERS = {
         ["desc"],
     ],
     "ringtrace": [
+        ["error"],
         ["sys", "output"],
         ["control", "recover"],
         ["consume"],

@@ -86,15 +86,10 @@ pub struct StreamIds {
 /// The client of one channel of buffer kind `K` (`ringbuf::Config`).
 #[derive(Debug)]
 pub struct Client<K: Kind> {
-    /// The trace's UUID, in every packet header.
-    pub uuid: [u8; 16],
-    /// The channel's stream class id in the metadata.
-    pub stream_id: u32,
-    /// Stream instance ids of this channel's buffers start here (unique
-    /// within the trace: babeltrace2 joins files of one instance).
-    pub instance_base: u64,
-    /// The clock the records' timestamps are read from.
-    pub clock: TraceClock,
+    /// The stream class, the trace and the clock. Stream instance ids of
+    /// this channel's buffers start at `ids.instance_base` (unique within
+    /// the trace: babeltrace2 joins files of one instance).
+    pub ids: StreamIds,
     /// Sub-buffer size in bytes.
     pub subbuf: u64,
     /// What every record carries between its header and its payload (a
@@ -137,7 +132,7 @@ impl<K: Kind> Config for Client<K> {
     /// timestamp to the previous one (`ringbuf`'s `Head`).
     #[inline(always)]
     fn clock(&self) -> u64 {
-        self.clock.now_unordered()
+        self.ids.clock.now_unordered()
     }
 
     fn header_size(&self) -> usize {
@@ -148,9 +143,9 @@ impl<K: Kind> Config for Client<K> {
         let size = self.subbuf;
         write_packet_begin(
             h,
-            &self.uuid,
-            self.stream_id,
-            self.instance_base + b.buffer as u64,
+            &self.ids.uuid,
+            self.ids.stream_id,
+            self.ids.instance_base + b.buffer as u64,
             b.ts,
             size,
             b.seq,
@@ -423,10 +418,7 @@ impl AnyChannel {
             ($v:ident) => {
                 AnyChannel::$v(Channel::new(
                     Client::<kind::$v> {
-                        uuid: ids.uuid,
-                        stream_id: ids.stream_id,
-                        instance_base: ids.instance_base,
-                        clock: ids.clock,
+                        ids,
                         subbuf: attr.subbuf_size as u64,
                         contexts: AtomicU16::new(contexts.layout().code()),
                         kind: PhantomData,

@@ -46,10 +46,12 @@
 //!      │        (writes what ringtrace-core's probes read)
 //!   recover/   a killed process's trace, from its buffer files
 //!
-//!   output/    trusted directories and files,     ┐ below everything
+//!   output/    trusted directories and files,     ┐ below the layers above
 //!              stream files (direct I/O),         │
 //!              the lttng-relayd protocol client   │
-//!   sys/       the trusted environment, threads   ┘ (no crate imports)
+//!   sys/       the trusted environment, threads   ┘ (sys imports nothing of the crate)
+//!
+//!   error.rs   the error type, below everything (imports nothing of the crate)
 //! ```
 //!
 //! ```no_run
@@ -63,11 +65,10 @@
 //! ```
 #![warn(missing_docs)]
 
-use std::path::{Path, PathBuf};
-
 mod consume;
 mod control;
 pub mod ctl;
+mod error;
 mod fork;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
@@ -86,6 +87,7 @@ pub use control::registry::{
     on_rules_change, register, register_all, rules_enable, rules_generation, MAX_HOOKS,
 };
 pub use control::stats::{BufferStats, ChannelStats, RelayStats, SessionStats, StandbyStats};
+pub use error::Error;
 pub use output::relay::RelayUrl;
 pub use output::FileIo;
 pub use ringtrace_core::clock::clock;
@@ -119,66 +121,6 @@ pub use ringtrace_core::client;
 pub mod env {
     pub use crate::session::env::{finish_env_session, parse, start_from_env, VAR};
     pub use crate::sys::env::{privileged, var};
-}
-
-/// What went wrong in a control operation.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A configuration was rejected.
-    #[error("{0}")]
-    Config(String),
-    /// A channel name that the session does not have.
-    #[error("no channel named '{0}' in this session")]
-    UnknownChannel(String),
-    /// The session was destroyed.
-    #[error("session '{0}' was destroyed")]
-    Destroyed(String),
-    /// A file or directory could not be created or written.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// What was being created or written.
-        path: PathBuf,
-        /// The system error.
-        source: std::io::Error,
-    },
-    /// Writing stream files failed (disk full...): later packets were
-    /// dropped and counted, the program kept running.
-    #[error(
-        "session '{session}': writing the trace failed: {msg}; {dropped_packets} packets dropped"
-    )]
-    Output {
-        /// Session name.
-        session: String,
-        /// The first error.
-        msg: String,
-        /// Packets consumed and not written since.
-        dropped_packets: u64,
-    },
-    /// A directory or file that another user controls, or that is not what
-    /// it should be: nothing was written there.
-    #[error("refusing {}: {reason}", path.display())]
-    Unsafe {
-        /// The directory or file as given.
-        path: PathBuf,
-        /// Why, and what to do.
-        reason: String,
-    },
-    /// A thread stayed inside a probe past the grace-period timeout (stopped
-    /// in a debugger, or stalled): its sub-buffer could not be closed.
-    #[error("session '{0}': a thread stayed inside a probe for over 2 s; its current sub-buffer is not in the trace")]
-    StuckWriter(String),
-    /// The session belongs to the parent of this forked process.
-    #[error("session '{0}' belongs to the parent process (this process is a fork child); create a new session here")]
-    Inherited(String),
-}
-
-impl Error {
-    pub(crate) fn io(path: &Path, source: std::io::Error) -> Error {
-        Error::Io {
-            path: path.to_path_buf(),
-            source,
-        }
-    }
 }
 
 /// Declares an event and records it when enabled (`ringtrace_core`'s

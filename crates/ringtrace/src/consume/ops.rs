@@ -17,8 +17,8 @@ use crate::control::metadata::MetadataFile;
 use crate::control::registry;
 use crate::control::state::lock;
 use crate::control::stats::{BufferStats, ChannelStats, SessionStats};
+use crate::error::Error;
 use crate::output;
-use crate::Error;
 
 impl Recording {
     /// Starts recording: one store, seen by every probe at once; the

@@ -13,8 +13,8 @@ use super::turns::in_turns;
 use super::Recording;
 use crate::control::config::Mode;
 use crate::control::state::{lock, ChannelState};
+use crate::error::Error;
 use crate::output;
-use crate::Error;
 use ringtrace_core::ops::{Packet, PacketSink};
 
 /// Read period of flight-recorder channels.

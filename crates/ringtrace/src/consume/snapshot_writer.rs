@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::error::Error;
 use crate::output;
-use crate::Error;
 use ringtrace_core::ops::{Packet, PacketSink};
 
 /// What a snapshot wrote.

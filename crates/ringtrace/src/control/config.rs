@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::error::Error;
 use crate::output::relay::RelayUrl;
 use crate::output::FileIo;
-use crate::Error;
 use ringtrace_core::context::Contexts;
 use ringtrace_core::level::Level;
 

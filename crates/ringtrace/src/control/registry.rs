@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::control::config::Rule;
 use crate::control::state::{SessionState, GRACE_TIMEOUT};
-use crate::Error;
+use crate::error::Error;
 use ringtrace_core::desc::{all_events, EventDesc};
 use ringtrace_core::level::Level;
 use ringtrace_core::probe::{Probe, ProbeList};

@@ -19,8 +19,8 @@ use ringbuf::{Backing, ChannelAttr};
 
 use crate::control::config::{Buffers, ChannelConfig, Checked, CpuSync, Mode, Rule};
 use crate::control::metadata::{self, MetadataFile};
+use crate::error::Error;
 use crate::output;
-use crate::Error;
 use ringtrace_core::client::Sharing;
 use ringtrace_core::client::{AnyChannel, StreamIds};
 use ringtrace_core::desc::EventDesc;

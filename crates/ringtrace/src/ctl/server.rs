@@ -15,7 +15,7 @@ use super::proto::{self, Reply, Request};
 use crate::consume::{consumer, Recording};
 use crate::control::config::Mode;
 use crate::control::registry;
-use crate::Error;
+use crate::error::Error;
 
 static SOCKET: OnceLock<Option<PathBuf>> = OnceLock::new();
 

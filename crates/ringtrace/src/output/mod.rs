@@ -25,10 +25,10 @@ pub use stream::{StreamFile, Writes};
 /// controls it (see [`trusted_dir`]) or if it already holds a trace (a
 /// `metadata` entry of any kind), so that a trace is never overwritten.
 /// Returns the directories it created, outermost first.
-pub fn create_trace_dir(dir: &Path) -> Result<Vec<PathBuf>, crate::Error> {
+pub fn create_trace_dir(dir: &Path) -> Result<Vec<PathBuf>, crate::error::Error> {
     let created = trusted_dir(dir)?;
     if std::fs::symlink_metadata(dir.join("metadata")).is_ok() {
-        return Err(crate::Error::Config(format!(
+        return Err(crate::error::Error::Config(format!(
             "{} already holds a trace: choose another directory or remove it",
             dir.display()
         )));
@@ -39,14 +39,14 @@ pub fn create_trace_dir(dir: &Path) -> Result<Vec<PathBuf>, crate::Error> {
 /// Creates (or checks) a directory for buffer files: refused if another
 /// user controls it, and unless new or empty (it may hold the buffers of a
 /// crashed process, to recover first). Returns the directories it created.
-pub fn create_buffer_dir(dir: &Path) -> Result<Vec<PathBuf>, crate::Error> {
+pub fn create_buffer_dir(dir: &Path) -> Result<Vec<PathBuf>, crate::error::Error> {
     let created = trusted_dir(dir)?;
     let used = std::fs::read_dir(dir)
-        .map_err(|e| crate::Error::io(dir, e))?
+        .map_err(|e| crate::error::Error::io(dir, e))?
         .next()
         .is_some();
     if used {
-        return Err(crate::Error::Config(format!(
+        return Err(crate::error::Error::Config(format!(
             "buffer directory {} is not empty: recover it (ringtrace recover) or remove it",
             dir.display()
         )));

@@ -46,8 +46,8 @@ use ctf::layout::{
 use ctf::types::TraceDesc;
 use ringbuf::file::{BufferFile, Committed};
 
+use crate::error::Error;
 use crate::output;
-use crate::Error;
 
 mod validate;
 

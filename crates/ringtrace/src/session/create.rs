@@ -12,7 +12,7 @@ use crate::consume::{consumer, Recording};
 use crate::control::config::SessionBuilder;
 use crate::control::registry;
 use crate::control::state::{lock, SessionState};
-use crate::Error;
+use crate::error::Error;
 
 impl SessionBuilder {
     /// Creates the session (stopped): its buffers, its directory and

@@ -37,8 +37,8 @@ use std::time::Duration;
 
 use super::Session;
 use crate::control::config::{ChannelConfig, Mode, SessionBuilder};
+use crate::error::Error;
 use crate::sys::env::var;
-use crate::Error;
 use ringtrace_core::level::Level;
 
 /// The variable read at start-up.

@@ -12,7 +12,7 @@ use crate::control::config::{Mode, SessionBuilder};
 use crate::control::registry;
 use crate::control::state::lock;
 use crate::control::stats::SessionStats;
-use crate::Error;
+use crate::error::Error;
 use ringtrace_core::desc::all_events;
 use ringtrace_core::level::Level;
 
