@@ -37,132 +37,218 @@ pub struct LexError {
 
 /// Splits metadata text into tokens.
 pub fn lex(src: &str) -> Result<Vec<Spanned>, LexError> {
-    let b = src.as_bytes();
-    let (mut i, mut line, mut col) = (0usize, 1u32, 1u32);
-    let mut out = Vec::new();
-    let err = |line, col, msg: &str| LexError {
-        line,
-        col,
-        msg: msg.to_owned(),
+    let mut lx = Lexer {
+        src,
+        b: src.as_bytes(),
+        i: 0,
+        line: 1,
+        col: 1,
     };
-    while i < b.len() {
-        let c = b[i];
-        let (l0, c0) = (line, col);
-        let adv = |i: &mut usize, line: &mut u32, col: &mut u32, n: usize| {
-            for k in 0..n {
-                if b[*i + k] == b'\n' {
-                    *line += 1;
-                    *col = 1;
-                } else {
-                    *col += 1;
-                }
-            }
-            *i += n;
-        };
-        if c.is_ascii_whitespace() {
-            adv(&mut i, &mut line, &mut col, 1);
-            continue;
-        }
-        if b[i..].starts_with(b"/*") {
-            let end = src[i + 2..]
-                .find("*/")
-                .ok_or_else(|| err(l0, c0, "unterminated comment"))?;
-            adv(&mut i, &mut line, &mut col, end + 4);
-            continue;
-        }
-        if b[i..].starts_with(b"//") {
-            let end = src[i..].find('\n').unwrap_or(b.len() - i);
-            adv(&mut i, &mut line, &mut col, end);
-            continue;
-        }
+    let mut out = Vec::new();
+    while lx.skip_space()? {
+        let (line, col) = (lx.line, lx.col);
+        let c = lx.b[lx.i];
         let (tok, len) = if c.is_ascii_alphabetic() || c == b'_' {
-            let n = b[i..]
-                .iter()
-                .take_while(|x| x.is_ascii_alphanumeric() || **x == b'_')
-                .count();
-            (Tok::Ident(src[i..i + n].to_owned()), n)
+            lx.ident()
         } else if c.is_ascii_digit()
-            || (c == b'-' && b.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
+            || (c == b'-' && lx.b.get(lx.i + 1).is_some_and(u8::is_ascii_digit))
         {
-            let neg = c == b'-';
-            let s = i + usize::from(neg);
-            let n = b[s..]
-                .iter()
-                .take_while(|x| x.is_ascii_alphanumeric())
-                .count();
-            let text = &src[s..s + n];
-            let text = text.trim_end_matches(['u', 'U', 'l', 'L']);
-            let v = if let Some(h) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-                i128::from_str_radix(h, 16)
-            } else if text.len() > 1 && text.starts_with('0') {
-                i128::from_str_radix(&text[1..], 8)
-            } else {
-                text.parse::<i128>()
-            }
-            .map_err(|_| err(l0, c0, &format!("bad integer literal `{}`", &src[i..s + n])))?;
-            (Tok::Int(if neg { -v } else { v }), s + n - i)
+            lx.int()?
         } else if c == b'"' {
-            let mut s = String::new();
-            let mut k = i + 1;
-            loop {
-                match b.get(k) {
-                    None => return Err(err(l0, c0, "unterminated string")),
-                    Some(b'"') => break,
-                    Some(b'\\') => {
-                        let e = src[k + 1..]
-                            .chars()
-                            .next()
-                            .ok_or_else(|| err(l0, c0, "unterminated string"))?;
-                        s.push(match e {
-                            'n' => '\n',
-                            't' => '\t',
-                            '0' => '\0',
-                            other => other,
-                        });
-                        k += 1 + e.len_utf8();
-                    }
-                    Some(_) => {
-                        let ch = src[k..].chars().next().unwrap();
-                        s.push(ch);
-                        k += ch.len_utf8();
-                    }
-                }
-            }
-            (Tok::Str(s), k + 1 - i)
+            lx.string()?
         } else {
-            let p: &'static str = if b[i..].starts_with(b":=") {
-                ":="
-            } else if b[i..].starts_with(b"...") {
-                "..."
-            } else {
-                match c {
-                    b'{' => "{",
-                    b'}' => "}",
-                    b'(' => "(",
-                    b')' => ")",
-                    b'[' => "[",
-                    b']' => "]",
-                    b'<' => "<",
-                    b'>' => ">",
-                    b';' => ";",
-                    b',' => ",",
-                    b'=' => "=",
-                    b'.' => ".",
-                    b':' => ":",
-                    _ => {
-                        let ch = src[i..].chars().next().unwrap();
-                        return Err(err(l0, c0, &format!("unexpected character `{ch}`")));
-                    }
-                }
-            };
-            (Tok::Punct(p), p.len())
+            lx.punct()?
         };
-        out.push(Spanned {
-            tok,
-            line: l0,
-            col: c0,
-        });
-        adv(&mut i, &mut line, &mut col, len);
+        out.push(Spanned { tok, line, col });
+        lx.advance(len);
     }
     Ok(out)
+}
+
+/// The position in the text being split.
+struct Lexer<'a> {
+    src: &'a str,
+    b: &'a [u8],
+    i: usize,
+    line: u32,
+    col: u32,
+}
+
+impl Lexer<'_> {
+    fn err(&self, msg: &str) -> LexError {
+        LexError {
+            line: self.line,
+            col: self.col,
+            msg: msg.to_owned(),
+        }
+    }
+
+    /// Moves `n` bytes on, counting lines and columns.
+    fn advance(&mut self, n: usize) {
+        for &c in &self.b[self.i..self.i + n] {
+            if c == b'\n' {
+                self.line += 1;
+                self.col = 1;
+            } else {
+                self.col += 1;
+            }
+        }
+        self.i += n;
+    }
+
+    /// Skips white space and comments; false at the end of the text.
+    fn skip_space(&mut self) -> Result<bool, LexError> {
+        while self.i < self.b.len() {
+            let rest = &self.b[self.i..];
+            if rest[0].is_ascii_whitespace() {
+                self.advance(1);
+            } else if rest.starts_with(b"/*") {
+                let end = self.src[self.i + 2..]
+                    .find("*/")
+                    .ok_or_else(|| self.err("unterminated comment"))?;
+                self.advance(end + 4);
+            } else if rest.starts_with(b"//") {
+                let end = self.src[self.i..].find('\n').unwrap_or(rest.len());
+                self.advance(end);
+            } else {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn ident(&self) -> (Tok, usize) {
+        let n = self.b[self.i..]
+            .iter()
+            .take_while(|x| x.is_ascii_alphanumeric() || **x == b'_')
+            .count();
+        (Tok::Ident(self.src[self.i..self.i + n].to_owned()), n)
+    }
+
+    /// A decimal, hexadecimal (`0x`) or octal (`0…`) integer, optionally
+    /// negative, its C suffixes (`u`, `l`) ignored.
+    fn int(&self) -> Result<(Tok, usize), LexError> {
+        let i = self.i;
+        let neg = self.b[i] == b'-';
+        let s = i + usize::from(neg);
+        let n = self.b[s..]
+            .iter()
+            .take_while(|x| x.is_ascii_alphanumeric())
+            .count();
+        let text = self.src[s..s + n].trim_end_matches(['u', 'U', 'l', 'L']);
+        let v = if let Some(h) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+            i128::from_str_radix(h, 16)
+        } else if text.len() > 1 && text.starts_with('0') {
+            i128::from_str_radix(&text[1..], 8)
+        } else {
+            text.parse::<i128>()
+        }
+        .map_err(|_| self.err(&format!("bad integer literal `{}`", &self.src[i..s + n])))?;
+        Ok((Tok::Int(if neg { -v } else { v }), s + n - i))
+    }
+
+    /// A string literal with C escapes (`\n`, `\t`, `\0`, `\"`, `\\`).
+    fn string(&self) -> Result<(Tok, usize), LexError> {
+        let mut s = String::new();
+        let mut k = self.i + 1;
+        loop {
+            match self.b.get(k) {
+                None => return Err(self.err("unterminated string")),
+                Some(b'"') => break,
+                Some(b'\\') => {
+                    let e = self.src[k + 1..]
+                        .chars()
+                        .next()
+                        .ok_or_else(|| self.err("unterminated string"))?;
+                    s.push(match e {
+                        'n' => '\n',
+                        't' => '\t',
+                        '0' => '\0',
+                        other => other,
+                    });
+                    k += 1 + e.len_utf8();
+                }
+                Some(_) => {
+                    let ch = self.src[k..].chars().next().unwrap_or_default();
+                    s.push(ch);
+                    k += ch.len_utf8().max(1);
+                }
+            }
+        }
+        Ok((Tok::Str(s), k + 1 - self.i))
+    }
+
+    fn punct(&self) -> Result<(Tok, usize), LexError> {
+        let rest = &self.b[self.i..];
+        let p: &'static str = if rest.starts_with(b":=") {
+            ":="
+        } else if rest.starts_with(b"...") {
+            "..."
+        } else {
+            match rest[0] {
+                b'{' => "{",
+                b'}' => "}",
+                b'(' => "(",
+                b')' => ")",
+                b'[' => "[",
+                b']' => "]",
+                b'<' => "<",
+                b'>' => ">",
+                b';' => ";",
+                b',' => ",",
+                b'=' => "=",
+                b'.' => ".",
+                b':' => ":",
+                _ => {
+                    let ch = self.src[self.i..].chars().next().unwrap_or_default();
+                    return Err(self.err(&format!("unexpected character `{ch}`")));
+                }
+            }
+        };
+        Ok((Tok::Punct(p), p.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(src: &str) -> Vec<(Tok, u32, u32)> {
+        lex(src)
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.tok, s.line, s.col))
+            .collect()
+    }
+
+    #[test]
+    fn tokens_with_their_positions() {
+        let src = "/* c */ a_1 := 0x1F;\n  // x\n\t-12 017 3UL \"q\\\"\\n\" ...";
+        assert_eq!(
+            toks(src),
+            vec![
+                (Tok::Ident("a_1".into()), 1, 9),
+                (Tok::Punct(":="), 1, 13),
+                (Tok::Int(31), 1, 16),
+                (Tok::Punct(";"), 1, 20),
+                (Tok::Int(-12), 3, 2),
+                (Tok::Int(15), 3, 6),
+                (Tok::Int(3), 3, 10),
+                (Tok::Str("q\"\n".into()), 3, 14),
+                (Tok::Punct("..."), 3, 22),
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_name_where_the_token_starts() {
+        let e = |src: &str| {
+            let e = lex(src).unwrap_err();
+            (e.line, e.col, e.msg)
+        };
+        assert_eq!(e("a\n  \"open"), (2, 3, "unterminated string".into()));
+        assert_eq!(e("x = 0x;"), (1, 5, "bad integer literal `0x`".into()));
+        assert_eq!(e("a\n b @"), (2, 4, "unexpected character `@`".into()));
+        assert_eq!(e("a /* b"), (1, 3, "unterminated comment".into()));
+    }
 }

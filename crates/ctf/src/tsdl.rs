@@ -14,7 +14,6 @@ use crate::types::{
 /// headers and the stream classes. Event blocks follow it.
 pub fn preamble(t: &TraceDesc) -> String {
     let mut s = String::new();
-    let clock = &t.clock.name;
     s.push_str("/* CTF 1.8 */\n\n");
     for (bits, name) in [
         (8, "uint8_t"),
@@ -30,7 +29,40 @@ pub fn preamble(t: &TraceDesc) -> String {
     s.push_str("typealias integer { size = 64; align = 8; signed = false; } := unsigned long;\n");
     s.push_str("typealias integer { size = 5; align = 1; signed = false; } := uint5_t;\n");
     s.push_str("typealias integer { size = 27; align = 1; signed = false; } := uint27_t;\n\n");
+    // Every stream class with ringtrace's (LTTng's) packets: the packet
+    // header and context are the named ones declared here.
     let standard = t.streams.iter().all(|st| st.has_ringtrace_packets());
+    trace_block(&mut s, t, standard);
+    env_block(&mut s, t);
+    clock_blocks(&mut s, t);
+    s.push_str(
+        "struct packet_context {\n\
+         \tuint64_clock_t timestamp_begin;\n\
+         \tuint64_clock_t timestamp_end;\n\
+         \tuint64_t content_size;\n\
+         \tuint64_t packet_size;\n\
+         \tuint64_t packet_seq_num;\n\
+         \tunsigned long events_discarded;\n\
+         \tuint32_t cpu_id;\n};\n\n",
+    );
+    let _ = write!(
+        s,
+        "struct event_header_compact {};\n\n",
+        lttng_header(false, "_clock_t")
+    );
+    let _ = write!(
+        s,
+        "struct event_header_large {};\n\n",
+        lttng_header(true, "_clock_t")
+    );
+    for st in &t.streams {
+        stream_block(&mut s, st, &t.clock.name, standard);
+    }
+    s
+}
+
+/// `trace { … };`: version, UUID, byte order and the packet header.
+fn trace_block(s: &mut String, t: &TraceDesc, standard: bool) {
     let big_endian = t.streams.first().is_some_and(|st| st.packet.big_endian);
     let header = match t.streams.first() {
         _ if standard => {
@@ -38,7 +70,7 @@ pub fn preamble(t: &TraceDesc) -> String {
              \t\tuint32_t stream_id;\n\t\tuint64_t stream_instance_id;\n\t};\n"
                 .to_owned()
         }
-        Some(st) => match packet_structs(st, clock).0 {
+        Some(st) => match packet_structs(st, &t.clock.name).0 {
             Some(h) => format!("\tpacket.header := {h};\n"),
             None => String::new(),
         },
@@ -50,21 +82,30 @@ pub fn preamble(t: &TraceDesc) -> String {
         crate::types::uuid_string(&t.uuid),
         if big_endian { "be" } else { "le" },
     );
-    if !t.env.is_empty() {
-        s.push_str("env {\n");
-        for (k, v) in &t.env {
-            match v {
-                EnvValue::Str(v) => {
-                    let _ = writeln!(s, "\t{k} = \"{}\";", escape(v));
-                }
-                EnvValue::Int(v) => {
-                    let _ = writeln!(s, "\t{k} = {v};");
-                }
+}
+
+/// `env { … };`, when the trace has an environment.
+fn env_block(s: &mut String, t: &TraceDesc) {
+    if t.env.is_empty() {
+        return;
+    }
+    s.push_str("env {\n");
+    for (k, v) in &t.env {
+        match v {
+            EnvValue::Str(v) => {
+                let _ = writeln!(s, "\t{k} = \"{}\";", escape(v));
+            }
+            EnvValue::Int(v) => {
+                let _ = writeln!(s, "\t{k} = {v};");
             }
         }
-        s.push_str("};\n\n");
     }
-    // The trace's clock, then those of stream classes that count another.
+    s.push_str("};\n\n");
+}
+
+/// The trace's clock, then those of stream classes that count another, each
+/// with the integer types mapped to it (`uint64_clock_t`, …).
+fn clock_blocks(s: &mut String, t: &TraceDesc) {
     let mut clocks = vec![(&t.clock, "_clock_t".to_owned())];
     for c in t.streams.iter().filter_map(|st| st.clock.as_ref()) {
         if clocks.iter().all(|(o, _)| o.name != c.name) {
@@ -92,59 +133,41 @@ pub fn preamble(t: &TraceDesc) -> String {
             );
         }
     }
-    s.push_str(
-        "struct packet_context {\n\
-         \tuint64_clock_t timestamp_begin;\n\
-         \tuint64_clock_t timestamp_end;\n\
-         \tuint64_t content_size;\n\
-         \tuint64_t packet_size;\n\
-         \tuint64_t packet_seq_num;\n\
-         \tunsigned long events_discarded;\n\
-         \tuint32_t cpu_id;\n};\n\n",
-    );
-    let _ = write!(
-        s,
-        "struct event_header_compact {};\n\n",
-        lttng_header(false, "_clock_t")
-    );
-    let _ = write!(
-        s,
-        "struct event_header_large {};\n\n",
-        lttng_header(true, "_clock_t")
-    );
-    for st in &t.streams {
-        let (clock, sfx) = match &st.clock {
-            Some(c) => (&c.name, format!("_clock_{}_t", c.name)),
-            None => (clock, String::new()),
-        };
-        let header = match st.header {
-            HeaderKind::Compact | HeaderKind::Large if !sfx.is_empty() => format!(
-                "\tevent.header := struct {};\n",
-                lttng_header(st.header == HeaderKind::Large, &sfx)
-            ),
-            HeaderKind::Compact => "\tevent.header := struct event_header_compact;\n".to_owned(),
-            HeaderKind::Large => "\tevent.header := struct event_header_large;\n".to_owned(),
-            HeaderKind::Plain(p) => plain_header(&p, clock)
-                .map(|h| format!("\tevent.header := {h};\n"))
-                .unwrap_or_default(),
-        };
-        let context = if standard {
-            "\tpacket.context := struct packet_context;\n".to_owned()
-        } else {
-            packet_structs(st, clock)
-                .1
-                .map(|c| format!("\tpacket.context := {c};\n"))
-                .unwrap_or_default()
-        };
-        let _ = write!(s, "stream {{\n\tid = {};\n{header}{context}", st.id);
-        if !st.context.is_empty() {
-            s.push_str("\tevent.context := struct {\n");
-            struct_fields(&mut s, &st.context);
-            let _ = writeln!(s, "\t}}{};", struct_align(&st.context));
-        }
-        s.push_str("};\n\n");
+}
+
+/// `stream { … };`: one stream class's event header, packet context and
+/// event context.
+fn stream_block(s: &mut String, st: &StreamClass, trace_clock: &str, standard: bool) {
+    let (clock, sfx) = match &st.clock {
+        Some(c) => (c.name.as_str(), format!("_clock_{}_t", c.name)),
+        None => (trace_clock, String::new()),
+    };
+    let header = match st.header {
+        HeaderKind::Compact | HeaderKind::Large if !sfx.is_empty() => format!(
+            "\tevent.header := struct {};\n",
+            lttng_header(st.header == HeaderKind::Large, &sfx)
+        ),
+        HeaderKind::Compact => "\tevent.header := struct event_header_compact;\n".to_owned(),
+        HeaderKind::Large => "\tevent.header := struct event_header_large;\n".to_owned(),
+        HeaderKind::Plain(p) => plain_header(&p, clock)
+            .map(|h| format!("\tevent.header := {h};\n"))
+            .unwrap_or_default(),
+    };
+    let context = if standard {
+        "\tpacket.context := struct packet_context;\n".to_owned()
+    } else {
+        packet_structs(st, clock)
+            .1
+            .map(|c| format!("\tpacket.context := {c};\n"))
+            .unwrap_or_default()
+    };
+    let _ = write!(s, "stream {{\n\tid = {};\n{header}{context}", st.id);
+    if !st.context.is_empty() {
+        s.push_str("\tevent.context := struct {\n");
+        struct_fields(s, &st.context);
+        let _ = writeln!(s, "\t}}{};", struct_align(&st.context));
     }
-    s
+    s.push_str("};\n\n");
 }
 
 /// The whole metadata text.

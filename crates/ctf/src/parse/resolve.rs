@@ -388,113 +388,34 @@ pub(super) fn fields_in(t: &Ty, outer: Option<&Outer>) -> Result<Vec<Field>, (St
             ));
         }
         close_run(run.take(), &mut out);
-        let mut length = None;
-        let mut seq_align = None;
-        let fty = match ty {
-            Ty::Int { .. } => FieldType::Int(
-                int_type(ty).ok_or_else(|| unsupported("integer not byte-sized or aligned"))?,
-            ),
-            Ty::Float { exp: 8, be, .. } => {
-                if *be {
-                    FieldType::F32Be
-                } else {
-                    FieldType::F32
-                }
-            }
-            Ty::Float { be, .. } => {
-                if *be {
-                    FieldType::F64Be
-                } else {
-                    FieldType::F64
-                }
-            }
-            Ty::Str => FieldType::String,
-            Ty::Enum { container, maps } => enumeration(
-                int_type(container).ok_or_else(|| {
-                    unsupported("enumeration container not byte-sized or aligned")
-                })?,
-                maps,
-            ),
-            Ty::Array { elem, len } if is_char(elem) => {
-                FieldType::Text(u32::try_from(*len).map_err(|_| unsupported("array too long"))?)
-            }
-            Ty::Array { elem, len } => {
-                let n = u32::try_from(*len).map_err(|_| unsupported("array too long"))?;
-                match int_type(elem) {
-                    Some(it) => FieldType::Array(it, n),
-                    None => FieldType::ArrayOf(
-                        Box::new(element(elem, *pos).map_err(|m| unsupported(&m))?),
-                        n,
-                    ),
-                }
-            }
+        let (fty, length, seq_align) = match ty {
             Ty::Sequence { elem, len_field } => {
-                let it = int_type(elem);
-                // The length must be the unsigned integer field just before
-                // (where ringtrace and LTTng put it); it becomes part of the
-                // sequence, as `_<name>_length` is in ringtrace's own.
                 let prev = k.checked_sub(1).map(|j| &fields[j]);
-                let len = match prev {
-                    Some((pn, pt, _)) if pn == len_field => int_type(pt).filter(|t| !t.signed),
-                    _ => None,
-                };
-                let shown = unescape(len_field);
-                if shown != format!("_{clean}_length") {
-                    length = Some(shown.to_owned());
-                }
-                let Some(len) = len else {
-                    return Err(unsupported(
-                        "sequence length must be the unsigned integer field just before",
-                    ));
-                };
-                // The length's alignment is where the sequence starts; the
-                // elements follow it unpadded, so they may need no more.
-                let la = bytes_align(&fields[k - 1].1);
-                let ea = bytes_align(elem);
-                if ea > 1 && !(la.is_multiple_of(ea) && len.bytes().is_multiple_of(ea as usize)) {
-                    return Err(unsupported(
-                        "sequence elements aligned beyond their length field",
-                    ));
-                }
-                seq_align = Some(la);
+                let (fty, length, align) =
+                    sequence(prev, elem, len_field, &clean, *pos).map_err(|m| unsupported(&m))?;
+                // The length field becomes part of the sequence.
                 out.pop();
-                match it {
-                    _ if is_char(elem) => FieldType::TextSequence { len },
-                    Some(it) if len == IntType::unsigned(32) => FieldType::Sequence(it),
-                    Some(it) => FieldType::SequenceOf { len, elem: it },
-                    None => FieldType::SequenceOfAny {
-                        len,
-                        elem: Box::new(element(elem, *pos).map_err(|m| unsupported(&m))?),
-                    },
-                }
+                (fty, length, Some(align))
             }
-            Ty::Struct { .. } => FieldType::Struct(fields_in(
-                ty,
-                Some(&Outer {
+            Ty::Struct { .. } => {
+                let up = Outer {
                     fields: &out,
                     up: outer,
-                }),
-            )?),
-            Ty::Variant { tag, options } => FieldType::Variant(Box::new(
-                variant(tag.as_deref(), options, &out, outer, fields_in)
-                    .map_err(|m| unsupported(&m))?,
-            )),
-        };
-        let align = match ty {
-            Ty::Array { elem, .. } => {
-                // Integer elements are read one after the other, unpadded;
-                // other elements each at their alignment.
-                let ea = bytes_align(elem);
-                let size = fixed_bits(elem).unwrap_or(0);
-                if int_type(elem).is_some() && !size.is_multiple_of(ea as u64 * 8) {
-                    return Err(unsupported("array elements smaller than their alignment"));
-                }
-                ea
+                };
+                (FieldType::Struct(fields_in(ty, Some(&up))?), None, None)
             }
-            // A variant is aligned as the option it holds.
-            Ty::Variant { .. } => 1,
-            _ => seq_align.unwrap_or_else(|| bytes_align(ty)),
+            Ty::Variant { tag, options } => {
+                let v = variant(tag.as_deref(), options, &out, outer, fields_in)
+                    .map_err(|m| unsupported(&m))?;
+                (FieldType::Variant(Box::new(v)), None, None)
+            }
+            _ => (
+                plain_type(ty, *pos).map_err(|m| unsupported(&m))?,
+                None,
+                None,
+            ),
         };
+        let align = field_align(ty, seq_align).map_err(|m| unsupported(&m))?;
         // A structure aligned beyond its first field starts its first field there.
         let align = if out.is_empty() {
             align.max(bytes_align(t))
@@ -510,4 +431,103 @@ pub(super) fn fields_in(t: &Ty, outer: Option<&Outer>) -> Result<Vec<Field>, (St
     }
     close_run(run, &mut out);
     Ok(out)
+}
+
+/// The type of a field that is an integer, a float, a string, an
+/// enumeration or an array.
+fn plain_type(ty: &Ty, pos: Pos) -> Result<FieldType, String> {
+    Ok(match ty {
+        Ty::Int { .. } => FieldType::Int(int_type(ty).ok_or("integer not byte-sized or aligned")?),
+        Ty::Float { exp: 8, be, .. } => {
+            if *be {
+                FieldType::F32Be
+            } else {
+                FieldType::F32
+            }
+        }
+        Ty::Float { be, .. } => {
+            if *be {
+                FieldType::F64Be
+            } else {
+                FieldType::F64
+            }
+        }
+        Ty::Str => FieldType::String,
+        Ty::Enum { container, maps } => enumeration(
+            int_type(container).ok_or("enumeration container not byte-sized or aligned")?,
+            maps,
+        ),
+        Ty::Array { elem, len } if is_char(elem) => {
+            FieldType::Text(u32::try_from(*len).map_err(|_| "array too long")?)
+        }
+        Ty::Array { elem, len } => {
+            let n = u32::try_from(*len).map_err(|_| "array too long")?;
+            match int_type(elem) {
+                Some(it) => FieldType::Array(it, n),
+                None => FieldType::ArrayOf(Box::new(element(elem, pos)?), n),
+            }
+        }
+        Ty::Sequence { .. } | Ty::Struct { .. } | Ty::Variant { .. } => {
+            return Err("a compound type where a plain one was expected".into())
+        }
+    })
+}
+
+/// A sequence of `elem` whose length is `len_field`, the field `prev`
+/// just before it (where ringtrace and LTTng put it): its type, the
+/// length's name when it is not the default `_<name>_length`, and its
+/// alignment (the length's: the elements follow it unpadded).
+fn sequence(
+    prev: Option<&(String, Ty, Pos)>,
+    elem: &Ty,
+    len_field: &str,
+    name: &str,
+    pos: Pos,
+) -> Result<(FieldType, Option<String>, u8), String> {
+    let len = match prev {
+        Some((pn, pt, _)) if pn == len_field => int_type(pt).filter(|t| !t.signed),
+        _ => None,
+    };
+    let shown = unescape(len_field);
+    let length = (shown != format!("_{name}_length")).then(|| shown.to_owned());
+    let (Some(len), Some((_, len_ty, _))) = (len, prev) else {
+        return Err("sequence length must be the unsigned integer field just before".into());
+    };
+    // The elements follow the length unpadded, so they may need no more
+    // alignment than it gives.
+    let la = bytes_align(len_ty);
+    let ea = bytes_align(elem);
+    if ea > 1 && !(la.is_multiple_of(ea) && len.bytes().is_multiple_of(ea as usize)) {
+        return Err("sequence elements aligned beyond their length field".into());
+    }
+    let fty = match int_type(elem) {
+        _ if is_char(elem) => FieldType::TextSequence { len },
+        Some(it) if len == IntType::unsigned(32) => FieldType::Sequence(it),
+        Some(it) => FieldType::SequenceOf { len, elem: it },
+        None => FieldType::SequenceOfAny {
+            len,
+            elem: Box::new(element(elem, pos)?),
+        },
+    };
+    Ok((fty, length, la))
+}
+
+/// The alignment (bytes) a field of type `ty` starts at; a sequence's is
+/// its length's (`seq_align`).
+fn field_align(ty: &Ty, seq_align: Option<u8>) -> Result<u8, String> {
+    Ok(match ty {
+        Ty::Array { elem, .. } => {
+            // Integer elements are read one after the other, unpadded;
+            // other elements each at their alignment.
+            let ea = bytes_align(elem);
+            let size = fixed_bits(elem).unwrap_or(0);
+            if int_type(elem).is_some() && !size.is_multiple_of(u64::from(ea) * 8) {
+                return Err("array elements smaller than their alignment".into());
+            }
+            ea
+        }
+        // A variant is aligned as the option it holds.
+        Ty::Variant { .. } => 1,
+        _ => seq_align.unwrap_or_else(|| bytes_align(ty)),
+    })
 }

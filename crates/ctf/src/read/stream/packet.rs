@@ -9,9 +9,10 @@ use crate::read::{ReadError, MAX_PACKET};
 use crate::value::decode_at;
 
 impl StreamReader {
-    /// Loads the next packet; `Ok(false)` at the end of the file. The
-    /// packet header (common to the stream classes) says which stream
-    /// class it is; that class's layout says where the rest is.
+    /// Loads the next packet; `Ok(false)` at the end of the file (or, when
+    /// following, before a packet not yet whole). The packet header (common
+    /// to the stream classes) says which stream class it is; that class's
+    /// layout says where the rest is.
     pub(super) fn next_packet(&mut self) -> Result<bool, ReadError> {
         // A followed packet not whole before is read on from its bytes.
         if !std::mem::take(&mut self.partial) {
@@ -19,6 +20,39 @@ impl StreamReader {
             self.packet.clear();
         }
         let at = self.offset;
+        let Some((ci, stream_id, got)) = self.packet_header(at)? else {
+            return Ok(false);
+        };
+        let head = self.desc.streams[ci].packet.len as usize;
+        let (ctx, packet_size) = self.read_packet_context(ci, stream_id, head);
+        let Some((ctx, got)) = self.packet_bytes(at, ci, ctx, packet_size, got)? else {
+            return Ok(false);
+        };
+        self.enter_packet(ci, head, got, ctx);
+        Ok(true)
+    }
+
+    /// True when `got` bytes are fewer than the `need` of a packet header: a
+    /// followed file's packet is not whole yet (`partial`), a finished
+    /// file's is truncated (an error).
+    fn short(&mut self, at: u64, got: usize, need: usize) -> Result<bool, ReadError> {
+        if got >= need {
+            return Ok(false);
+        }
+        if self.following {
+            self.partial = true;
+            return Ok(true);
+        }
+        Err(self.err(
+            at,
+            format!("truncated packet header ({got} of {need} bytes)"),
+        ))
+    }
+
+    /// Reads the packet header at `at`, checks its magic and UUID and finds
+    /// its stream class: (class index, stream id, bytes read), or `None` at
+    /// the end of the file or before a packet not yet whole.
+    fn packet_header(&mut self, at: u64) -> Result<Option<(usize, u32, usize)>, ReadError> {
         let had = self.packet.len();
         let first = self
             .desc
@@ -28,18 +62,8 @@ impl StreamReader {
             .min()
             .unwrap_or(0) as usize;
         let got = had + self.fill_to(first.max(1).saturating_sub(had))?;
-        if got == 0 {
-            return Ok(false);
-        }
-        if got < first && self.following {
-            self.partial = true;
-            return Ok(false);
-        }
-        if got < first {
-            return Err(self.err(
-                at,
-                format!("truncated packet header ({got} of {first} bytes)"),
-            ));
+        if got == 0 || self.short(at, got, first)? {
+            return Ok(None);
         }
         let Some(class0) = self.desc.streams.first() else {
             return Err(self.err(at, "the metadata declares no stream class"));
@@ -69,23 +93,27 @@ impl StreamReader {
             }
             None => (0, self.classes[0].0),
         };
-        let l = self.desc.streams[ci].packet;
-        let head = l.len as usize;
+        let head = self.desc.streams[ci].packet.len as usize;
         let got = got + self.fill_to(head.saturating_sub(got))?;
-        if got < head && self.following {
-            self.partial = true;
-            return Ok(false);
+        if self.short(at, got, head)? {
+            return Ok(None);
         }
-        if got < head {
-            return Err(self.err(
-                at,
-                format!("truncated packet header ({got} of {head} bytes)"),
-            ));
-        }
+        Ok(Some((ci, stream_id, got)))
+    }
+
+    /// The packet context of class `ci` from the `head` header bytes read
+    /// (what the layout lacks comes from the packet before), every packet
+    /// field decoded into `packet_values`, and the packet size if declared.
+    fn read_packet_context(
+        &mut self,
+        ci: usize,
+        stream_id: u32,
+        head: usize,
+    ) -> (PacketContext, Option<u64>) {
+        let l = self.desc.streams[ci].packet;
         let field = |s: Option<crate::types::Slot>| s.and_then(|s| s.read(&self.packet));
-        let bits = head as u64 * 8;
         let packet_size = field(l.packet_size);
-        let mut ctx = PacketContext {
+        let ctx = PacketContext {
             stream_id,
             stream_instance_id: field(l.stream_instance_id).unwrap_or(0),
             timestamp_begin: field(l.timestamp_begin).unwrap_or(self.prev_ts),
@@ -116,6 +144,22 @@ impl StreamReader {
                 i,
             );
         }
+        (ctx, packet_size)
+    }
+
+    /// Reads the packet's bytes after checking its packet and content sizes:
+    /// (the context with its sizes, bytes read), or `None` before a followed
+    /// packet not yet whole.
+    fn packet_bytes(
+        &mut self,
+        at: u64,
+        ci: usize,
+        mut ctx: PacketContext,
+        packet_size: Option<u64>,
+        got: usize,
+    ) -> Result<Option<(PacketContext, usize)>, ReadError> {
+        let l = self.desc.streams[ci].packet;
+        let bits = u64::from(l.len) * 8;
         let size_at = at + l.packet_size.map_or(0, |s| s.offset as u64);
         let content_at = at + l.content_size.map_or(0, |s| s.offset as u64);
         let got = match packet_size {
@@ -152,8 +196,16 @@ impl StreamReader {
         let size = (ctx.packet_size / 8) as usize;
         if got < size && self.following && packet_size.is_some() {
             self.partial = true;
-            return Ok(false);
+            return Ok(None);
         }
+        Ok(Some((ctx, got)))
+    }
+
+    /// Makes the packet read the current one: events start after its
+    /// `head` header bytes and end at its content size (or at the `got`
+    /// bytes present, noting a truncation).
+    fn enter_packet(&mut self, ci: usize, head: usize, got: usize, ctx: PacketContext) {
+        let size = (ctx.packet_size / 8) as usize;
         let content = (ctx.content_size / 8) as usize;
         self.content_end = content.min(got);
         if got < size {
@@ -165,11 +217,10 @@ impl StreamReader {
         self.class_idx = ci;
         self.kind = self.classes[ci].1;
         self.clock = self.classes[ci].3;
-        self.big_endian = l.big_endian;
+        self.big_endian = self.desc.streams[ci].packet.big_endian;
         self.pos = head;
         self.prev_ts = ctx.timestamp_begin;
         self.ctx = ctx;
         self.packets += 1;
-        Ok(true)
     }
 }
