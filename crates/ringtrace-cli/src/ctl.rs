@@ -1,9 +1,6 @@
 //! `ringtrace ctl`: live control of traced processes through their sockets.
 
-use std::path::PathBuf;
-
 use ringtrace::ctl::{self, proto::Request};
-use ringtrace::Level;
 
 /// Arguments of `ctl`.
 #[derive(clap::Args, Debug)]
@@ -18,79 +15,10 @@ use ringtrace::Level;
 pub struct Args {
     /// `list`, or the process id to control.
     target: String,
+    /// What to do with the process (the control protocol's commands,
+    /// declared once in `ringtrace::ctl::proto`).
     #[command(subcommand)]
-    action: Option<Action>,
-}
-
-/// What to do with the process.
-#[derive(clap::Subcommand, Debug)]
-enum Action {
-    /// Its sessions.
-    Sessions,
-    /// Enable events in a session.
-    Enable {
-        /// Session name.
-        session: String,
-        /// Event pattern (`provider:event`, `*` wildcards).
-        pattern: String,
-        /// Level threshold.
-        #[arg(long, default_value = "debug")]
-        level: Level,
-        /// Only this channel.
-        #[arg(long)]
-        channel: Option<String>,
-    },
-    /// Disable events in a session.
-    Disable {
-        /// Session name.
-        session: String,
-        /// Event pattern.
-        pattern: String,
-        /// Only this channel.
-        #[arg(long)]
-        channel: Option<String>,
-    },
-    /// Start recording.
-    Start {
-        /// Session name.
-        session: String,
-    },
-    /// Stop recording; the trace is complete when this returns.
-    Stop {
-        /// Session name.
-        session: String,
-    },
-    /// Switch sub-buffers and write what is ready.
-    Flush {
-        /// Session name.
-        session: String,
-    },
-    /// Write a flight-recorder snapshot (to a folder, or to an
-    /// lttng-relayd: -o net://HOST[:CTRL[:DATA]]).
-    Snapshot {
-        /// Session name.
-        session: String,
-        /// Target directory, or a relay URL.
-        #[arg(short, long)]
-        output: PathBuf,
-    },
-    /// Buffer counters.
-    Stats {
-        /// Session name.
-        session: String,
-    },
-    /// Add contexts to a session that has not recorded yet (as
-    /// `lttng add-context`): vpid, vtid, pthread_id, procname, ip.
-    AddContext {
-        /// Session name.
-        session: String,
-        /// Context names, comma-separated or repeated.
-        #[arg(required = true, value_delimiter = ',')]
-        contexts: Vec<String>,
-        /// Only this channel.
-        #[arg(long)]
-        channel: Option<String>,
-    },
+    action: Option<Request>,
 }
 
 /// Runs `ctl`.
@@ -128,58 +56,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let action = a
         .action
         .ok_or("give an action: sessions, enable, disable, start, stop, flush, snapshot, stats, add-context")?;
-    let req = match action {
-        Action::Sessions => Request::Sessions,
-        Action::Enable {
-            session,
-            pattern,
-            level,
-            channel,
-        } => Request::Enable {
-            session,
-            pattern,
-            level,
-            channel,
-        },
-        Action::Disable {
-            session,
-            pattern,
-            channel,
-        } => Request::Disable {
-            session,
-            pattern,
-            channel,
-        },
-        Action::Start { session } => Request::Start { session },
-        Action::Stop { session } => Request::Stop { session },
-        Action::Flush { session } => Request::Flush { session },
-        Action::Snapshot { session, output } => Request::Snapshot {
-            session,
-            dir: match output.to_str() {
-                // A relay URL goes as it is; the process checks it.
-                Some(url) if url.contains("://") => url.to_string(),
-                _ => std::path::absolute(&output)?
-                    .to_str()
-                    .ok_or("the snapshot directory must be valid UTF-8")?
-                    .to_string(),
-            },
-        },
-        Action::Stats { session } => Request::Stats { session },
-        Action::AddContext {
-            session,
-            contexts,
-            channel,
-        } => {
-            let names = contexts.join("+");
-            // Refused here, with the known names, before any request.
-            ringtrace::Contexts::parse(&names)?;
-            Request::AddContext {
-                session,
-                contexts: names,
-                channel,
-            }
-        }
-    };
+    let req = complete(action)?;
     let Some(socket) = ctl::find_socket(pid) else {
         let looked: Vec<String> = ctl::search_dirs()
             .iter()
@@ -196,10 +73,46 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         .into());
     };
     match ctl::request(&socket, &req)? {
+        Ok(body) if matches!(req, Request::Stats { .. }) => {
+            let stats: ringtrace::SessionStats = serde_json::from_str(&body).map_err(|e| {
+                format!("process {pid} sent statistics this command cannot read ({e}); is it traced by another version of ringtrace?")
+            })?;
+            out!("{}", crate::session_stats::table(&stats));
+            Ok(())
+        }
         Ok(body) => {
             out!("{body}");
             Ok(())
         }
         Err(msg) => Err(format!("process {pid}: {msg}").into()),
     }
+}
+
+/// What the command line gives, as the process must receive it: a
+/// snapshot folder made absolute (the process does not share this
+/// command's working directory; a relay URL goes as it is, the process
+/// checks it), context names checked here, with the known ones named.
+fn complete(req: Request) -> Result<Request, Box<dyn std::error::Error>> {
+    Ok(match req {
+        Request::Snapshot { session, dir } if !dir.contains("://") => Request::Snapshot {
+            session,
+            dir: std::path::absolute(&dir)?
+                .to_str()
+                .ok_or("the snapshot directory must be valid UTF-8")?
+                .to_owned(),
+        },
+        Request::AddContext {
+            session,
+            contexts,
+            channel,
+        } => {
+            ringtrace::Contexts::parse(&contexts.join("+"))?;
+            Request::AddContext {
+                session,
+                contexts,
+                channel,
+            }
+        }
+        other => other,
+    })
 }

@@ -25,6 +25,7 @@ mod pretty;
 mod read;
 mod record;
 mod recover;
+mod session_stats;
 mod stats;
 mod view;
 mod who;

@@ -88,7 +88,8 @@ fn main() {
         s.stats().lost()
     );
     if show_stats {
-        print!("{}", s.stats().table());
+        // Every counter (`ringtrace ctl PID stats` renders them as a table).
+        println!("{:#?}", s.stats());
     }
 }
 

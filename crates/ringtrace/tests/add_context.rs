@@ -32,7 +32,7 @@ fn contexts_added_before_recording_are_in_every_event() {
     let add = |contexts: &str, channel: Option<&str>| {
         execute(&Request::AddContext {
             session: "add-context".into(),
-            contexts: contexts.into(),
+            contexts: contexts.split('+').map(str::to_owned).collect(),
             channel: channel.map(str::to_string),
         })
     };

@@ -100,9 +100,9 @@ fn full_disk(io: FileIo) {
         "every event recorded or counted lost"
     );
     if io == FileIo::Direct {
-        assert!(st.stream_files_direct > 0, "{}", st.table());
+        assert!(st.stream_files_direct > 0, "{st:#?}");
     } else {
-        assert_eq!(st.stream_files_direct, 0, "{}", st.table());
+        assert_eq!(st.stream_files_direct, 0, "{st:#?}");
     }
     let err = st.output_error.clone().expect("the disk filled");
     assert!(err.contains("No space left on device"), "{err}");

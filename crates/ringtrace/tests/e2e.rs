@@ -178,13 +178,13 @@ fn record_and_read(per_thread: bool) {
     emit_values(999_998); // after stop: not recorded
     let st = s.stats();
     assert_eq!(st.records(), 4000);
-    assert_eq!(st.lost(), 0, "{}", st.table());
+    assert_eq!(st.lost(), 0, "{st:#?}");
     // Per-thread and rseq buffers count their records; per-CPU buffers
     // with atomics leave the count to the writing threads, summed per
     // channel.
     let ch = &st.channels[0];
     let per_buffer: Vec<Option<u64>> = ch.buffers.iter().map(|b| b.records).collect();
-    if ch.sharing != "per-cpu atomics" {
+    if ch.sharing != ringtrace::client::Sharing::PerCpuAtomics {
         assert_eq!(per_buffer.iter().flatten().sum::<u64>(), 4000);
         assert_eq!(
             per_buffer.iter().filter(|r| r.is_some()).count(),
@@ -192,18 +192,7 @@ fn record_and_read(per_thread: bool) {
         );
     } else {
         assert!(per_buffer.iter().all(Option::is_none), "{per_buffer:?}");
-        let total = st
-            .table()
-            .lines()
-            .find(|l| l.contains("total"))
-            .unwrap()
-            .to_string();
-        assert_eq!(
-            total.split_whitespace().nth(2),
-            Some("4000"),
-            "{}",
-            st.table()
-        );
+        assert_eq!(ch.total().records, Some(4000), "{st:#?}");
     }
     let (evs, discarded) = read_all(&dir);
     assert_eq!(discarded, 0);
@@ -317,7 +306,7 @@ fn small_buffers_discard_and_every_loss_is_reported() {
     s.stop().unwrap();
     let st = s.stats();
     let (written, lost) = (st.records(), st.lost());
-    assert_eq!(written + lost, EMITTED, "{}", st.table());
+    assert_eq!(written + lost, EMITTED, "{st:#?}");
     assert!(lost > 0, "the buffers must have overflowed");
     let (evs, discarded) = read_all(&dir);
     assert_eq!(evs.len() as u64, written);

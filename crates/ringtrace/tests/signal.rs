@@ -67,7 +67,7 @@ fn signal_handlers_record_valid_events_in_both_buffer_kinds() {
     let handled = H_SEQ.load(Ordering::Relaxed);
     assert!(handled > 100, "only {handled} of {sent} signals handled");
     let st = s.stats();
-    assert_eq!(st.lost(), 0, "{}", st.table());
+    assert_eq!(st.lost(), 0, "{st:#?}");
     assert_eq!(st.records(), 2 * (N + handled));
     let (evs, discarded) = read_all(&dir);
     assert_eq!(discarded, 0);

@@ -100,10 +100,9 @@ fn check(s: &Session, dir: &std::path::Path, attempted: u64) -> (u64, u64) {
     assert_eq!(
         st.records() + st.lost(),
         attempted,
-        "written {} + lost {} = attempted {attempted}\n{}",
+        "written {} + lost {} = attempted {attempted}\n{st:#?}",
         st.records(),
         st.lost(),
-        st.table()
     );
     (st.records(), st.lost())
 }

@@ -257,7 +257,7 @@ impl Recording {
                         .collect();
                     ChannelStats {
                         name: c.cfg.name.clone(),
-                        sharing: c.chan.sharing().name(),
+                        sharing: c.chan.sharing(),
                         lost_no_buffer: ops.records_lost_no_buffer(),
                         records: match &c.tally {
                             Some(t) => t.total(),

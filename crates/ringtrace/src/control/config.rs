@@ -12,7 +12,7 @@ use ringtrace_core::context::Contexts;
 use ringtrace_core::level::Level;
 
 /// What a session does when a buffer is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Mode {
     /// Stream to the trace directory; records that find the buffer full are
     /// dropped and counted.

@@ -1,10 +1,15 @@
 //! Statistics of a session: per buffer, records written and lost by cause,
-//! bytes, packets; summed per channel and session.
+//! bytes, packets; summed per channel and session. They are data: a traced
+//! process sends them over its control socket as JSON (`serde`), and the
+//! `ringtrace` command renders them.
+
+use serde::{Deserialize, Serialize};
 
 use crate::control::config::Mode;
+use ringtrace_core::client::Sharing;
 
 /// Counters of one buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct BufferStats {
     /// Buffer index (CPU number, or per-thread pool slot).
     pub index: usize,
@@ -85,14 +90,15 @@ impl BufferStats {
 }
 
 /// Counters of one channel.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChannelStats {
     /// Channel name.
     pub name: String,
-    /// Its buffers: `per-cpu rseq` (restartable sequences), `per-cpu
-    /// atomics` (lock-prefixed, where rseq is not registered or when
-    /// forced) or `per-thread`.
-    pub sharing: &'static str,
+    /// Its buffers: per CPU with restartable sequences, per CPU with
+    /// lock-prefixed atomics (where rseq is not registered, or when forced)
+    /// or per thread; by name (`per-cpu rseq`, …) in JSON.
+    #[serde(with = "sharing_name")]
+    pub sharing: Sharing,
     /// Per-thread channels: records dropped because no buffer was free.
     pub lost_no_buffer: u64,
     /// Records committed, every buffer.
@@ -134,7 +140,7 @@ impl ChannelStats {
 }
 
 /// The standby consumer thread of a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StandbyStats {
     /// Passes over the sessions it took because the consumer did not come
     /// round in time (every session of the process).
@@ -144,7 +150,7 @@ pub struct StandbyStats {
 }
 
 /// Counters of a session.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionStats {
     /// Session name.
     pub name: String,
@@ -216,162 +222,10 @@ impl SessionStats {
     pub fn bytes_written(&self) -> u64 {
         self.channels.iter().map(|c| c.total().bytes_written).sum()
     }
-
-    /// An aligned table: one line per buffer that saw any record ("-" where
-    /// only the channel counts records), then the channel's total.
-    pub fn table(&self) -> String {
-        use std::fmt::Write;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "{:<12} {:>6} {:>12} {:>10} {:>10} {:>10} {:>9} {:>12} {:>12}",
-            "channel",
-            "buffer",
-            "records",
-            "lost full",
-            "lost wrap",
-            "too big",
-            "packets",
-            "bytes",
-            "clock clamps"
-        );
-        for c in &self.channels {
-            let row = |s: &mut String, buffer: &str, b: &BufferStats| {
-                let _ = writeln!(
-                    s,
-                    "{:<12} {:>6} {:>12} {:>10} {:>10} {:>10} {:>9} {:>12} {:>12}",
-                    c.name,
-                    buffer,
-                    b.records.map_or("-".to_string(), |r| r.to_string()),
-                    b.lost_full,
-                    b.lost_wrap,
-                    b.lost_too_big,
-                    b.packets_produced,
-                    b.bytes,
-                    b.clock_clamps
-                );
-            };
-            let used: Vec<_> = c
-                .buffers
-                .iter()
-                .filter(|b| b.bytes + b.lost() > 0)
-                .collect();
-            for b in &used {
-                row(&mut s, &b.index.to_string(), b);
-            }
-            if used.len() > 1 || used.first().is_some_and(|b| b.records.is_none()) {
-                row(&mut s, "total", &c.total());
-            }
-            if c.lost_no_buffer > 0 {
-                let _ = writeln!(
-                    s,
-                    "{:<12} {:>6} lost for want of a free per-thread buffer: {}",
-                    c.name, "-", c.lost_no_buffer
-                );
-            }
-            let t = c.total();
-            let _ = writeln!(
-                s,
-                "{:<12} {:>6} buffers: {}{}",
-                c.name,
-                "-",
-                c.sharing,
-                if c.sharing == "per-cpu rseq" {
-                    format!(
-                        " ({} aborted and {} moved reservations retried, {} commits from another CPU)",
-                        t.rseq_aborts, t.rseq_moves, t.rseq_shared_commits
-                    )
-                } else {
-                    String::new()
-                }
-            );
-        }
-        if self.forks_untraced > 0 {
-            let _ = writeln!(
-                s,
-                "children forked while recording: {} (not traced: their events before any exec are \
-                 in no trace; `per-process` in RINGTRACE_SESSION, as `ringtrace record` sets, \
-                 traces each in its own sub-trace)",
-                self.forks_untraced
-            );
-        }
-        if let Some(n) = self.consumer_nice {
-            let class = match (self.consumer_fifo, self.consumer_slice_us) {
-                (true, _) => "SCHED_FIFO 1, ".to_string(),
-                (false, Some(us)) => format!("slice {} ms, ", us as f64 / 1000.0),
-                (false, None) => String::new(),
-            };
-            let cpu = self
-                .consumer_cpu
-                .map(|c| format!("; CPU {:.1} ms so far", c.as_secs_f64() * 1e3))
-                .unwrap_or_default();
-            let _ = writeln!(s, "consumer thread: {class}nice {n}{cpu}");
-        }
-        if let Some(sb) = &self.consumer_standby {
-            let cpu = sb
-                .cpu
-                .map(|c| format!("; CPU {:.1} ms so far", c.as_secs_f64() * 1e3))
-                .unwrap_or_default();
-            let _ = writeln!(
-                s,
-                "standby consumer thread (off the consumer's CPU): {} passes for a late consumer{cpu}",
-                sb.passes
-            );
-        }
-        // Direct I/O asked for (for every packet or, auto, for fast
-        // streams'): how much of it happened (buffered says nothing).
-        if self.file_io != crate::output::FileIo::Buffered && self.stream_files > 0 {
-            let w = &self.stream_writes;
-            let _ = writeln!(
-                s,
-                "stream files: {} of {} written with direct I/O{}{}",
-                self.stream_files_direct,
-                self.stream_files,
-                if self.stream_files_direct < self.stream_files {
-                    " (the others through the page cache)"
-                } else {
-                    ""
-                },
-                if w.direct + w.cached > 0 {
-                    format!(
-                        "; {} packets direct (slowest write {:.1} ms), {} through the page cache \
-                         (behind, after a stalled write or while the page cache wrote back)",
-                        w.direct,
-                        w.slowest.as_secs_f64() * 1e3,
-                        w.cached
-                    )
-                } else {
-                    String::new()
-                }
-            );
-        }
-        if let Some(r) = &self.relay {
-            let _ =
-                writeln!(
-                s,
-                "relayd {} ({}): {} packets sent ({} bytes), {} packets lost to the network{}{}",
-                r.url,
-                if r.connected { "connected" } else { "not connected" },
-                r.packets_sent,
-                r.bytes_sent,
-                r.packets_lost,
-                match r.reconnects {
-                    0 => String::new(),
-                    n => format!(", {n} reconnections"),
-                },
-                match &r.last_error {
-                    Some(e) => format!("; last error: {e}"),
-                    None => String::new(),
-                }
-            );
-            let _ = writeln!(s, "relayd folder: {}", r.path);
-        }
-        s
-    }
 }
 
 /// What the relay stream did, for `stats`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RelayStats {
     /// `net://HOST:CONTROL:DATA`.
     pub url: String,
@@ -391,4 +245,92 @@ pub struct RelayStats {
     pub reconnects: u64,
     /// The last connection error, if any.
     pub last_error: Option<String>,
+}
+
+/// [`Sharing`] by the name `stats` shows (`per-cpu rseq`, `per-cpu
+/// atomics`, `per-thread`), so that the JSON reads as the table does.
+mod sharing_name {
+    use ringtrace_core::client::Sharing;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const ALL: [Sharing; 3] = [
+        Sharing::PerCpuRseq,
+        Sharing::PerCpuAtomics,
+        Sharing::PerThread,
+    ];
+
+    pub fn serialize<S: Serializer>(s: &Sharing, ser: S) -> Result<S::Ok, S::Error> {
+        ser.serialize_str(s.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Sharing, D::Error> {
+        let name = String::deserialize(de)?;
+        ALL.into_iter().find(|s| s.name() == name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown buffer sharing `{name}` (per-cpu rseq, per-cpu atomics, per-thread)"
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_stats_round_trip_through_json() {
+        let b = BufferStats {
+            index: 3,
+            records: Some(7),
+            lost_full: 1,
+            stalled: true,
+            ..BufferStats::default()
+        };
+        let st = SessionStats {
+            name: "s".into(),
+            mode: Mode::FlightRecorder,
+            active: true,
+            output_error: Some("disk full".into()),
+            packets_dropped_by_output: 2,
+            channels: vec![ChannelStats {
+                name: "c".into(),
+                sharing: Sharing::PerCpuRseq,
+                lost_no_buffer: 4,
+                records: 7,
+                buffers: vec![b],
+            }],
+            process_lost_no_reader_slot: 5,
+            forks_untraced: 1,
+            relay: Some(RelayStats {
+                url: "net://h".into(),
+                last_error: Some("refused".into()),
+                ..RelayStats::default()
+            }),
+            consumer_nice: Some(-10),
+            consumer_fifo: false,
+            consumer_slice_us: Some(100),
+            consumer_cpu: Some(std::time::Duration::from_micros(1500)),
+            consumer_standby: Some(StandbyStats {
+                passes: 9,
+                cpu: None,
+            }),
+            file_io: crate::output::FileIo::Auto,
+            stream_files: 2,
+            stream_files_direct: 1,
+            stream_writes: crate::output::Writes {
+                direct: 3,
+                cached: 1,
+                slowest: std::time::Duration::from_millis(2),
+            },
+        };
+        let json = serde_json::to_string(&st).unwrap();
+        assert!(json.contains(r#""sharing":"per-cpu rseq""#), "{json}");
+        assert_eq!(serde_json::from_str::<SessionStats>(&json).unwrap(), st);
+        let bad = json.replace("per-cpu rseq", "per-core");
+        let e = serde_json::from_str::<SessionStats>(&bad).unwrap_err();
+        assert!(
+            e.to_string().contains("unknown buffer sharing `per-core`"),
+            "{e}"
+        );
+    }
 }

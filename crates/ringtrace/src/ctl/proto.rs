@@ -20,29 +20,35 @@ pub const MAX_REQUEST: usize = 4096;
 /// Largest reply accepted by the client.
 pub const MAX_REPLY: usize = 1 << 20;
 
-/// A command for a traced process.
+/// A command for a traced process. The same declaration is the `ringtrace
+/// ctl PID …` command line (feature `clap`): its documentation is that
+/// command's help.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Subcommand))]
 pub enum Request {
-    /// List the sessions.
+    /// Its sessions.
     Sessions,
-    /// Enable events matching `pattern` at `level` or more severe.
+    /// Enable events in a session.
     Enable {
         /// Session name.
         session: String,
-        /// Event pattern.
+        /// Event pattern (`provider:event`, `*` wildcards).
         pattern: String,
-        /// Level threshold.
+        /// Level threshold: events at it or more severe.
+        #[cfg_attr(feature = "clap", arg(long, default_value = "debug"))]
         level: Level,
-        /// Channel (`None`: all).
+        /// Only this channel (all by default).
+        #[cfg_attr(feature = "clap", arg(long))]
         channel: Option<String>,
     },
-    /// Disable events matching `pattern`.
+    /// Disable events in a session.
     Disable {
         /// Session name.
         session: String,
         /// Event pattern.
         pattern: String,
-        /// Channel (`None`: all).
+        /// Only this channel (all by default).
+        #[cfg_attr(feature = "clap", arg(long))]
         channel: Option<String>,
     },
     /// Start recording.
@@ -50,35 +56,45 @@ pub enum Request {
         /// Session name.
         session: String,
     },
-    /// Stop recording (the trace is complete when the reply comes).
+    /// Stop recording; the trace is complete when this returns.
     Stop {
         /// Session name.
         session: String,
     },
-    /// Switch and write what is ready.
+    /// Switch sub-buffers and write what is ready.
     Flush {
         /// Session name.
         session: String,
     },
-    /// Write a flight-recorder snapshot to `dir`, or send it to relayd.
+    /// Write a flight-recorder snapshot (to a folder, or to an
+    /// lttng-relayd: -o net://HOST[:CTRL[:DATA]]).
     Snapshot {
         /// Session name.
         session: String,
-        /// Absolute target directory, or a relay URL (`net://HOST…`).
+        /// Target directory (absolute in a request: `ringtrace ctl` makes a
+        /// relative one absolute), or a relay URL.
+        #[cfg_attr(
+            feature = "clap",
+            arg(short = 'o', long = "output", value_name = "OUTPUT")
+        )]
         dir: String,
     },
-    /// Counters of every buffer.
+    /// Counters of the session's buffers and threads: records, losses by
+    /// cause, packets (the process replies with them as JSON).
     Stats {
         /// Session name.
         session: String,
     },
-    /// Add contexts to a channel (or every channel) that never recorded.
+    /// Add contexts to a session that has not recorded yet (as
+    /// `lttng add-context`): vpid, vtid, pthread_id, procname, ip.
     AddContext {
         /// Session name.
         session: String,
-        /// Context names joined by `+` (`vtid+procname`).
-        contexts: String,
-        /// Channel (`None`: all).
+        /// Context names, comma-separated or repeated.
+        #[cfg_attr(feature = "clap", arg(required = true, value_delimiter = ','))]
+        contexts: Vec<String>,
+        /// Only this channel (all by default).
+        #[cfg_attr(feature = "clap", arg(long))]
         channel: Option<String>,
     },
 }
@@ -108,7 +124,7 @@ impl Request {
     /// The request's text.
     pub fn encode(&self) -> String {
         let mut f: Vec<&str> = vec![MAGIC];
-        let level;
+        let (level, joined);
         match self {
             Request::Sessions => f.push("sessions"),
             Request::Enable {
@@ -145,12 +161,15 @@ impl Request {
                 session,
                 contexts,
                 channel,
-            } => f.extend([
-                "add-context",
-                session,
-                contexts,
-                channel.as_deref().unwrap_or("-"),
-            ]),
+            } => {
+                joined = contexts.join("+");
+                f.extend([
+                    "add-context",
+                    session,
+                    &joined,
+                    channel.as_deref().unwrap_or("-"),
+                ]);
+            }
         }
         f.join("\n")
     }
@@ -232,7 +251,7 @@ impl Request {
                 crate::Contexts::parse(args[1]).map_err(ProtoError::Bad)?;
                 Request::AddContext {
                     session: session(),
-                    contexts: args[1].into(),
+                    contexts: args[1].split('+').map(str::to_owned).collect(),
                     channel: opt(args[2]),
                 }
             }
@@ -340,12 +359,12 @@ mod tests {
             },
             Request::AddContext {
                 session: "s".into(),
-                contexts: "vtid+procname".into(),
+                contexts: vec!["vtid".into(), "procname".into()],
                 channel: Some("c".into()),
             },
             Request::AddContext {
                 session: "s".into(),
-                contexts: "ip".into(),
+                contexts: vec!["ip".into()],
                 channel: None,
             },
         ];

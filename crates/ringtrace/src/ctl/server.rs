@@ -332,13 +332,16 @@ pub fn execute(req: &Request) -> Reply {
                 info.dir.display()
             ))
         }
-        Request::Stats { session } => Ok(find(session)?.stats().table()),
+        Request::Stats { session } => {
+            let stats = find(session)?.stats();
+            serde_json::to_string(&stats).map_err(|e| format!("statistics not encoded: {e}"))
+        }
         Request::AddContext {
             session,
             contexts,
             channel,
         } => {
-            let set = crate::Contexts::parse(contexts)?;
+            let set = crate::Contexts::parse(&contexts.join("+"))?;
             let s = find(session)?;
             let now = registry::add_contexts(&s.state, channel.as_deref(), set).map_err(err)?;
             Ok(now

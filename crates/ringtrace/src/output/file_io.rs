@@ -3,7 +3,7 @@
 //! writing itself is `stream.rs`.
 
 /// How stream files are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum FileIo {
     /// Direct I/O for a fast stream, the page cache for a slow one: a
     /// packet that holds at least half its sub-buffer (the writers, not a

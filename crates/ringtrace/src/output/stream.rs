@@ -108,7 +108,7 @@ pub struct StreamFile {
 }
 
 /// How a stream file's packets were written.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Writes {
     /// Packets written with direct I/O.
     pub direct: u64,
