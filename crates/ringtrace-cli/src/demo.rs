@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use ringtrace::{event, ChannelConfig, Mode, Session};
+use ringtrace::{event, Mode, Session};
+
+use crate::session_opts::SessionOpts;
 
 /// Record a trace of a demo multi-threaded service and show it.
 #[derive(clap::Args, Debug)]
@@ -28,41 +30,11 @@ pub struct Args {
     /// Worker threads (1 to 256).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=256))]
     threads: u32,
-    /// discard (stream to disk) or flight-recorder (snapshot at the end).
-    #[arg(long, default_value = "discard", value_parser = crate::parse_mode)]
-    mode: Mode,
-    /// One buffer per thread instead of per CPU.
-    #[arg(long, conflicts_with = "per_cpu")]
-    per_thread: bool,
-    /// One buffer per CPU (the default).
-    #[arg(long)]
-    per_cpu: bool,
-    /// Per-CPU buffers: `rseq` (restartable sequences, no lock prefix),
-    /// `atomics` (lock-prefixed), or `auto`: rseq where glibc registered it.
-    #[arg(long, default_value = "auto", value_parser = ringtrace::CpuSync::parse)]
-    rseq: ringtrace::CpuSync,
-    /// Stream files: `buffered` (through the page cache), `auto` (direct
-    /// I/O for fast streams, about a third of the consumer's CPU, the page
-    /// cache for slow ones) or `direct` (direct I/O where the file system
-    /// takes it, every packet padded to 4 KiB).
-    #[arg(long, default_value = "buffered", value_parser = ringtrace::FileIo::parse)]
-    io: ringtrace::FileIo,
     /// How many of the first events to print.
     #[arg(long, default_value_t = 20)]
     show: usize,
-    /// Also stream the trace to an lttng-relayd: net://HOST[:CTRL[:DATA]]
-    /// (relayd stores it as HOST/demo-<pid>-<date>-<time>/ below its output).
-    #[arg(long, value_parser = parse_relay)]
-    relay: Option<ringtrace::RelayUrl>,
-    /// Live relay stream: flushed every MS milliseconds, so that
-    /// `babeltrace2 net://HOST/host/<hostname>/demo` shows the events while
-    /// the demo runs.
-    #[arg(long, value_name = "MS", requires = "relay")]
-    live: Option<u64>,
-}
-
-fn parse_relay(s: &str) -> Result<ringtrace::RelayUrl, String> {
-    ringtrace::RelayUrl::parse(s)
+    #[command(flatten)]
+    session: SessionOpts,
 }
 
 struct Queue {
@@ -222,28 +194,27 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // Whether the folder is ours to remove again if the session is refused.
     let (output, created) = crate::outdir::prepare(args.output.as_deref(), "demo", "demo")?;
     // Who did what: process and thread ids and the thread's name on every
-    // event (the threads below are named).
-    let mut ch = ChannelConfig::new("demo")
-        .subbufs(256 * 1024, 8)
-        .contexts(ringtrace::Contexts::DEFAULT | ringtrace::Contexts::PROCNAME);
-    if args.per_thread {
-        ch = ch.per_thread();
-    }
-    ch = ch.cpu_sync(args.rseq);
-    if args.mode == Mode::Discard {
+    // event (the threads below are named), unless --context says.
+    let o = &args.session;
+    let mut ch = o.channel(
+        "demo",
+        8,
+        ringtrace::Contexts::DEFAULT | ringtrace::Contexts::PROCNAME,
+    );
+    if o.mode == Mode::Discard {
         // Every buffer's events reach the files within a quarter second,
         // as a live session's (`ringtrace view --follow` while it runs).
         ch = ch.switch_timer(std::time::Duration::from_millis(250));
     }
     let mut builder = Session::builder("demo")
         .output(&output)
-        .file_io(args.io)
-        .mode(args.mode)
+        .file_io(o.io)
+        .mode(o.mode)
         .channel(ch)
         .enable("demo:*");
-    if let Some(url) = &args.relay {
+    if let Some(url) = &o.relay {
         builder = builder.relay(url.clone());
-        if let Some(ms) = args.live {
+        if let Some(ms) = o.live {
             builder = builder.live(Duration::from_millis(ms.max(1)));
         }
     }
@@ -289,7 +260,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     stop_timer();
     let elapsed = t0.elapsed().as_secs_f64();
     session.stop()?;
-    if args.mode == Mode::FlightRecorder {
+    if args.session.mode == Mode::FlightRecorder {
         session.snapshot(&output)?;
     }
     let st = session.stats();

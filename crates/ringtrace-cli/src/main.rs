@@ -25,6 +25,7 @@ mod pretty;
 mod read;
 mod record;
 mod recover;
+mod session_opts;
 mod session_stats;
 mod stats;
 mod view;
@@ -33,7 +34,6 @@ mod who;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use ringtrace::Mode;
 
 /// ringtrace: a user-space tracer on the lockless ring buffer of the LTTng
 /// papers. Traces are CTF 1.8 directories that babeltrace2 and Trace Compass
@@ -82,11 +82,6 @@ enum Cmd {
 
 /// `--version`: the program's version and the trace format it writes and reads.
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (traces: CTF 1.8)");
-
-/// `--mode` values.
-pub fn parse_mode(s: &str) -> Result<Mode, String> {
-    s.parse::<Mode>().map_err(|e| e.to_string())
-}
 
 /// `--seconds` values: a finite number of seconds, more than 0 and at most
 /// a day.

@@ -11,7 +11,12 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus};
 
-use ringtrace::Mode;
+use ringtrace::{Contexts, Mode};
+
+use crate::session_opts::SessionOpts;
+
+/// Sub-buffers per buffer unless `--count` says.
+const COUNT: u32 = 4;
 
 /// Arguments of `record`.
 #[derive(clap::Args, Debug)]
@@ -27,104 +32,20 @@ pub struct Args {
     /// trace (replaced). Default: a new ringtrace-<program>-<date>-<time> here.
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// discard (stream to disk) or flight-recorder (written at exit).
-    #[arg(long, default_value = "discard", value_parser = crate::parse_mode)]
-    mode: Mode,
     /// Events to record (`provider:event`, `*` wildcards); repeatable or
     /// comma-separated; default all.
     #[arg(long = "events", short = 'e', value_delimiter = ',')]
     events: Vec<String>,
-    /// One buffer per thread instead of per CPU.
-    #[arg(long, conflicts_with = "per_cpu")]
-    per_thread: bool,
-    /// One buffer per CPU (the default).
-    #[arg(long)]
-    per_cpu: bool,
-    /// Per-CPU buffers: `rseq` (restartable sequences, no lock prefix),
-    /// `atomics` (lock-prefixed), or `auto`: rseq where glibc registered it.
-    #[arg(long, default_value = "auto", value_parser = ringtrace::CpuSync::parse)]
-    rseq: ringtrace::CpuSync,
-    /// Stream files: `buffered` (through the page cache), `auto` (direct
-    /// I/O for fast streams, about a third of the consumer's CPU, the page
-    /// cache for slow ones) or `direct` (direct I/O where the file system
-    /// takes it, every packet padded to 4 KiB).
-    #[arg(long, default_value = "buffered", value_parser = ringtrace::FileIo::parse)]
-    io: ringtrace::FileIo,
-    /// Sub-buffer size: bytes, or with a k or m suffix; a power of two from
-    /// 4k (a page, as LTTng's minimum) to 1024m.
-    #[arg(long, default_value = "256k", value_parser = parse_subbuf)]
-    subbuf: u64,
-    /// Sub-buffers per buffer: a power of two from 2 to 1048576.
-    #[arg(long, default_value_t = 4, value_parser = parse_count)]
-    count: u32,
     /// Keep the buffers in files of this (new or empty) directory, e.g. on
     /// /dev/shm: if the program is killed, its trace is recovered from them
     /// into the output directory.
     #[arg(long)]
     buffer_dir: Option<PathBuf>,
-    /// What every event carries besides its fields, as LTTng's contexts:
-    /// vpid, vtid, pthread_id, procname (the thread's name), ip (the call
-    /// site's address), all or none;
-    /// repeatable or comma-separated.
-    #[arg(long = "context", short = 'c', value_delimiter = ',', default_value = "vpid,vtid",
-          value_parser = parse_context)]
-    context: Vec<ringtrace::Contexts>,
-    /// Also stream every process's trace to an lttng-relayd:
-    /// net://HOST[:CTRL[:DATA]] (stored there as HOST/<program>-<pid>-<date>-<time>/).
-    #[arg(long, value_parser = parse_relay)]
-    relay: Option<ringtrace::RelayUrl>,
-    /// Live relay stream, flushed every MS milliseconds: `babeltrace2
-    /// net://HOST/host/<hostname>/<program>` shows events while it runs.
-    #[arg(long, value_name = "MS", requires = "relay")]
-    live: Option<u64>,
+    #[command(flatten)]
+    session: SessionOpts,
     /// The program and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
-}
-
-/// `--relay` values.
-fn parse_relay(s: &str) -> Result<ringtrace::RelayUrl, String> {
-    ringtrace::RelayUrl::parse(s)
-}
-
-/// `--subbuf` values.
-fn parse_subbuf(s: &str) -> Result<u64, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let (digits, mult) = match t.as_bytes().last() {
-        Some(b'k') => (&t[..t.len() - 1], 1u64 << 10),
-        Some(b'm') => (&t[..t.len() - 1], 1 << 20),
-        _ => (&t[..], 1),
-    };
-    let v = digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("'{s}' is not a size (e.g. 256k, 1m, 65536)"))?;
-    if !v.is_power_of_two() || !(4096..=1 << 30).contains(&v) {
-        return Err(format!(
-            "'{s}': the sub-buffer size must be a power of two from 4k to 1024m"
-        ));
-    }
-    Ok(v)
-}
-
-/// `--context` values.
-fn parse_context(s: &str) -> Result<ringtrace::Contexts, String> {
-    ringtrace::Contexts::parse(s)
-}
-
-/// `--count` values.
-fn parse_count(s: &str) -> Result<u32, String> {
-    let v: u32 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a whole number"))?;
-    if !v.is_power_of_two() || !(2..=1 << 20).contains(&v) {
-        return Err(format!(
-            "'{s}': the sub-buffer count must be a power of two from 2 to 1048576"
-        ));
-    }
-    Ok(v)
 }
 
 /// A path as one item of the session description the program is handed.
@@ -316,13 +237,14 @@ fn session_spec(
     a: &Args,
     dir: &Path,
 ) -> Result<(String, Option<PathBuf>), Box<dyn std::error::Error>> {
+    let o = &a.session;
     let mut spec = vec![
         spec_path("-o", dir)?,
-        match a.mode {
+        match o.mode {
             Mode::Discard => "discard".into(),
             Mode::FlightRecorder => "flight-recorder".into(),
         },
-        if a.per_thread {
+        if o.per_thread {
             "per-thread"
         } else {
             "per-cpu"
@@ -330,23 +252,18 @@ fn session_spec(
         .into(),
         format!(
             "rseq={}",
-            match a.rseq {
+            match o.rseq {
                 ringtrace::CpuSync::Auto => "auto",
                 ringtrace::CpuSync::Rseq => "rseq",
                 ringtrace::CpuSync::Atomics => "atomics",
             }
         ),
-        format!("io={}", a.io.name()),
+        format!("io={}", o.io.name()),
         // Every process the program starts writes its own sub-trace.
         "per-process".into(),
-        format!("subbuf={}", a.subbuf),
-        format!("count={}", a.count),
-        format!(
-            "context={}",
-            a.context
-                .iter()
-                .fold(ringtrace::Contexts::NONE, |s, c| s | *c)
-        ),
+        format!("subbuf={}", o.subbuf),
+        format!("count={}", o.count(COUNT)),
+        format!("context={}", o.contexts(Contexts::DEFAULT)),
     ];
     let bufdir = match &a.buffer_dir {
         Some(b) => {
@@ -355,9 +272,9 @@ fn session_spec(
         }
         None => None,
     };
-    if let Some(url) = &a.relay {
+    if let Some(url) = &o.relay {
         spec.push(format!("relay={url}"));
-        if let Some(ms) = a.live {
+        if let Some(ms) = o.live {
             spec.push(format!("live={}", ms.max(1)));
         }
     }

@@ -29,8 +29,17 @@ fn recover_rebuilds_the_trace_of_a_killed_process() {
     let t = Instant::now();
     // The program's buffers: a folder of its own under the buffer directory.
     let has_buffers = || ctf::read::find_traces(&buf).is_ok_and(|t| t.len() == 1);
-    while !has_buffers() || t.elapsed() < Duration::from_millis(700) {
-        assert!(t.elapsed() < Duration::from_secs(20), "no buffer directory");
+    // The program recorded: its own session's trace (`inner`, written every
+    // quarter second) has events, which the session `record` handed it
+    // recorded too. Killed before that (a slow start, a starved CPU), it
+    // would leave buffers with no event.
+    while !has_buffers() || !has_stream_data(&inner) {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "within 60 s: buffer directory {}, events in {}",
+            has_buffers(),
+            has_stream_data(&inner)
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // SAFETY: kill with a valid pid and signal.
@@ -174,8 +183,17 @@ fn record_recovers_a_killed_program() {
     let t = Instant::now();
     // The program's buffers: a folder of its own under the buffer directory.
     let has_buffers = || ctf::read::find_traces(&buf).is_ok_and(|t| t.len() == 1);
-    while !has_buffers() || t.elapsed() < Duration::from_millis(700) {
-        assert!(t.elapsed() < Duration::from_secs(20), "no buffer directory");
+    // The program recorded: its own session's trace (`inner`, written every
+    // quarter second) has events, which the session `record` handed it
+    // recorded too. Killed before that (a slow start, a starved CPU), it
+    // would leave buffers with no event.
+    while !has_buffers() || !has_stream_data(&inner) {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "within 60 s: buffer directory {}, events in {}",
+            has_buffers(),
+            has_stream_data(&inner)
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let children =
@@ -204,4 +222,18 @@ fn record_recovers_a_killed_program() {
     for d in [&buf, &out, &inner] {
         let _ = std::fs::remove_dir_all(d);
     }
+}
+
+/// Whether a trace folder holds a stream file with bytes in it.
+fn has_stream_data(dir: &std::path::Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    rd.flatten().any(|e| {
+        let md = e.metadata();
+        if md.as_ref().is_ok_and(|m| m.is_dir()) {
+            return has_stream_data(&e.path());
+        }
+        e.file_name() != "metadata" && md.is_ok_and(|m| m.is_file() && m.len() > 0)
+    })
 }
