@@ -47,6 +47,7 @@ use ctf::read::{Item, StreamReader, Trace};
 use ctf::types::{ClockDesc, EnvValue, TraceDesc};
 
 use crate::pretty;
+use crate::select::Select;
 
 /// How often the files are read again once they are read to their end.
 const POLL: Duration = Duration::from_millis(100);
@@ -66,18 +67,6 @@ const ALL_QUIET: Duration = Duration::from_secs(5);
 const STALL: Duration = Duration::from_millis(500);
 /// How often the follower looks whether the trace's program still runs.
 const WRITER_CHECK: Duration = Duration::from_secs(1);
-
-/// What `view` passes on: which events and threads to show.
-pub struct Show<'a> {
-    /// Per event class, whether it is shown.
-    pub wanted: &'a [bool],
-    /// Only this CPU.
-    pub cpu: Option<u32>,
-    /// Only these processes and threads.
-    pub who: &'a crate::who::Filter,
-    /// Only events for which this holds.
-    pub filter: Option<&'a crate::filter::Expr>,
-}
 
 /// One stream file being followed.
 struct Followed {
@@ -197,41 +186,87 @@ fn say_waiting(shown: u64, why: &str) {
 }
 
 /// Follows `trace` until interrupted or the output is closed.
-pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Error>> {
+pub fn run(trace: &Trace, select: &Select<'_>) -> Result<(), Box<dyn std::error::Error>> {
     let desc = trace.desc.clone();
-    let clock = &desc.clock;
-    let who = crate::who::Contexts::of(&desc);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut lines = pretty::LineWriter::default();
-    let mut prev: Option<u64> = None;
-    let mut seen = HashSet::new();
-    let mut streams: Vec<Followed> = Vec::new();
-    // QUIET in the trace clock's ticks.
-    let lag = (clock.freq as u128 * QUIET.as_nanos() / 1_000_000_000) as u64;
-    // When a poll last found something new, and whether one found nothing
-    // since: a stall is both (the time alone could be one long poll on a
-    // slow machine, the empty poll alone a trace that trickles).
-    let mut last_growth = Instant::now();
-    let mut idle_seen = false;
-    let (mut ended, mut checked) = (false, None::<Instant>);
-    // Events shown, and whether stderr said all of them were.
-    let (mut shown, mut said) = (0u64, false);
+    let mut f = Follower {
+        streams: Vec::new(),
+        seen: HashSet::new(),
+        last_growth: Instant::now(),
+        idle_seen: false,
+        ended: false,
+        checked: None,
+        shown: 0,
+        said: false,
+        lines: pretty::LineWriter::default(),
+        prev: None,
+    };
     loop {
         let now = Instant::now();
-        if checked.is_none_or(|c| now.duration_since(c) >= WRITER_CHECK) {
-            ended = trace.parts.iter().all(|p| writer_ended(&p.desc));
-            checked = Some(now);
+        if f.checked
+            .is_none_or(|c| now.duration_since(c) >= WRITER_CHECK)
+        {
+            f.ended = trace.parts.iter().all(|p| writer_ended(&p.desc));
+            f.checked = Some(now);
         }
-        // Stream files that appeared (a CPU used for the first time).
+        f.discover(trace, now)?;
+        let behind = f.read_round(now);
+        let mark = f.mark(now, &desc.clock);
+        for item in f.ready(mark) {
+            let Some(text) = render(&item, select, &desc, &mut f.lines, &mut f.prev) else {
+                continue;
+            };
+            f.shown += u64::from(matches!(item, Item::Event(_)));
+            if let Err(e) = writeln!(out, "{text}") {
+                return gone(e);
+            }
+        }
+        if let Err(e) = out.flush() {
+            return gone(e);
+        }
+        if behind {
+            continue;
+        }
+        f.say_when_all_shown(now);
+        std::thread::sleep(POLL);
+    }
+}
+
+/// What the follower knows of the trace between rounds.
+struct Follower {
+    streams: Vec<Followed>,
+    /// Stream files already followed.
+    seen: HashSet<PathBuf>,
+    /// When a poll last found something new, and whether one found nothing
+    /// since: a stall is both (the time alone could be one long poll on a
+    /// slow machine, the empty poll alone a trace that trickles).
+    last_growth: Instant,
+    idle_seen: bool,
+    /// Whether the program that writes the trace is known to have ended,
+    /// and when that was last looked at.
+    ended: bool,
+    checked: Option<Instant>,
+    /// Events shown, and whether stderr said all of them were.
+    shown: u64,
+    said: bool,
+    lines: pretty::LineWriter,
+    /// The time of the event printed last.
+    prev: Option<u64>,
+}
+
+impl Follower {
+    /// Follows the stream files that appeared (a CPU used for the first
+    /// time).
+    fn discover(&mut self, trace: &Trace, now: Instant) -> Result<(), Box<dyn std::error::Error>> {
         for part in &trace.parts {
             for path in ctf::read::stream_files(&part.dir)? {
-                if seen.insert(path.clone()) {
+                if self.seen.insert(path.clone()) {
                     let reader = StreamReader::open(part.desc.clone(), &path)?
-                        .mapped(part.class_offset, clock)
+                        .mapped(part.class_offset, &trace.desc.clock)
                         .following();
                     let (size, grew) = size_and_modified(&path, now);
-                    streams.push(Followed {
+                    self.streams.push(Followed {
                         size,
                         grew,
                         path,
@@ -244,56 +279,74 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Reads a round of every stream and ages them; whether a stream is
+    /// still behind its file (a backlog: the next round goes at once).
+    fn read_round(&mut self, now: Instant) -> bool {
         // Growth is what the files gained, not what was read of them (a
         // backlog read over several rounds is no growth).
         let mut grown = false;
-        for s in streams.iter_mut().filter(|s| s.live) {
+        for s in self.streams.iter_mut().filter(|s| s.live) {
             grown |= s.look(now);
             s.read();
         }
         if grown {
-            if idle_seen && now.duration_since(last_growth) >= STALL {
+            if self.idle_seen && now.duration_since(self.last_growth) >= STALL {
                 // The trace grows again after a stall: the streams not read
                 // yet are as late as the one that came first.
-                streams.iter_mut().for_each(|s| s.grew = s.grew.max(now));
+                self.streams
+                    .iter_mut()
+                    .for_each(|s| s.grew = s.grew.max(now));
             }
-            last_growth = now;
-            idle_seen = false;
-            said = false;
+            self.last_growth = now;
+            self.idle_seen = false;
+            self.said = false;
         } else {
-            idle_seen = true;
+            self.idle_seen = true;
         }
-        let behind = streams.iter().any(|s| s.live && !s.caught_up);
+        let behind = self.streams.iter().any(|s| s.live && !s.caught_up);
         // While a backlog is read, no stream ages (the one being read
         // neither: once read to its end it is as fresh as the others): the
         // time the follower takes says nothing of the program. Unless the
         // backlog held back grows past PENDING_CAP: then they age as the
         // files say, and memory stays bounded.
-        let held: usize = streams
+        let held: usize = self
+            .streams
             .iter()
             .filter(|s| !s.caught_up)
             .map(|s| s.pending.len())
             .sum();
         if behind && held < PENDING_CAP {
-            for s in streams.iter_mut() {
+            for s in self.streams.iter_mut() {
                 s.grew = s.grew.max(now);
             }
         }
-        let all_quiet = streams
+        behind
+    }
+
+    /// The time up to which items may be printed: where every stream that
+    /// may still write something older has come (one not read to its end
+    /// always may), and a second behind the program's present.
+    fn mark(&self, now: Instant, clock: &ClockDesc) -> u64 {
+        let all_quiet = self
+            .streams
             .iter()
             .filter(|s| s.live)
             .all(|s| now.duration_since(s.grew) >= QUIET);
         let quiet = if all_quiet { ALL_QUIET } else { QUIET };
-        // Up to where every stream that may still write something older
-        // has come (one not read to its end always may), and a second
-        // behind the program's present.
-        let present = streams
+        let present = self
+            .streams
             .iter()
             .map(|s| s.known)
             .max()
             .unwrap_or(0)
             .max(clock_now(clock));
-        let mark = streams
+        // QUIET in the trace clock's ticks.
+        let lag = (clock.freq as u128 * QUIET.as_nanos() / 1_000_000_000) as u64;
+        let ended = self.ended;
+        self.streams
             .iter()
             .filter(|s| s.live && (!s.caught_up || (!ended && now.duration_since(s.grew) < quiet)))
             .map(|s| s.known)
@@ -304,79 +357,57 @@ pub fn run(trace: &Trace, show: &Show<'_>) -> Result<(), Box<dyn std::error::Err
                 } else {
                     m.min(present.saturating_sub(lag))
                 }
-            });
+            })
+    }
+
+    /// The items up to `mark`, taken from every stream, in time order.
+    fn ready(&mut self, mark: u64) -> Vec<Item> {
         let mut ready = Vec::new();
-        for s in &mut streams {
+        for s in &mut self.streams {
             while s.pending.front().is_some_and(|i| i.ts() <= mark) {
                 ready.extend(s.pending.pop_front());
             }
         }
         ready.sort_by_key(Item::ts);
-        for item in &ready {
-            let Some(text) = render(item, show, &desc, &who, &mut lines, &mut prev) else {
-                continue;
-            };
-            shown += u64::from(matches!(item, Item::Event(_)));
-            if let Err(e) = writeln!(out, "{text}") {
-                return gone(e);
-            }
+        ready
+    }
+
+    /// Says once on stderr that everything read was shown, when the
+    /// program ended or the trace has not grown for [`ALL_QUIET`].
+    fn say_when_all_shown(&mut self, now: Instant) {
+        if self.said || !self.streams.iter().all(|s| s.pending.is_empty()) {
+            return;
         }
-        if let Err(e) = out.flush() {
-            return gone(e);
+        let still = self
+            .streams
+            .iter()
+            .map(|s| now.duration_since(s.grew))
+            .min();
+        if self.ended {
+            say_waiting(self.shown, "the program that wrote the trace has ended");
+            self.said = true;
+        } else if let Some(still) = still.filter(|&d| d >= ALL_QUIET) {
+            let why = format!("the trace has not grown for {} s", still.as_secs());
+            say_waiting(self.shown, &why);
+            self.said = true;
         }
-        if behind {
-            continue;
-        }
-        if !said && streams.iter().all(|s| s.pending.is_empty()) {
-            let still = streams.iter().map(|s| now.duration_since(s.grew)).min();
-            if ended {
-                say_waiting(shown, "the program that wrote the trace has ended");
-                said = true;
-            } else if let Some(still) = still.filter(|&d| d >= ALL_QUIET) {
-                let why = format!("the trace has not grown for {} s", still.as_secs());
-                say_waiting(shown, &why);
-                said = true;
-            }
-        }
-        std::thread::sleep(POLL);
     }
 }
 
 /// The line of `item`, or `None` if it is not to be shown.
 fn render(
     item: &Item,
-    show: &Show<'_>,
+    select: &Select<'_>,
     desc: &TraceDesc,
-    who: &crate::who::Contexts,
     lines: &mut pretty::LineWriter,
     prev: &mut Option<u64>,
 ) -> Option<String> {
     let clock = &desc.clock;
     match item {
         Item::Event(e) => {
-            if !show.wanted[e.class] || show.cpu.is_some_and(|c| c != e.cpu) {
-                return None;
-            }
-            let w = who.who(e.class, &e.context);
-            if !show.who.matches(&w) {
-                return None;
-            }
+            let w = select.event(e.class, e.cpu, &e.values, &e.context)?;
             let class = &desc.events[e.class];
-            if let Some(f) = show.filter {
-                let ctx = desc
-                    .stream(class.stream_id)
-                    .map_or(&[][..], |s| &s.context[..]);
-                let ev = crate::filter::Event {
-                    class,
-                    values: &e.values,
-                    context: (ctx, &e.context),
-                };
-                if !f.matches(&ev) {
-                    return None;
-                }
-            }
-            let line = lines.line(clock, class, e.ts, *prev, e.cpu, &w, &e.values);
-            *prev = Some(e.ts);
+            let line = lines.line(clock, class, e.ts, prev.replace(e.ts), e.cpu, &w, &e.values);
             Some(line.to_owned())
         }
         Item::Discarded {
@@ -384,12 +415,9 @@ fn render(
             packets,
             ts,
             cpu,
-        } => {
-            if show.cpu.is_some_and(|c| c != *cpu) {
-                return None;
-            }
-            Some(pretty::lost_line(clock, *ts, *cpu, *events, *packets))
-        }
+        } => select
+            .gap(*cpu)
+            .then(|| pretty::lost_line(clock, *ts, *cpu, *events, *packets)),
     }
 }
 

@@ -25,6 +25,7 @@ mod pretty;
 mod read;
 mod record;
 mod recover;
+mod select;
 mod session_opts;
 mod session_stats;
 mod stats;

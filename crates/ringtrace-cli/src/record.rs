@@ -99,27 +99,7 @@ pub fn run(a: Args) -> ExitCode {
 }
 
 fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn std::error::Error>> {
-    for p in &a.events {
-        if p.trim().is_empty() {
-            return Err("-e/--events: an empty pattern".into());
-        }
-        if p.contains('=') || !p.contains(':') && !p.contains('*') {
-            return Err(format!(
-                "-e/--events '{p}': patterns look like provider:event, with * wildcards"
-            )
-            .into());
-        }
-    }
-    if let Some(b) = &a.buffer_dir {
-        if std::fs::read_dir(b).is_ok_and(|mut rd| rd.next().is_some()) {
-            return Err(format!(
-                "--buffer-dir {}: not empty (the buffers of a killed program? 'ringtrace recover {} -o DIR' first)",
-                b.display(),
-                b.display()
-            )
-            .into());
-        }
-    }
+    check(&a)?;
     let program = &a.command[0];
     // Whether the folder is ours to remove again if no trace comes.
     let name = Path::new(program)
@@ -149,30 +129,8 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
     ignore_interrupts();
     let status = child.wait()?;
     *status_out = Some(status);
-    // A process killed before it could complete its trace: rebuild it from
-    // its buffers (one buffer folder per process, named as its sub-trace).
     if let Some(b) = bufdir {
-        for sub in ctf::read::find_traces(&b).unwrap_or_default() {
-            let out = dir.join(sub.strip_prefix(&b).unwrap_or(&sub));
-            if !out.join("metadata").exists() {
-                eprintln!(
-                    "ringtrace record: {program} {}; recovering {} from {}",
-                    describe(status),
-                    out.display(),
-                    sub.display()
-                );
-                let report = crate::read::recover(&sub, &out)?;
-                eprint!("{}", report.table());
-            } else if !status.success() {
-                eprintln!(
-                    "ringtrace record: {program} {}; the buffers of {} are in {} (ringtrace recover {} -o DIR)",
-                    describe(status),
-                    out.display(),
-                    sub.display(),
-                    sub.display()
-                );
-            }
-        }
+        recover_killed(&b, &dir, program, status)?;
     }
     // Processes that could not trace said why in a note beside the others.
     let untraced = crate::read::untraced(&dir);
@@ -189,7 +147,82 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
         )
         .into());
     }
-    let trace = crate::read::open(&dir)?;
+    let errors = summarize(&dir, &parts, program, status, untraced.len())?;
+    crate::read::damage(&errors, "the counts above stop at the damage")?;
+    if crate::out::failed() && status.success() {
+        return Ok(1);
+    }
+    Ok(shell_code(status))
+}
+
+/// Checks what the program could not say in terms of this command's flags.
+fn check(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    for p in &a.events {
+        if p.trim().is_empty() {
+            return Err("-e/--events: an empty pattern".into());
+        }
+        if p.contains('=') || !p.contains(':') && !p.contains('*') {
+            return Err(format!(
+                "-e/--events '{p}': patterns look like provider:event, with * wildcards"
+            )
+            .into());
+        }
+    }
+    if let Some(b) = &a.buffer_dir {
+        if std::fs::read_dir(b).is_ok_and(|mut rd| rd.next().is_some()) {
+            return Err(format!(
+                "--buffer-dir {}: not empty (the buffers of a killed program? 'ringtrace recover {} -o DIR' first)",
+                b.display(),
+                b.display()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// A process killed before it could complete its trace: its trace rebuilt
+/// from its buffers under `bufdir` (one buffer folder per process, named as
+/// its sub-trace of `dir`).
+fn recover_killed(
+    bufdir: &Path,
+    dir: &Path,
+    program: &str,
+    status: ExitStatus,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for sub in ctf::read::find_traces(bufdir).unwrap_or_default() {
+        let out = dir.join(sub.strip_prefix(bufdir).unwrap_or(&sub));
+        if !out.join("metadata").exists() {
+            eprintln!(
+                "ringtrace record: {program} {}; recovering {} from {}",
+                describe(status),
+                out.display(),
+                sub.display()
+            );
+            let report = crate::read::recover(&sub, &out)?;
+            eprint!("{}", report.table());
+        } else if !status.success() {
+            eprintln!(
+                "ringtrace record: {program} {}; the buffers of {} are in {} (ringtrace recover {} -o DIR)",
+                describe(status),
+                out.display(),
+                sub.display(),
+                sub.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Reads the trace back and prints what it holds; the read's errors.
+fn summarize(
+    dir: &Path,
+    parts: &[PathBuf],
+    program: &str,
+    status: ExitStatus,
+    untraced: usize,
+) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let trace = crate::read::open(dir)?;
     let (mut events, mut discarded) = (0u64, 0u64);
     let errors = crate::read::walk(&trace, "reading", crate::read::Show::OnTerminal, |item| {
         match item {
@@ -213,8 +246,8 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
         dir.display()
     );
     outln!("{:<24} {:>14}", "trace processes", parts.len());
-    if !untraced.is_empty() {
-        outln!("{:<24} {:>14}", "processes not traced", untraced.len());
+    if untraced > 0 {
+        outln!("{:<24} {:>14}", "processes not traced", untraced);
     }
     outln!("{:<24} {:>14}", "trace events", events);
     outln!("{:<24} {:>14}", "trace discarded events", discarded);
@@ -224,11 +257,7 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
         "trace bytes per event",
         bytes as f64 / events.max(1) as f64
     );
-    crate::read::damage(&errors, "the counts above stop at the damage")?;
-    if crate::out::failed() && status.success() {
-        return Ok(1);
-    }
-    Ok(shell_code(status))
+    Ok(errors)
 }
 
 /// The session description handed to the program (`RINGTRACE_SESSION`) and

@@ -5,11 +5,14 @@
 //! grow with its size. On damage it prints everything before it, then the
 //! error, and fails.
 
+use std::borrow::Cow;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use crate::pretty;
-use ctf::read::ItemRef;
+use crate::select::Select;
+use ctf::read::{ItemRef, Trace};
+use ctf::types::TraceDesc;
 
 /// Arguments of `view`.
 #[derive(clap::Args, Debug)]
@@ -158,45 +161,40 @@ fn nothing_matched(a: &Args, any: bool) -> String {
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let trace = crate::read::open(&a.dir)?;
     let desc = trace.desc.clone();
-    let wanted: Vec<bool> = desc
-        .events
-        .iter()
-        .map(|c| {
-            a.events.is_empty()
-                || a.events
-                    .iter()
-                    .any(|p| ringtrace::pattern::matches(p, &c.name))
-        })
-        .collect();
-    for p in &a.events {
-        if !desc
-            .events
-            .iter()
-            .any(|c| ringtrace::pattern::matches(p, &c.name))
-        {
-            let mut names: Vec<&str> = desc.events.iter().map(|c| c.name.as_str()).collect();
-            names.sort();
-            names.dedup();
-            return Err(format!(
-                "no event in {} matches '{p}' (events: {})",
-                a.dir.display(),
-                names.join(", ")
-            )
-            .into());
+    let select = Select::new(&desc, &a.dir, &a.events, a.cpu, &a.who, a.filter.as_ref())?;
+    warn(&a, &desc, &select)?;
+    if a.follow {
+        let not_with = [
+            (a.begin.is_some(), "--begin"),
+            (a.end.is_some(), "--end"),
+            (a.limit.is_some(), "--limit"),
+            (a.format == Format::Babeltrace, "--format babeltrace"),
+        ];
+        if let Some((_, o)) = not_with.iter().find(|o| o.0) {
+            return Err(format!("{o} does not go with --follow: drop one of them").into());
         }
+        return crate::follow::run(&trace, &select);
     }
+    if a.limit == Some(0) {
+        return Ok(());
+    }
+    print(&a, &trace, &select)
+}
+
+/// Warnings on what the trace and the arguments say together: processes
+/// the trace lacks, a field no event has; an error for process filters on
+/// a trace that records no process.
+fn warn(a: &Args, desc: &TraceDesc, select: &Select<'_>) -> Result<(), String> {
     for (_, line) in crate::read::untraced(&a.dir) {
         eprintln!("ringtrace view: warning: {line}");
     }
-    let who = crate::who::Contexts::of(&desc);
-    if !a.who.is_empty() && !who.any() {
+    if !a.who.is_empty() && !select.knows_who() {
         return Err(format!(
             "{} records no process or thread ids (no vpid, vtid or procname context), \
              so {} cannot match: record with --context vpid,vtid,procname",
             a.dir.display(),
             a.who.describe().join(" ")
-        )
-        .into());
+        ));
     }
     if let Some(f) = &a.filter {
         // A field no event has is a typing mistake more often than not.
@@ -215,125 +213,51 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    if a.follow {
-        let not_with = [
-            (a.begin.is_some(), "--begin"),
-            (a.end.is_some(), "--end"),
-            (a.limit.is_some(), "--limit"),
-            (a.format == Format::Babeltrace, "--format babeltrace"),
-        ];
-        if let Some((_, o)) = not_with.iter().find(|o| o.0) {
-            return Err(format!("{o} does not go with --follow: drop one of them").into());
-        }
-        let show = crate::follow::Show {
-            wanted: &wanted,
-            cpu: a.cpu,
-            who: &a.who,
-            filter: a.filter.as_ref(),
-        };
-        return crate::follow::run(&trace, &show);
-    }
+    Ok(())
+}
+
+/// The events of the finished trace between `--begin` and `--end`, up to
+/// `--limit`, on stdout.
+fn print(a: &Args, trace: &Trace, select: &Select<'_>) -> Result<(), Box<dyn std::error::Error>> {
     let begin = a.begin.as_deref().map(parse_time).transpose()?;
     let end = a.end.as_deref().map(parse_time).transpose()?;
     let out = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, out.lock());
-    let (mut first, mut prev, mut shown) = (None::<i128>, None::<u64>, 0u64);
-    let clock = &desc.clock;
-    let mut lines = pretty::LineWriter::default();
-    let mut bt2 = (a.format == Format::Babeltrace).then(|| crate::babeltrace::Writer::new(&trace));
+    let desc = &trace.desc;
+    let mut p = Printer {
+        desc,
+        select,
+        lines: pretty::LineWriter::default(),
+        bt2: (a.format == Format::Babeltrace).then(|| crate::babeltrace::Writer::new(trace)),
+        prev: None,
+        shown: 0,
+    };
+    let mut first = None::<i128>;
     // A reader that went away (`| head`) ends the output quietly.
     let mut reader_gone = false;
-    if a.limit == Some(0) {
-        return Ok(());
-    }
     let mut bad_window = false;
     let show = crate::read::Show::WhenStdoutIsAFile;
     let errors = crate::read::walk(
-        &trace,
+        trace,
         "reading",
         show,
         |item| -> Result<bool, std::io::Error> {
-            let t = pretty::epoch_ns(clock, item.ts());
-            let f = match first {
-                Some(f) => f,
-                None => {
-                    first = Some(t);
-                    if let (Some(b), Some(e)) = (begin, end) {
-                        if resolve(b, t) > resolve(e, t) {
-                            bad_window = true;
-                            return Ok(false);
-                        }
-                    }
-                    t
+            let t = pretty::epoch_ns(&desc.clock, item.ts());
+            let f = *first.get_or_insert(t);
+            if let (Some(b), Some(e)) = (begin, end) {
+                if resolve(b, f) > resolve(e, f) {
+                    bad_window = true;
+                    return Ok(false);
                 }
-            };
+            }
             if begin.is_some_and(|b| t < resolve(b, f)) {
                 return Ok(true);
             }
             if end.is_some_and(|e| t > resolve(e, f)) {
                 return Ok(false);
             }
-            let text = match item {
-                ItemRef::Event(e) => {
-                    if !wanted[e.class] || a.cpu.is_some_and(|c| c != e.cpu) {
-                        return Ok(true);
-                    }
-                    let w = who.who(e.class, e.context);
-                    if !a.who.matches(&w) {
-                        return Ok(true);
-                    }
-                    let class = &desc.events[e.class];
-                    if let Some(f) = &a.filter {
-                        let ctx = desc
-                            .stream(class.stream_id)
-                            .map_or(&[][..], |s| &s.context[..]);
-                        let ev = crate::filter::Event {
-                            class,
-                            values: e.values,
-                            context: (ctx, e.context),
-                        };
-                        if !f.matches(&ev) {
-                            return Ok(true);
-                        }
-                    }
-                    let s = match &mut bt2 {
-                        Some(b) => {
-                            let stream = desc.stream(class.stream_id);
-                            let ctx = stream.map_or(&[][..], |s| &s.context[..]);
-                            let packet = stream.map_or(&[][..], |s| &s.packet_fields[..]);
-                            b.line(
-                                crate::babeltrace::ns_from_origin(clock, e.ts),
-                                e.class,
-                                &class.name,
-                                (packet, e.packet),
-                                (ctx, e.context),
-                                &class.fields,
-                                e.values,
-                            )
-                        }
-                        None => lines.line(clock, class, e.ts, prev, e.cpu, &w, e.values),
-                    };
-                    prev = Some(e.ts);
-                    shown += 1;
-                    std::borrow::Cow::Borrowed(s)
-                }
-                ItemRef::Discarded {
-                    events,
-                    packets,
-                    ts,
-                    cpu,
-                } => {
-                    if a.cpu.is_some_and(|c| c != cpu) {
-                        return Ok(true);
-                    }
-                    let line = pretty::lost_line(clock, ts, cpu, events, packets);
-                    if bt2.is_some() {
-                        // babeltrace2 says it on stderr, out of the events.
-                        eprintln!("WARNING: {line}");
-                        return Ok(true);
-                    }
-                    std::borrow::Cow::Owned(line)
-                }
+            let Some(text) = p.text(&item) else {
+                return Ok(true);
             };
             match writeln!(out, "{text}") {
                 Ok(()) => {}
@@ -343,7 +267,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 }
                 Err(e) => return Err(e),
             }
-            Ok(a.limit.is_none_or(|l| shown < l))
+            Ok(a.limit.is_none_or(|l| p.shown < l))
         },
     )?;
     match out.flush() {
@@ -361,10 +285,75 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         )
         .into());
     }
-    if shown == 0 && errors.is_empty() {
-        eprintln!("{}", nothing_matched(&a, first.is_some()));
+    if p.shown == 0 && errors.is_empty() {
+        eprintln!("{}", nothing_matched(a, first.is_some()));
     }
     crate::read::damage(&errors, "everything before the damage was printed")
+}
+
+/// The lines of a finished trace's items, in this command's columns or as
+/// babeltrace2 prints them.
+struct Printer<'a> {
+    desc: &'a TraceDesc,
+    select: &'a Select<'a>,
+    lines: pretty::LineWriter,
+    bt2: Option<crate::babeltrace::Writer>,
+    /// The time of the event printed last.
+    prev: Option<u64>,
+    /// Events printed.
+    shown: u64,
+}
+
+impl Printer<'_> {
+    /// The line of `item`, or `None` when it is not shown (or, with
+    /// babeltrace2's format, a gap: said on stderr, out of the events, as
+    /// babeltrace2 does).
+    fn text(&mut self, item: &ItemRef<'_>) -> Option<Cow<'_, str>> {
+        let clock = &self.desc.clock;
+        match *item {
+            ItemRef::Event(e) => {
+                let w = self.select.event(e.class, e.cpu, e.values, e.context)?;
+                let class = &self.desc.events[e.class];
+                let prev = self.prev.replace(e.ts);
+                self.shown += 1;
+                Some(Cow::Borrowed(match &mut self.bt2 {
+                    Some(b) => {
+                        let stream = self.desc.stream(class.stream_id);
+                        let ctx = stream.map_or(&[][..], |s| &s.context[..]);
+                        let packet = stream.map_or(&[][..], |s| &s.packet_fields[..]);
+                        b.line(
+                            crate::babeltrace::ns_from_origin(clock, e.ts),
+                            e.class,
+                            &class.name,
+                            (packet, e.packet),
+                            (ctx, e.context),
+                            &class.fields,
+                            e.values,
+                        )
+                    }
+                    None => self
+                        .lines
+                        .line(clock, class, e.ts, prev, e.cpu, &w, e.values),
+                }))
+            }
+            ItemRef::Discarded {
+                events,
+                packets,
+                ts,
+                cpu,
+            } => {
+                if !self.select.gap(cpu) {
+                    return None;
+                }
+                let line = pretty::lost_line(clock, ts, cpu, events, packets);
+                if self.bt2.is_some() {
+                    eprintln!("WARNING: {line}");
+                    return None;
+                }
+                Some(Cow::Owned(line))
+            }
+        }
+    }
 }
 
 #[cfg(test)]
