@@ -85,19 +85,70 @@ fn who_tables(
     }
 }
 
+/// What reading the trace counted.
+struct Counts {
+    /// Per stream, named from the directory given (`chan_0`, or
+    /// `app-4242-…/chan_0` in a directory of traces).
+    rows: Vec<(String, StreamStats)>,
+    /// Events per event class.
+    per_class: Vec<u64>,
+    /// (pid, tid) → (events, the thread's last name).
+    per_thread: BTreeMap<(i64, i64), (u64, String)>,
+    /// What could not be read.
+    errors: Vec<String>,
+}
+
 /// Runs `stats`.
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let dir = a.dir.as_path();
     let trace = crate::read::open(dir)?;
-    let desc = trace.desc.clone();
-    let freq = desc.clock.freq.max(1) as f64;
-    let mut per_class = vec![0u64; desc.events.len()];
-    let who = crate::who::Contexts::of(&desc);
-    // (pid, tid) → (events, the thread's last name).
-    let mut per_thread: BTreeMap<(i64, i64), (u64, String)> = BTreeMap::new();
-    let mut rows = Vec::new();
-    let mut errors = Vec::new();
-    let pb = crate::read::progress(&trace, "reading", crate::read::Show::OnTerminal);
+    let c = count(&trace, dir);
+    outln!(
+        "trace {}  (clock {} Hz)",
+        dir.display(),
+        trace.desc.clock.freq
+    );
+    outln!();
+    let (events, bytes) = stream_table(&c.rows, trace.desc.clock.freq.max(1) as f64);
+    class_table(&trace.desc, &c.per_class, events);
+    if !c.per_thread.is_empty() {
+        who_tables(&c.per_thread, &process_names(&trace), events);
+    }
+    let untraced = crate::read::untraced(dir);
+    if !untraced.is_empty() {
+        outln!();
+        outln!("processes not traced: {}", untraced.len());
+        for (_, line) in &untraced {
+            outln!("  {line}");
+        }
+    }
+    let meta: u64 = trace
+        .parts
+        .iter()
+        .filter_map(|p| std::fs::metadata(p.dir.join("metadata")).ok())
+        .map(|m| m.len())
+        .sum();
+    outln!();
+    outln!("{:<24} {:>12}", "stream bytes", bytes);
+    outln!("{:<24} {:>12}", "metadata bytes", meta);
+    outln!(
+        "{:<24} {:>12.1}",
+        "bytes per event",
+        (bytes + meta) as f64 / events.max(1) as f64
+    );
+    crate::read::damage(&c.errors, "counts above stop at the damage")
+}
+
+/// Reads every stream of `trace` (in `dir`), payloads stepped over.
+fn count(trace: &ctf::read::Trace, dir: &std::path::Path) -> Counts {
+    let mut c = Counts {
+        rows: Vec::new(),
+        per_class: vec![0u64; trace.desc.events.len()],
+        per_thread: BTreeMap::new(),
+        errors: Vec::new(),
+    };
+    let who = crate::who::Contexts::of(&trace.desc);
+    let pb = crate::read::progress(trace, "reading", crate::read::Show::OnTerminal);
     let mut done_before = 0u64;
     for k in 0..trace.streams.len() {
         let path = &trace.streams[k];
@@ -113,17 +164,16 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         let mut s = match trace.stream(k) {
             Ok(s) => s.skip_payloads(),
             Err(e) => {
-                errors.push(e.to_string());
+                c.errors.push(e.to_string());
                 continue;
             }
         };
-        let has_who = who.any();
         loop {
             match s.advance() {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => {
-                    errors.push(e.to_string());
+                    c.errors.push(e.to_string());
                     // A file that continues the stream is read on.
                     if s.has_next_file() {
                         continue;
@@ -131,52 +181,77 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                     break;
                 }
             }
-            match s.head() {
-                ItemRef::Event(e) => {
-                    st.events += 1;
-                    per_class[e.class] += 1;
-                    if has_who {
-                        let w = who.who(e.class, e.context);
-                        if let (Some(p), Some(t)) = (w.pid, w.tid) {
-                            let row = per_thread.entry((p, t)).or_default();
-                            row.0 += 1;
-                            if let Some(n) = w.name {
-                                if row.1 != n {
-                                    row.1 = n.to_string();
-                                }
-                            }
-                        }
-                    }
-                    st.first.get_or_insert(e.ts);
-                    st.last = e.ts;
-                    if st.events.is_multiple_of(65536) {
-                        pb.set_position(done_before + s.bytes_read());
-                    }
-                }
-                ItemRef::Discarded {
-                    events, packets, ..
-                } => {
-                    st.discarded += events;
-                    st.packets_lost += packets;
-                }
+            c.add(&mut st, &who, s.head());
+            if st.events.is_multiple_of(65536) {
+                pb.set_position(done_before + s.bytes_read());
             }
         }
         st.packets = s.packets_read();
         done_before += s.bytes_read();
         pb.set_position(done_before);
-        // Named from the directory given: `chan_0`, or `app-4242-…/chan_0`
-        // in a directory of traces.
-        rows.push((
-            path.strip_prefix(dir)
-                .unwrap_or(path)
-                .to_string_lossy()
-                .to_string(),
-            st,
-        ));
+        let name = path.strip_prefix(dir).unwrap_or(path);
+        c.rows.push((name.to_string_lossy().into_owned(), st));
     }
     pb.finish_and_clear();
-    outln!("trace {}  (clock {} Hz)", dir.display(), desc.clock.freq);
-    outln!();
+    c
+}
+
+impl Counts {
+    /// Counts one item of a stream whose counts are `st`.
+    fn add(&mut self, st: &mut StreamStats, who: &crate::who::Contexts, item: ItemRef<'_>) {
+        match item {
+            ItemRef::Event(e) => {
+                st.events += 1;
+                self.per_class[e.class] += 1;
+                let w = who.who(e.class, e.context);
+                if let (Some(p), Some(t)) = (w.pid, w.tid) {
+                    let row = self.per_thread.entry((p, t)).or_default();
+                    row.0 += 1;
+                    if let Some(n) = w.name {
+                        if row.1 != n {
+                            row.1 = n.to_string();
+                        }
+                    }
+                }
+                st.first.get_or_insert(e.ts);
+                st.last = e.ts;
+            }
+            ItemRef::Discarded {
+                events, packets, ..
+            } => {
+                st.discarded += events;
+                st.packets_lost += packets;
+            }
+        }
+    }
+}
+
+/// The table of streams and their total; the events and bytes in all.
+fn stream_table(rows: &[(String, StreamStats)], freq: f64) -> (u64, u64) {
+    let line = |name: &str,
+                events: u64,
+                discarded: u64,
+                packets: u64,
+                span: f64,
+                bytes: u64,
+                lost: u64| {
+        let rate = if span > 0.0 {
+            events as f64 / span
+        } else {
+            0.0
+        };
+        outln!(
+            "{:<24} {:>12} {:>10} {:>8} {:>12.6} {:>14.0} {:>12} {:>12}",
+            name,
+            events,
+            discarded,
+            packets,
+            span,
+            rate,
+            bytes,
+            lost
+        );
+    };
     outln!(
         "{:<24} {:>12} {:>10} {:>8} {:>12} {:>14} {:>12} {:>12}",
         "stream",
@@ -188,56 +263,40 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         "bytes",
         "lost packets"
     );
-    let (mut events, mut discarded, mut bytes) = (0u64, 0u64, 0u64);
-    for (name, s) in &rows {
+    for (name, s) in rows {
         let span = s.first.map_or(0.0, |f| (s.last - f) as f64 / freq);
-        let rate = if span > 0.0 {
-            s.events as f64 / span
-        } else {
-            0.0
-        };
-        outln!(
-            "{:<24} {:>12} {:>10} {:>8} {:>12.6} {:>14.0} {:>12} {:>12}",
+        line(
             name,
             s.events,
             s.discarded,
             s.packets,
             span,
-            rate,
             s.bytes,
-            s.packets_lost
+            s.packets_lost,
         );
-        events += s.events;
-        discarded += s.discarded;
-        bytes += s.bytes;
     }
-    let meta: u64 = trace
-        .parts
-        .iter()
-        .filter_map(|p| std::fs::metadata(p.dir.join("metadata")).ok())
-        .map(|m| m.len())
-        .sum();
+    let sum = |f: fn(&StreamStats) -> u64| rows.iter().map(|r| f(&r.1)).sum::<u64>();
     let first = rows.iter().filter_map(|r| r.1.first).min();
     let last = rows.iter().map(|r| r.1.last).max().unwrap_or(0);
     let span = first.map_or(0.0, |f| (last.saturating_sub(f)) as f64 / freq);
-    outln!(
-        "{:<24} {:>12} {:>10} {:>8} {:>12.6} {:>14.0} {:>12} {:>12}",
+    let (events, bytes) = (sum(|s| s.events), sum(|s| s.bytes));
+    line(
         "total",
         events,
-        discarded,
-        rows.iter().map(|r| r.1.packets).sum::<u64>(),
+        sum(|s| s.discarded),
+        sum(|s| s.packets),
         span,
-        if span > 0.0 {
-            events as f64 / span
-        } else {
-            0.0
-        },
         bytes,
-        rows.iter().map(|r| r.1.packets_lost).sum::<u64>()
+        sum(|s| s.packets_lost),
     );
+    (events, bytes)
+}
+
+/// Events per name, most first (the same event of several processes is
+/// one row).
+fn class_table(desc: &ctf::types::TraceDesc, per_class: &[u64], events: u64) {
     outln!();
     outln!("{:<40} {:>12} {:>8}", "event", "count", "%");
-    // By name: the same event of several processes is one row.
     let mut by_name: BTreeMap<&str, u64> = BTreeMap::new();
     for (c, n) in per_class.iter().enumerate().filter(|c| *c.1 > 0) {
         *by_name.entry(desc.events[c].name.as_str()).or_default() += n;
@@ -252,37 +311,20 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             100.0 * n as f64 / events.max(1) as f64
         );
     }
-    if !per_thread.is_empty() {
-        // Each process's name as its trace's environment gives it (its
-        // main thread's name at the start).
-        let names: BTreeMap<i64, String> = trace
-            .parts
-            .iter()
-            .filter_map(|p| {
-                let env = |k: &str| p.desc.env.iter().find(|e| e.0 == k).map(|e| &e.1);
-                match (env("vpid"), env("procname")) {
-                    (Some(EnvValue::Int(pid)), Some(EnvValue::Str(n))) => Some((*pid, n.clone())),
-                    _ => None,
-                }
-            })
-            .collect();
-        who_tables(&per_thread, &names, events);
-    }
-    let untraced = crate::read::untraced(dir);
-    if !untraced.is_empty() {
-        outln!();
-        outln!("processes not traced: {}", untraced.len());
-        for (_, line) in &untraced {
-            outln!("  {line}");
-        }
-    }
-    outln!();
-    outln!("{:<24} {:>12}", "stream bytes", bytes);
-    outln!("{:<24} {:>12}", "metadata bytes", meta);
-    outln!(
-        "{:<24} {:>12.1}",
-        "bytes per event",
-        (bytes + meta) as f64 / events.max(1) as f64
-    );
-    crate::read::damage(&errors, "counts above stop at the damage")
+}
+
+/// Each process's name as its trace's environment gives it (its main
+/// thread's name at the start).
+fn process_names(trace: &ctf::read::Trace) -> BTreeMap<i64, String> {
+    trace
+        .parts
+        .iter()
+        .filter_map(|p| {
+            let env = |k: &str| p.desc.env.iter().find(|e| e.0 == k).map(|e| &e.1);
+            match (env("vpid"), env("procname")) {
+                (Some(EnvValue::Int(pid)), Some(EnvValue::Str(n))) => Some((*pid, n.clone())),
+                _ => None,
+            }
+        })
+        .collect()
 }

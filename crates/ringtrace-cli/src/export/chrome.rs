@@ -4,15 +4,12 @@
 //! the recording thread's track (its CPU buffer's when the trace records
 //! no thread ids).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufWriter, Write};
 
-use ctf::read::ItemRef;
 use ctf::value::Value;
 use serde_json::{json, Map};
 
-use super::{classes, process, Args, Kind, Lane};
-use crate::read::Show;
+use super::{drive, Args, Kind, Lane};
 
 pub(crate) fn json_value(v: &Value) -> serde_json::Value {
     match v {
@@ -40,107 +37,97 @@ pub(crate) fn json_value(v: &Value) -> serde_json::Value {
 
 /// Writes the chrome-json export.
 pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let trace = crate::read::open(&a.dir)?;
-    let desc = trace.desc.clone();
-    let (pid, procname) = process(&desc);
-    let classes = classes(&desc);
-    let file = super::create_output(a)?;
-    let mut out = BufWriter::with_capacity(1 << 16, file);
-    write!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
-    let mut sep = "";
-    let mut emit =
-        |out: &mut BufWriter<std::fs::File>, v: serde_json::Value| -> std::io::Result<()> {
-            out.write_all(sep.as_bytes())?;
-            serde_json::to_writer(&mut *out, &v)?;
-            out.write_all(b"\n")?;
-            sep = ",";
-            Ok(())
-        };
-    emit(
-        &mut out,
-        json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": procname}}),
+    let o = drive::open(a)?;
+    let mut w = Chrome {
+        out: BufWriter::with_capacity(1 << 16, o.file),
+        sep: "",
+        first: None,
+    };
+    write!(w.out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
+    w.emit(
+        &json!({"ph": "M", "name": "process_name", "pid": o.pid, "args": {"name": o.procname}}),
     )?;
-    let who = crate::who::Contexts::of(&desc);
-    let mut spans = super::spans::SpanFields::default();
-    // Each lane's name as last announced, and the processes announced.
-    let mut lanes: BTreeMap<Lane, String> = BTreeMap::new();
-    let mut pids = BTreeSet::from([pid]);
-    let mut first = None;
-    let mut count = 0u64;
-    let errors = crate::read::walk(
-        &trace,
-        "exporting",
-        Show::OnTerminal,
-        |item| -> Result<bool, Box<dyn std::error::Error>> {
-            let ns = crate::pretty::epoch_ns(&desc.clock, item.ts());
-            let f = *first.get_or_insert(ns);
-            let ts = (ns - f) as f64 / 1000.0;
-            let (lane, thread_name) = Lane::of_item(&item, &who, pid);
-            let (p, tid) = lane.ids(pid);
-            if pids.insert(p) {
-                emit(
-                    &mut out,
-                    json!({"ph": "M", "name": "process_name", "pid": p, "args": {"name": format!("process {p}")}}),
-                )?;
-            }
-            // Announced again when the thread's name changes.
-            let name = lane.name(thread_name);
-            if lanes.get(&lane) != Some(&name) {
-                emit(
-                    &mut out,
-                    json!({"ph": "M", "name": "thread_name", "pid": p, "tid": tid, "args": {"name": name}}),
-                )?;
-                lanes.insert(lane, name);
-            }
-            let v = match item {
-                ItemRef::Discarded {
-                    events, packets, ..
-                } => json!({
-                    "ph": "i", "s": "t", "name": "events lost", "cat": "ringtrace", "pid": p, "tid": tid, "ts": ts,
-                    "args": {"discarded events": events, "missing packets": packets}
-                }),
-                ItemRef::Event(e) => {
-                    let (k, cat, name, id) = &classes[e.class];
-                    let class = &desc.events[e.class];
-                    let mut args = Map::new();
-                    for (fd, v) in class.fields.iter().zip(e.values) {
-                        args.insert(fd.name.clone(), json_value(v));
-                    }
-                    spans.observe(class, e.values);
-                    for (n, v) in spans.entered(class, e.values) {
-                        args.insert(n.clone(), json_value(v));
-                    }
-                    let mut ev = json!({"name": name, "cat": cat, "pid": p, "tid": tid, "ts": ts, "args": args});
-                    let o = ev.as_object_mut().expect("an object");
-                    match (k, id.map(|i| &e.values[i])) {
-                        (Kind::Instant, _) => {
-                            o.insert("ph".into(), json!("i"));
-                            o.insert("s".into(), json!("t"));
-                            o.insert("name".into(), json!(super::instant_name(&class.name)));
-                        }
-                        (Kind::Begin | Kind::End, Some(idv)) => {
-                            o.insert(
-                                "ph".into(),
-                                json!(if *k == Kind::Begin { "b" } else { "e" }),
-                            );
-                            o.insert("id".into(), json!(format!("{}", json_value(idv))));
-                        }
-                        (Kind::Begin, None) => {
-                            o.insert("ph".into(), json!("B"));
-                        }
-                        (Kind::End, None) => {
-                            o.insert("ph".into(), json!("E"));
-                        }
-                    }
-                    ev
+    drive::drive(a, &o.trace, o.pid, &mut w)
+}
+
+/// The JSON array being written.
+struct Chrome {
+    out: BufWriter<std::fs::File>,
+    /// What goes before the next element.
+    sep: &'static str,
+    /// The first item's time: times are microseconds from it.
+    first: Option<i128>,
+}
+
+impl Chrome {
+    fn emit(&mut self, v: &serde_json::Value) -> std::io::Result<()> {
+        self.out.write_all(self.sep.as_bytes())?;
+        serde_json::to_writer(&mut self.out, v)?;
+        self.out.write_all(b"\n")?;
+        self.sep = ",";
+        Ok(())
+    }
+}
+
+impl drive::Sink for Chrome {
+    fn process(&mut self, pid: i64) -> std::io::Result<()> {
+        self.emit(&json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": format!("process {pid}")}}))
+    }
+
+    fn lane(&mut self, _: Lane, pid: i64, tid: i64, name: &str) -> std::io::Result<()> {
+        self.emit(&json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}))
+    }
+
+    fn item(&mut self, it: drive::Item<'_>) -> std::io::Result<()> {
+        let f = *self.first.get_or_insert(it.ns);
+        let ts = (it.ns - f) as f64 / 1000.0;
+        let (p, tid) = (it.pid, it.tid);
+        let v = match it.what {
+            drive::What::Lost { events, packets } => json!({
+                "ph": "i", "s": "t", "name": "events lost", "cat": "ringtrace", "pid": p, "tid": tid, "ts": ts,
+                "args": {"discarded events": events, "missing packets": packets}
+            }),
+            drive::What::Event {
+                class,
+                drawn,
+                values,
+                span,
+            } => {
+                let mut args = Map::new();
+                for (fd, v) in class.fields.iter().zip(values) {
+                    args.insert(fd.name.clone(), json_value(v));
                 }
-            };
-            emit(&mut out, v)?;
-            count += 1;
-            Ok(true)
-        },
-    )?;
-    write!(out, "]}}")?;
-    out.flush()?;
-    super::finish(count, a, errors)
+                for (n, v) in span {
+                    args.insert(n.clone(), json_value(v));
+                }
+                let mut ev = json!({"name": drawn.name, "cat": drawn.cat, "pid": p, "tid": tid, "ts": ts, "args": args});
+                let o = ev.as_object_mut().expect("an object");
+                let k = drawn.kind;
+                match (k, drawn.id.map(|i| &values[i])) {
+                    (Kind::Instant, _) => {
+                        o.insert("ph".into(), json!("i"));
+                        o.insert("s".into(), json!("t"));
+                        o.insert("name".into(), json!(super::instant_name(&class.name)));
+                    }
+                    (Kind::Begin | Kind::End, Some(idv)) => {
+                        o.insert("ph".into(), json!(if k == Kind::Begin { "b" } else { "e" }));
+                        o.insert("id".into(), json!(format!("{}", json_value(idv))));
+                    }
+                    (Kind::Begin, None) => {
+                        o.insert("ph".into(), json!("B"));
+                    }
+                    (Kind::End, None) => {
+                        o.insert("ph".into(), json!("E"));
+                    }
+                }
+                ev
+            }
+        };
+        self.emit(&v)
+    }
+
+    fn end(&mut self) -> std::io::Result<()> {
+        write!(self.out, "]}}")?;
+        self.out.flush()
+    }
 }

@@ -9,6 +9,7 @@
 //! Parquet dataset of one row per event for SQL engines (`parquet/`).
 
 mod chrome;
+mod drive;
 mod parquet;
 mod perfetto;
 mod spans;
@@ -130,21 +131,37 @@ pub(crate) fn split_name(name: &str) -> (&str, &str) {
     ("", name)
 }
 
-/// How each event class of `desc` is drawn: its kind, its category (the
-/// provider), its name (without a begin/end suffix), and the position of
-/// its `id` (or `span_id`) field, which keys begin/end pairs when present.
-pub(crate) fn classes(desc: &TraceDesc) -> Vec<(Kind, String, String, Option<usize>)> {
+/// How an event class is drawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Drawn {
+    pub kind: Kind,
+    /// Its category: the provider.
+    pub cat: String,
+    /// Its name without the provider and without a begin/end suffix.
+    pub name: String,
+    /// The position of its `id` (or `span_id`) field, which keys
+    /// begin/end pairs when present.
+    pub id: Option<usize>,
+}
+
+/// How each event class of `desc` is drawn.
+pub(crate) fn classes(desc: &TraceDesc) -> Vec<Drawn> {
     desc.events
         .iter()
         .map(|c| {
-            let (k, stem) = kind(&c.name);
+            let (kind, stem) = kind(&c.name);
             let (cat, name) = split_name(stem);
             let id = c
                 .fields
                 .iter()
                 .position(|f| f.name == "id")
                 .or_else(|| c.fields.iter().position(|f| f.name == "span_id"));
-            (k, cat.to_string(), name.to_string(), id)
+            Drawn {
+                kind,
+                cat: cat.to_owned(),
+                name: name.to_owned(),
+                id,
+            }
         })
         .collect()
 }
@@ -172,7 +189,7 @@ pub(crate) fn process(desc: &TraceDesc) -> (i64, String) {
 /// The thread an exported item is shown on: the process and thread its
 /// event's context names, or, for an event without one and for a gap of
 /// lost events (which no thread owns), the CPU buffer it came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Lane {
     /// A thread of a process.
     Thread { pid: i64, tid: i64 },

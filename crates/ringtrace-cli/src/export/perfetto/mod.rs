@@ -23,12 +23,11 @@
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 
-use ctf::read::ItemRef;
+use ctf::types::EventClass;
 use ctf::value::Value;
 use prost::Message;
 
-use super::{classes, process, Args, Kind, Lane};
-use crate::read::Show;
+use super::{drive, Args, Drawn, Kind, Lane};
 
 mod proto;
 
@@ -207,190 +206,214 @@ impl Out {
 
 /// Writes the Perfetto export.
 pub fn write(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let trace = crate::read::open(&a.dir)?;
-    let desc = trace.desc.clone();
-    let (pid, procname) = process(&desc);
-    let classes = classes(&desc);
-    let file = super::create_output(a)?;
-    let mut out = Out {
-        w: BufWriter::with_capacity(1 << 16, file),
-        buf: Vec::with_capacity(256),
-        first: true,
-        interner: Interner::default(),
-        last_ts: None,
+    let o = drive::open(a)?;
+    let mut w = Perfetto {
+        out: Out {
+            w: BufWriter::with_capacity(1 << 16, o.file),
+            buf: Vec::with_capacity(256),
+            first: true,
+            interner: Interner::default(),
+            last_ts: None,
+        },
+        pids: HashMap::from([(o.pid, PROCESS_TRACK)]),
+        lane_tracks: HashMap::new(),
+        next_uuid: PROCESS_TRACK + 1,
+        slices: HashMap::new(),
+        slice_tracks: HashMap::new(),
     };
     // The first packet clears the sequence's state and sets its defaults.
-    out.packet(TracePacket {
+    w.out.packet(TracePacket {
         trace_packet_defaults: Some(TracePacketDefaults {
             timestamp_clock_id: Some(DELTA_CLOCK),
         }),
         track_descriptor: Some(TrackDescriptor {
             uuid: Some(PROCESS_TRACK),
             process: Some(ProcessDescriptor {
-                pid: Some(pid as i32),
-                process_name: Some(procname),
+                pid: Some(o.pid as i32),
+                process_name: Some(o.procname.clone()),
             }),
             ..Default::default()
         }),
         ..Default::default()
     })?;
-    let who = crate::who::Contexts::of(&desc);
-    let mut spans = super::spans::SpanFields::default();
-    // Each lane's track and its name as last described; the processes.
-    let mut lane_tracks: HashMap<Lane, (u64, String)> = HashMap::new();
-    let mut pids = HashMap::from([(pid, PROCESS_TRACK)]);
-    let mut next_uuid = PROCESS_TRACK + 1;
-    // Per slice name: the id each lane holds (None: free).
-    let mut lanes: HashMap<String, Vec<Option<String>>> = HashMap::new();
-    let mut lane_uuid: HashMap<(String, usize), u64> = HashMap::new();
-    let mut count = 0u64;
-    let errors = crate::read::walk(
-        &trace,
-        "exporting",
-        Show::OnTerminal,
-        |item| -> Result<bool, Box<dyn std::error::Error>> {
-            let ts = crate::pretty::epoch_ns(&desc.clock, item.ts()).max(0) as u64;
-            let (lane, thread_name) = Lane::of_item(&item, &who, pid);
-            let (p, tid) = lane.ids(pid);
-            let known_process = pids.contains_key(&p);
-            let process_track = *pids.entry(p).or_insert_with(|| {
-                next_uuid += 1;
-                next_uuid - 1
-            });
-            if !known_process {
-                out.packet(TracePacket {
-                    track_descriptor: Some(TrackDescriptor {
-                        uuid: Some(process_track),
-                        process: Some(ProcessDescriptor {
-                            pid: Some(p as i32),
-                            process_name: None,
-                        }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                })?;
-            }
-            let name = lane.name(thread_name);
-            let (lane_track, known) = match lane_tracks.get(&lane) {
-                Some((t, old)) => (*t, *old == name),
-                None => {
-                    next_uuid += 1;
-                    (next_uuid - 1, false)
-                }
-            };
-            // Described again when the thread's name changes.
-            if !known {
-                out.packet(TracePacket {
-                    track_descriptor: Some(TrackDescriptor {
-                        uuid: Some(lane_track),
-                        name: Some(name.clone()),
-                        parent_uuid: Some(process_track),
-                        thread: matches!(lane, Lane::Thread { .. }).then(|| ThreadDescriptor {
-                            pid: Some(p as i32),
-                            tid: Some(tid as i32),
-                            thread_name: Some(name.clone()),
-                        }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                })?;
-                lane_tracks.insert(lane, (lane_track, name));
-            }
-            let ev = match item {
-                ItemRef::Discarded {
-                    events, packets, ..
-                } => TrackEvent {
-                    r#type: Some(INSTANT),
-                    track_uuid: Some(lane_track),
-                    categories: vec!["ringtrace".into()],
-                    name: Some("events lost".into()),
-                    debug_annotations: vec![
-                        annotation("discarded_events", &Value::Uint(events)),
-                        annotation("missing_packets", &Value::Uint(packets)),
-                    ],
-                    ..Default::default()
-                },
-                ItemRef::Event(e) => {
-                    let (k, cat, name, id) = &classes[e.class];
-                    let class = &desc.events[e.class];
-                    spans.observe(class, e.values);
-                    let args = class
-                        .fields
-                        .iter()
-                        .map(|f| &f.name)
-                        .zip(e.values)
-                        .chain(spans.entered(class, e.values).iter().map(|(n, v)| (n, v)))
-                        .map(|(n, v)| annotation(n, v))
-                        .collect();
-                    // A `tracing` span's enter/exit pairs nest on the
-                    // thread that enters it (its guards drop in reverse
-                    // order): slices on the thread's track, which Perfetto
-                    // draws nested. Other begin/end pairs keyed by `id`
-                    // may overlap (requests in flight): lanes.
-                    let key = id
-                        .filter(|&i| class.fields[i].name != "span_id")
-                        .map(|i| format!("{:?}", e.values[i]));
-                    let (ty, track, shown) = match (k, key) {
-                        (Kind::Instant, _) => (
-                            INSTANT,
-                            lane_track,
-                            super::instant_name(&class.name).to_string(),
-                        ),
-                        (Kind::Begin, Some(key)) => {
-                            let l = lanes.entry(name.clone()).or_default();
-                            let lane = match l.iter().position(Option::is_none) {
-                                Some(i) => i,
-                                None => {
-                                    l.push(None);
-                                    l.len() - 1
-                                }
-                            };
-                            l[lane] = Some(key);
-                            let fresh = next_uuid;
-                            let uuid = *lane_uuid.entry((name.clone(), lane)).or_insert(fresh);
-                            if uuid == fresh {
-                                next_uuid += 1;
-                                out.track(
-                                    uuid,
-                                    format!("{cat}:{name} #{lane}"),
-                                    Some(PROCESS_TRACK),
-                                )?;
-                            }
-                            (SLICE_BEGIN, uuid, name.clone())
-                        }
-                        (Kind::End, Some(key)) => {
-                            let l = lanes.entry(name.clone()).or_default();
-                            match l.iter().position(|x| x.as_deref() == Some(key.as_str())) {
-                                Some(lane) => {
-                                    l[lane] = None;
-                                    (SLICE_END, lane_uuid[&(name.clone(), lane)], name.clone())
-                                }
-                                // Its begin is before the trace: an instant.
-                                None => (
-                                    INSTANT,
-                                    lane_track,
-                                    super::instant_name(&class.name).to_string(),
-                                ),
-                            }
-                        }
-                        (Kind::Begin, None) => (SLICE_BEGIN, lane_track, name.clone()),
-                        (Kind::End, None) => (SLICE_END, lane_track, name.clone()),
-                    };
-                    TrackEvent {
-                        r#type: Some(ty),
-                        track_uuid: Some(track),
-                        categories: vec![cat.clone()],
-                        name: Some(shown),
-                        debug_annotations: args,
-                        ..Default::default()
+    drive::drive(a, &o.trace, o.pid, &mut w)
+}
+
+/// The tracks given so far.
+struct Perfetto {
+    out: Out,
+    /// Each process's track.
+    pids: HashMap<i64, u64>,
+    /// Each lane's track.
+    lane_tracks: HashMap<Lane, u64>,
+    /// The uuid the next track gets.
+    next_uuid: u64,
+    /// Per slice name, the key (`id` value) of the slice each of its
+    /// tracks has open (None: free).
+    slices: HashMap<String, Vec<Option<String>>>,
+    /// The track of a slice name's n-th lane.
+    slice_tracks: HashMap<(String, usize), u64>,
+}
+
+impl Perfetto {
+    fn uuid(&mut self) -> u64 {
+        self.next_uuid += 1;
+        self.next_uuid - 1
+    }
+
+    /// The type, track and name of a track event for an event drawn as
+    /// `d` on the track `lane_track`: a `tracing` span's enter/exit pairs
+    /// nest on the thread that enters it (its guards drop in reverse
+    /// order): slices on the thread's track, which Perfetto draws nested.
+    /// Other begin/end pairs keyed by `id` may overlap (requests in
+    /// flight): each open slice on a track of its own among its name's.
+    fn placed(
+        &mut self,
+        d: &Drawn,
+        class: &EventClass,
+        values: &[Value],
+        lane_track: u64,
+    ) -> std::io::Result<(i32, u64, String)> {
+        let instant = || {
+            (
+                INSTANT,
+                lane_track,
+                super::instant_name(&class.name).to_string(),
+            )
+        };
+        let key =
+            d.id.filter(|&i| class.fields[i].name != "span_id")
+                .map(|i| format!("{:?}", values[i]));
+        let name = &d.name;
+        Ok(match (d.kind, key) {
+            (Kind::Instant, _) => instant(),
+            (Kind::Begin, Some(key)) => {
+                let l = self.slices.entry(name.clone()).or_default();
+                let lane = match l.iter().position(Option::is_none) {
+                    Some(i) => i,
+                    None => {
+                        l.push(None);
+                        l.len() - 1
                     }
+                };
+                l[lane] = Some(key);
+                let uuid = match self.slice_tracks.get(&(name.clone(), lane)) {
+                    Some(&u) => u,
+                    None => {
+                        let u = self.uuid();
+                        self.slice_tracks.insert((name.clone(), lane), u);
+                        let track = format!("{}:{name} #{lane}", d.cat);
+                        self.out.track(u, track, Some(PROCESS_TRACK))?;
+                        u
+                    }
+                };
+                (SLICE_BEGIN, uuid, name.clone())
+            }
+            (Kind::End, Some(key)) => {
+                let l = self.slices.entry(name.clone()).or_default();
+                match l.iter().position(|x| x.as_deref() == Some(key.as_str())) {
+                    Some(lane) => {
+                        l[lane] = None;
+                        let track = self.slice_tracks[&(name.clone(), lane)];
+                        (SLICE_END, track, name.clone())
+                    }
+                    // Its begin is before the trace: an instant.
+                    None => instant(),
                 }
-            };
-            out.event(ts, ev)?;
-            count += 1;
-            Ok(true)
-        },
-    )?;
-    out.w.flush()?;
-    super::finish(count, a, errors)
+            }
+            (Kind::Begin, None) => (SLICE_BEGIN, lane_track, name.clone()),
+            (Kind::End, None) => (SLICE_END, lane_track, name.clone()),
+        })
+    }
+}
+
+impl drive::Sink for Perfetto {
+    fn process(&mut self, pid: i64) -> std::io::Result<()> {
+        let uuid = self.uuid();
+        self.pids.insert(pid, uuid);
+        self.out.packet(TracePacket {
+            track_descriptor: Some(TrackDescriptor {
+                uuid: Some(uuid),
+                process: Some(ProcessDescriptor {
+                    pid: Some(pid as i32),
+                    process_name: None,
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+
+    /// Described again when the thread's name changes.
+    fn lane(&mut self, lane: Lane, pid: i64, tid: i64, name: &str) -> std::io::Result<()> {
+        let uuid = match self.lane_tracks.get(&lane) {
+            Some(&t) => t,
+            None => {
+                let t = self.uuid();
+                self.lane_tracks.insert(lane, t);
+                t
+            }
+        };
+        self.out.packet(TracePacket {
+            track_descriptor: Some(TrackDescriptor {
+                uuid: Some(uuid),
+                name: Some(name.to_owned()),
+                parent_uuid: self.pids.get(&pid).copied(),
+                thread: matches!(lane, Lane::Thread { .. }).then(|| ThreadDescriptor {
+                    pid: Some(pid as i32),
+                    tid: Some(tid as i32),
+                    thread_name: Some(name.to_owned()),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+
+    fn item(&mut self, it: drive::Item<'_>) -> std::io::Result<()> {
+        let ts = it.ns.max(0) as u64;
+        let lane_track = self.lane_tracks[&it.lane];
+        let ev = match it.what {
+            drive::What::Lost { events, packets } => TrackEvent {
+                r#type: Some(INSTANT),
+                track_uuid: Some(lane_track),
+                categories: vec!["ringtrace".into()],
+                name: Some("events lost".into()),
+                debug_annotations: vec![
+                    annotation("discarded_events", &Value::Uint(events)),
+                    annotation("missing_packets", &Value::Uint(packets)),
+                ],
+                ..Default::default()
+            },
+            drive::What::Event {
+                class,
+                drawn,
+                values,
+                span,
+            } => {
+                let args = class
+                    .fields
+                    .iter()
+                    .map(|f| &f.name)
+                    .zip(values)
+                    .chain(span.iter().map(|(n, v)| (n, v)))
+                    .map(|(n, v)| annotation(n, v))
+                    .collect();
+                let (ty, track, shown) = self.placed(drawn, class, values, lane_track)?;
+                TrackEvent {
+                    r#type: Some(ty),
+                    track_uuid: Some(track),
+                    categories: vec![drawn.cat.clone()],
+                    name: Some(shown),
+                    debug_annotations: args,
+                    ..Default::default()
+                }
+            }
+        };
+        self.out.event(ts, ev)
+    }
+
+    fn end(&mut self) -> std::io::Result<()> {
+        self.out.w.flush()
+    }
 }
