@@ -109,6 +109,12 @@ fn first_records<C: Config>(
     (all, held)
 }
 
+/// What the reader read: per buffer, records; the first records of one.
+type Read = (Vec<u64>, Vec<Record>);
+
+/// What a writer did: records written, lost, and how long it ran.
+type Wrote = (u64, u64, Duration);
+
 fn run<C: Config + Default>(args: &Args) -> Result<(), ringbuf::Error> {
     let attr = ChannelAttr {
         subbuf_size: args.subbuf_size,
@@ -121,63 +127,107 @@ fn run<C: Config + Default>(args: &Args) -> Result<(), ringbuf::Error> {
     let writers_done = Arc::new(AtomicBool::new(false));
     let reader = (!args.no_reader).then(|| {
         let (ch, done) = (ch.clone(), writers_done.clone());
-        std::thread::spawn(move || {
-            let mut readers: Vec<_> = ch.buffers().iter().map(|b| b.reader().unwrap()).collect();
-            let mut read = vec![0u64; readers.len()];
-            let mut first = Vec::new();
-            loop {
-                let finished = done.load(Ordering::Acquire);
-                let mut got = 0;
-                for (k, rd) in readers.iter_mut().enumerate() {
-                    if first.is_empty() {
-                        let (shown, held) = first_records(rd, k, 8);
-                        first = shown;
-                        read[k] += held;
-                        got += held;
-                    }
-                    let n = drain(std::slice::from_mut(rd), REC);
-                    read[k] += n;
-                    got += n;
-                }
-                if finished && got == 0 {
-                    return (read, first);
-                }
-                if got == 0 {
-                    std::thread::sleep(Duration::from_micros(200));
-                }
-            }
-        })
+        std::thread::spawn(move || read_live(&ch, &done))
     });
-    let start = Instant::now();
-    let deadline = Duration::from_secs_f64(args.seconds);
     let hs: Vec<_> = (0..args.writers)
         .map(|w| {
             let (ch, stop) = (ch.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let (mut ok, mut lost, mut seq) = (0u64, 0u64, 0u64);
-                let t = Instant::now();
-                while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..1024 {
-                        let mut p = [0u8; PAYLOAD];
-                        p[..4].copy_from_slice(&(w as u32).to_le_bytes());
-                        p[4..].copy_from_slice(&(seq as u32).to_le_bytes());
-                        seq += 1;
-                        if record(&ch, &p) {
-                            ok += 1;
-                        } else {
-                            lost += 1;
-                        }
-                    }
-                }
-                ch.flush(); // own per-thread buffer
-                (ok, lost, t.elapsed())
-            })
+            std::thread::spawn(move || write(&ch, &stop, w as u32))
         })
         .collect();
+    wait_showing_progress(args.seconds);
+    stop.store(true, Ordering::Relaxed);
+    let results: Vec<Wrote> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+    ch.flush();
+    writers_done.store(true, Ordering::Release);
+    // Without a live reader: read what the buffers hold now.
+    let read = match reader {
+        Some(r) => r.join().unwrap(),
+        None => read_after(&ch),
+    };
+    report(args, &ch, &results, &read);
+    Ok(())
+}
+
+/// A writer: records (its number, a sequence) until told to stop.
+fn write<C: Config>(ch: &Channel<C>, stop: &AtomicBool, w: u32) -> Wrote {
+    let (mut ok, mut lost, mut seq) = (0u64, 0u64, 0u32);
+    let t = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..1024 {
+            let mut p = [0u8; PAYLOAD];
+            p[..4].copy_from_slice(&w.to_le_bytes());
+            p[4..].copy_from_slice(&seq.to_le_bytes());
+            seq = seq.wrapping_add(1);
+            if record(ch, &p) {
+                ok += 1;
+            } else {
+                lost += 1;
+            }
+        }
+    }
+    ch.flush(); // own per-thread buffer
+    (ok, lost, t.elapsed())
+}
+
+/// The concurrent reader: drains every buffer until the writers are done
+/// and nothing is left.
+fn read_live<C: Config>(ch: &Channel<C>, done: &AtomicBool) -> Read {
+    let mut readers: Vec<_> = ch.buffers().iter().map(|b| b.reader().unwrap()).collect();
+    let mut read = vec![0u64; readers.len()];
+    let mut first = Vec::new();
+    loop {
+        let finished = done.load(Ordering::Acquire);
+        let mut got = 0;
+        for (k, rd) in readers.iter_mut().enumerate() {
+            if first.is_empty() {
+                let (shown, held) = first_records(rd, k, 8);
+                first = shown;
+                read[k] += held;
+                got += held;
+            }
+            let n = drain(std::slice::from_mut(rd), REC);
+            read[k] += n;
+            got += n;
+        }
+        if finished && got == 0 {
+            return (read, first);
+        }
+        if got == 0 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+/// Reads what the buffers hold, once the writers are done.
+fn read_after<C: Config>(ch: &Channel<C>) -> Read {
+    let mut first = Vec::new();
+    let read = ch
+        .buffers()
+        .iter()
+        .enumerate()
+        .map(|(k, b)| {
+            let mut rd = b.reader().unwrap();
+            let mut n = 0;
+            if first.is_empty() {
+                let (shown, held) = first_records(&mut rd, k, 8);
+                first = shown;
+                n += held;
+            }
+            n + drain(std::slice::from_mut(&mut rd), REC)
+        })
+        .collect();
+    (read, first)
+}
+
+/// Sleeps `seconds`, saying how far it is every tenth.
+fn wait_showing_progress(seconds: f64) {
+    let start = Instant::now();
+    let deadline = Duration::from_secs_f64(seconds);
     let mut last = 0;
     while start.elapsed() < deadline {
         std::thread::sleep(Duration::from_millis(100));
-        let pct = (start.elapsed().as_secs_f64() / args.seconds * 100.0).min(100.0) as u32;
+        let pct = (start.elapsed().as_secs_f64() / seconds * 100.0).min(100.0) as u32;
         if pct / 10 != last / 10 {
             eprint!("\rrecording… {pct:3}%");
             let _ = std::io::stderr().flush();
@@ -185,35 +235,10 @@ fn run<C: Config + Default>(args: &Args) -> Result<(), ringbuf::Error> {
         }
     }
     eprintln!("\rrecording… done ");
-    stop.store(true, Ordering::Relaxed);
-    let results: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
-    ch.flush();
-    writers_done.store(true, Ordering::Release);
-    let read_live = reader.map(|r| r.join().unwrap());
-    // Without a live reader: read what the buffers hold now.
-    let (read, first): (Vec<u64>, Vec<Record>) = match read_live {
-        Some(r) => r,
-        None => {
-            let mut first = Vec::new();
-            let read = ch
-                .buffers()
-                .iter()
-                .enumerate()
-                .map(|(k, b)| {
-                    let mut rd = b.reader().unwrap();
-                    let mut n = 0;
-                    if first.is_empty() {
-                        let (shown, held) = first_records(&mut rd, k, 8);
-                        first = shown;
-                        n += held;
-                    }
-                    n + drain(std::slice::from_mut(&mut rd), REC)
-                })
-                .collect();
-            (read, first)
-        }
-    };
+}
 
+/// The table of buffers, the totals, and the first records read.
+fn report<C: Config>(args: &Args, ch: &Channel<C>, results: &[Wrote], (read, first): &Read) {
     let attempted: u64 = results.iter().map(|r| r.0 + r.1).sum();
     let written: u64 = results.iter().map(|r| r.0).sum();
     let lost: u64 = results.iter().map(|r| r.1).sum();
@@ -254,24 +279,24 @@ fn run<C: Config + Default>(args: &Args) -> Result<(), ringbuf::Error> {
         "ns per attempted record (CPU time per writer): {:.1}",
         busy * 1e9 / attempted.max(1) as f64
     );
-    if let Some(t0) = first.first().map(|r| r.ts) {
-        println!();
-        println!("first records read (buffer {}):", first[0].buffer);
+    let Some(t0) = first.first().map(|r| r.ts) else {
+        return;
+    };
+    println!();
+    println!("first records read (buffer {}):", first[0].buffer);
+    println!(
+        "{:>14}  {:>8}  {:>6}  {:>10}",
+        "ticks", "+delta", "writer", "seq"
+    );
+    let mut prev = t0;
+    for r in first {
         println!(
             "{:>14}  {:>8}  {:>6}  {:>10}",
-            "ticks", "+delta", "writer", "seq"
+            r.ts - t0,
+            r.ts - prev,
+            r.writer,
+            r.seq
         );
-        let mut prev = t0;
-        for r in &first {
-            println!(
-                "{:>14}  {:>8}  {:>6}  {:>10}",
-                r.ts - t0,
-                r.ts - prev,
-                r.writer,
-                r.seq
-            );
-            prev = r.ts;
-        }
+        prev = r.ts;
     }
-    Ok(())
 }

@@ -257,26 +257,19 @@ impl<'a> Job<'a> {
     }
 
     fn rows(&self, group: &[usize], sink: &mut Sink) -> Result<Out, String> {
-        let desc = &self.trace.desc;
-        let columns = &self.dataset.columns;
         let mut out = Out {
             events: 0,
             lost: 0,
             files: Vec::new(),
             errors: Vec::new(),
         };
-        // Each thread's name as an entry of the thread column's
-        // dictionary, kept while the thread keeps it.
-        let mut threads: HashMap<i64, (String, u32), IdHash> = HashMap::default();
-        let mut thread_dict: Vec<ByteArray> = Vec::new();
-        let to_ns = EpochNs::new(&desc.clock);
-        let dicts = |r: &mut Rows, thread_dict: &[ByteArray]| {
-            r.dicts[EVENT] = self.names.clone();
-            r.dicts[THREAD] = thread_dict.to_vec();
-        };
+        let mut names = ThreadNames::default();
+        let to_ns = EpochNs::new(&self.trace.desc.clock);
         // The files, one per day; the current day's bounds and file.
-        let mut parts: Vec<(String, Part)> = Vec::new();
-        let mut day_of = (i128::MAX, i128::MIN, 0usize);
+        let mut days = Days {
+            parts: Vec::new(),
+            current: (i128::MAX, i128::MIN, 0),
+        };
         for &k in group {
             let mut s = match self.trace.stream(k) {
                 Ok(s) => s,
@@ -315,86 +308,133 @@ impl<'a> Job<'a> {
                 // Times a damaged or hostile clock puts beyond 1677-2262
                 // are clamped to what the column holds.
                 let ns = to_ns.get(e.ts).clamp(i64::MIN as i128, i64::MAX as i128);
-                if ns < day_of.0 || ns >= day_of.1 {
-                    let day_ns = 86_400 * 1_000_000_000;
-                    let start = ns.div_euclid(day_ns) * day_ns;
-                    let day = date(ns);
-                    let i = match parts.iter().position(|p| p.0 == day) {
-                        Some(i) => i,
-                        None => {
-                            let id = self.next_file.fetch_add(1, Relaxed) + 1;
-                            let p =
-                                open_part(self.dataset, &self.plans, &self.host, &day, id, sink)?;
-                            parts.push((day, p));
-                            parts.len() - 1
-                        }
-                    };
-                    day_of = (start, start + day_ns, i);
-                }
-                let p = &mut parts[day_of.2].1;
-                let c = e.class;
-                let (has_pid, has_tid, has_name) = self.who.carried(c);
-                let w = self.who.who(c, e.context);
-                let row = p.rows.row(c);
-                row.push_i64(ns as i64);
-                row.push_i64(e.cpu as i64);
-                if has_pid || self.env_pid.is_some() {
-                    row.push(w.pid.or(self.env_pid).map_or(Cell::Null, Cell::I64));
-                }
-                if has_tid {
-                    row.push(w.tid.map_or(Cell::Null, Cell::I64));
-                }
-                if has_name {
-                    row.push(match w.name {
-                        Some(name) => {
-                            let key = w.tid.unwrap_or(i64::MIN);
-                            Cell::Dict(match threads.get(&key) {
-                                Some((n, x)) if n == name => *x,
-                                _ => {
-                                    let x = thread_dict.len() as u32;
-                                    thread_dict.push(ByteArray::from(name));
-                                    threads.insert(key, (name.to_owned(), x));
-                                    x
-                                }
-                            })
-                        }
-                        None => Cell::Null,
-                    });
-                }
-                let class = &desc.events[c];
-                for (((f, v), &col), &first) in class
-                    .fields
-                    .iter()
-                    .zip(e.values)
-                    .zip(&self.cols[c])
-                    .zip(&self.pushed[c])
-                {
-                    if first {
-                        match (columns[col].kind, v) {
-                            (Kind::I64 | Kind::U64, Value::Int(x)) => row.push_i64(*x),
-                            // Unsigned 64-bit values keep their bits (the
-                            // column says unsigned).
-                            (Kind::I64 | Kind::U64, Value::Uint(x)) => row.push_i64(*x as i64),
-                            (kind, v) => row.push(cell(&f.ty, kind, v)),
-                        }
-                    }
-                }
-                let r = &mut p.rows;
-                r.end_row(c);
-                p.events += 1;
+                let p = self.part_of_day(ns, &mut days, sink)?;
+                self.push_row(p, &e, ns, &mut names);
                 out.events += 1;
-                if r.len == ROW_GROUP {
-                    dicts(r, &thread_dict);
-                    sink.write(p.id, r)?;
+                if p.rows.len == ROW_GROUP {
+                    self.dicts(&mut p.rows, &names);
+                    sink.write(p.id, &mut p.rows)?;
                 }
             }
             self.pb.inc(s.bytes_read().saturating_sub(shown));
         }
-        for (_, mut p) in parts {
-            dicts(&mut p.rows, &thread_dict);
+        for (_, mut p) in days.parts {
+            self.dicts(&mut p.rows, &names);
             sink.close(p.id, p.rows)?;
             out.files.push((p.path, p.events));
         }
         Ok(out)
+    }
+
+    /// Gives a row group its dictionaries: the event names, the threads'.
+    fn dicts(&self, r: &mut Rows, names: &ThreadNames) {
+        r.dicts[EVENT] = self.names.clone();
+        r.dicts[THREAD] = names.dict.clone();
+    }
+
+    /// The file of the day of `ns`, opened when the day is new.
+    fn part_of_day<'d>(
+        &self,
+        ns: i128,
+        days: &'d mut Days,
+        sink: &mut Sink,
+    ) -> Result<&'d mut Part, String> {
+        let (start, end, _) = days.current;
+        if ns < start || ns >= end {
+            let day_ns = 86_400 * 1_000_000_000;
+            let start = ns.div_euclid(day_ns) * day_ns;
+            let day = date(ns);
+            let i = match days.parts.iter().position(|p| p.0 == day) {
+                Some(i) => i,
+                None => {
+                    let id = self.next_file.fetch_add(1, Relaxed) + 1;
+                    let p = open_part(self.dataset, &self.plans, &self.host, &day, id, sink)?;
+                    days.parts.push((day, p));
+                    days.parts.len() - 1
+                }
+            };
+            days.current = (start, start + day_ns, i);
+        }
+        Ok(&mut days.parts[days.current.2].1)
+    }
+
+    /// Appends event `e` at `ns` to its class's rows of part `p`.
+    fn push_row(
+        &self,
+        p: &mut Part,
+        e: &ctf::read::EventRef<'_>,
+        ns: i128,
+        names: &mut ThreadNames,
+    ) {
+        let columns = &self.dataset.columns;
+        let c = e.class;
+        let (has_pid, has_tid, has_name) = self.who.carried(c);
+        let w = self.who.who(c, e.context);
+        let row = p.rows.row(c);
+        row.push_i64(ns as i64);
+        row.push_i64(e.cpu as i64);
+        if has_pid || self.env_pid.is_some() {
+            row.push(w.pid.or(self.env_pid).map_or(Cell::Null, Cell::I64));
+        }
+        if has_tid {
+            row.push(w.tid.map_or(Cell::Null, Cell::I64));
+        }
+        if has_name {
+            row.push(match w.name {
+                Some(name) => Cell::Dict(names.entry(w.tid, name)),
+                None => Cell::Null,
+            });
+        }
+        let class = &self.trace.desc.events[c];
+        for (((f, v), &col), &first) in class
+            .fields
+            .iter()
+            .zip(e.values)
+            .zip(&self.cols[c])
+            .zip(&self.pushed[c])
+        {
+            if first {
+                match (columns[col].kind, v) {
+                    (Kind::I64 | Kind::U64, Value::Int(x)) => row.push_i64(*x),
+                    // Unsigned 64-bit values keep their bits (the
+                    // column says unsigned).
+                    (Kind::I64 | Kind::U64, Value::Uint(x)) => row.push_i64(*x as i64),
+                    (kind, v) => row.push(cell(&f.ty, kind, v)),
+                }
+            }
+        }
+        p.rows.end_row(c);
+        p.events += 1;
+    }
+}
+
+/// The files of a group, one per day, and the current day's bounds (ns)
+/// and file.
+struct Days {
+    parts: Vec<(String, Part)>,
+    current: (i128, i128, usize),
+}
+
+/// Each thread's name as an entry of the thread column's dictionary, kept
+/// while the thread keeps it.
+#[derive(Default)]
+struct ThreadNames {
+    by_tid: HashMap<i64, (String, u32), IdHash>,
+    dict: Vec<ByteArray>,
+}
+
+impl ThreadNames {
+    /// The dictionary entry of thread `tid` named `name`.
+    fn entry(&mut self, tid: Option<i64>, name: &str) -> u32 {
+        let key = tid.unwrap_or(i64::MIN);
+        match self.by_tid.get(&key) {
+            Some((n, x)) if n == name => *x,
+            _ => {
+                let x = self.dict.len() as u32;
+                self.dict.push(ByteArray::from(name));
+                self.by_tid.insert(key, (name.to_owned(), x));
+                x
+            }
+        }
     }
 }
