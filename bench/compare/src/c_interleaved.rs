@@ -22,7 +22,7 @@
 //! "Front ends").
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -32,26 +32,6 @@ use crate::cell::median;
 
 /// Events per chunk.
 const CHUNK: u64 = 100_000;
-
-/// Builds `c/ffi_chunks.c` against libringtrace.a into `out`; its path.
-pub fn build(src: &Path, out: &Path) -> Result<PathBuf, String> {
-    let lib = crate::frontends::static_lib()?;
-    let bin = out.join("ffi_chunks");
-    let st = Command::new("cc")
-        .args(["-O2", "-o"])
-        .arg(&bin)
-        .arg(src.join("ffi_chunks.c"))
-        .arg("-I")
-        .arg(crate::frontends::include_dir())
-        .arg(lib)
-        .args(crate::frontends::SYSTEM_LIBS)
-        .status()
-        .map_err(|e| format!("cc: {e}"))?;
-    if !st.success() {
-        return Err("building the C-API chunks program failed".into());
-    }
-    Ok(bin)
-}
 
 /// What [`c_over_rust`] measured.
 pub struct Interleaved {
@@ -119,7 +99,7 @@ impl CSide {
 /// `ffi_chunks` program `bin`; traces under `scratch` (removed after).
 /// Runs on a thread of its own, pinned for the measurement.
 pub fn c_over_rust(bin: &Path, n: u64, scratch: &Path) -> Result<Interleaved, String> {
-    crate::settle(scratch);
+    crate::disk::settle(scratch);
     std::thread::scope(|sc| {
         sc.spawn(|| measure(bin, n, scratch))
             .join()

@@ -8,7 +8,7 @@
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -26,59 +26,6 @@ pub const ROWS: [&str; 5] = [
     "tracing + fmt layer to a file",
     "lttng-ust tracepoint (C)",
 ];
-
-/// Builds libringtrace.a with the profile of this program; its path.
-pub fn static_lib() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let target = exe.parent().ok_or("no target directory")?.to_path_buf();
-    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cargo.args(["build", "-q", "-p", "ringtrace-ffi", "--lib"]);
-    if target.file_name().is_some_and(|n| n == "release") {
-        cargo.arg("--release");
-    }
-    let st = cargo.status().map_err(|e| format!("cargo: {e}"))?;
-    if !st.success() {
-        return Err("cargo build -p ringtrace-ffi failed".into());
-    }
-    Ok(target.join("libringtrace.a"))
-}
-
-/// The C API's header directory.
-pub fn include_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates/ringtrace-ffi/include")
-}
-
-/// The system libraries libringtrace.a needs.
-pub const SYSTEM_LIBS: [&str; 7] = [
-    "-lgcc_s",
-    "-lutil",
-    "-lrt",
-    "-lpthread",
-    "-lm",
-    "-ldl",
-    "-lc",
-];
-
-/// Builds libringtrace.a (same profile as this program) and the C-API
-/// workload against it.
-pub fn build_c_workload(src: &Path, out: &Path) -> Result<PathBuf, String> {
-    let lib = static_lib()?;
-    let bin = out.join("ffi_workload");
-    let st = Command::new("cc")
-        .args(["-O2", "-o"])
-        .arg(&bin)
-        .arg(src.join("ffi_workload.c"))
-        .arg("-I")
-        .arg(include_dir())
-        .arg(lib)
-        .args(SYSTEM_LIBS)
-        .status()
-        .map_err(|e| format!("cc: {e}"))?;
-    if !st.success() {
-        return Err("building the C-API workload failed".into());
-    }
-    Ok(bin)
-}
 
 fn session(dir: &Path) -> Result<Session, String> {
     let _ = std::fs::remove_dir_all(dir);
@@ -211,7 +158,7 @@ pub fn table(
     for k in 0..runs {
         for (i, row) in ROWS.iter().enumerate() {
             eprint!("\r[frontends {}/{}] {row:<32}", k + 1, runs);
-            crate::settle(scratch);
+            crate::disk::settle(scratch);
             let r = match i {
                 0 => rust_macro(n, &dir)?,
                 1 => c_api(ffi_bin, n, &dir)?,

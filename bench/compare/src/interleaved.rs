@@ -87,7 +87,7 @@ pub struct Interleaved {
 pub fn rseq_over_per_thread(n: u64, out: Option<&std::path::Path>) -> Result<Interleaved, String> {
     let rounds = (n / CHUNK).max(1) as usize;
     if let Some(dir) = out {
-        crate::settle(dir);
+        crate::disk::settle(dir);
     }
     let sessions = [
         session("ilv-pt", "cmpilvpt:*", false, out)?,

@@ -28,7 +28,7 @@ pub fn table(
         for k in 0..runs {
             for (i, tr) in TRACERS.iter().enumerate() {
                 eprint!("\r[losses {}/{} at {rate}/s] {tr:<24}", k + 1, runs);
-                let r = crate::measure(
+                let r = crate::tracers::measure(
                     tr,
                     lttng_bin,
                     Payload::U64,

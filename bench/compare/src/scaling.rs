@@ -32,15 +32,15 @@ pub fn two_over_one(
         // Alternate which goes first, so that a drift within a pair does
         // not always favour the same side.
         let (one, two) = if k % 2 == 0 {
-            let one = crate::measure(tracer, bin, Payload::U64, m, 1, n, 0, scratch)?;
+            let one = crate::tracers::measure(tracer, bin, Payload::U64, m, 1, n, 0, scratch)?;
             (
                 one,
-                crate::measure(tracer, bin, Payload::U64, m, 2, n, 0, scratch)?,
+                crate::tracers::measure(tracer, bin, Payload::U64, m, 2, n, 0, scratch)?,
             )
         } else {
-            let two = crate::measure(tracer, bin, Payload::U64, m, 2, n, 0, scratch)?;
+            let two = crate::tracers::measure(tracer, bin, Payload::U64, m, 2, n, 0, scratch)?;
             (
-                crate::measure(tracer, bin, Payload::U64, m, 1, n, 0, scratch)?,
+                crate::tracers::measure(tracer, bin, Payload::U64, m, 1, n, 0, scratch)?,
                 two,
             )
         };

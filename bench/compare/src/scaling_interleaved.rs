@@ -59,7 +59,7 @@ pub fn two_over_one(
     discard: bool,
 ) -> Result<Scaling, String> {
     let cpus = crate::cpus::two()?;
-    crate::settle(scratch);
+    crate::disk::settle(scratch);
     let ch = ChannelConfig::new("ch")
         .subbufs(1 << 20, 4)
         .contexts(ringtrace::Contexts::NONE)
