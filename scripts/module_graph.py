@@ -2,16 +2,21 @@
 """The import graph between the modules of each crate, its circles, and
 its layers.
 
-A module is a file or folder directly under a crate's `src/` (`read/` and
-everything in it is one module), and in turn each file or folder directly
-under such a folder, among its siblings. An edge A -> B is a `crate::B`
-path in any file of A (in a `use` or in code), or between siblings inside
-a folder F, a `crate::F::B` or `super::B` path. Prints each crate's
-top-level edges and every strongly connected component of more than one
-module (an import circle) at any level; where LAYERS lists a crate's
-layers (lowest first), every top-level edge must go to a lower layer.
-Exits 1 on a circle, an edge against the layers, or a source file over
-600 lines, in any crate (or in the crates named with --only).
+The crates are those under `crates/` and `bench/`. A module is a file or
+folder directly under a crate's `src/` (`read/` and everything in it is
+one module), and in turn each file or folder directly under such a
+folder, among its siblings. An edge A -> B is a `crate::B` path (or a
+`crate::{B, …}` group) in any file of A, in a `use` or in code, or between
+siblings inside a folder F, a `crate::F::B` or `super::B` path. The
+folders of a crate's `tests/`, `benches/` and `examples/` (`tests/common/`)
+are looked at the same way, for circles. Prints each crate's top-level
+edges and every strongly connected component of more than one module (an
+import circle) at any level; where LAYERS lists a crate's layers (lowest
+first), every top-level edge must go to a lower layer and every module
+must be in a layer. Exits 1 on a circle, an edge against the layers, or a
+Rust file over 600 lines anywhere in a crate (sources, tests, benches,
+examples, fuzz targets), in any crate (or in the crates named with
+--only).
 
     python3 scripts/module_graph.py                  # check every crate
     python3 scripts/module_graph.py --only ringbuf ctf
@@ -21,15 +26,58 @@ import os
 import re
 import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates")
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOTS = [os.path.join(HERE, "crates"), os.path.join(HERE, "bench")]
 MAX_LINES = 600
 
 # Layers of a crate's top-level modules, lowest first: a module imports only
 # modules of lower layers (not of its own). The recording path is its own
 # crate (`ringtrace-core`), below the tracer: it cannot import the
 # collector at all (a dependency the other way would be a cycle cargo
-# refuses), and inside it the probe sits above the client it calls.
+# refuses), and inside it the probe sits above the client it calls. Each
+# crate's own documentation draws the same map (ringbuf's `lib.rs`, ctf's
+# `lib.rs`, the CLI's `main.rs`, bench/compare's `main.rs`).
 LAYERS = {
+    "ringbuf": [
+        ["config", "rseq", "tls"],
+        ["sync", "cpu", "counters"],
+        ["state", "backend"],
+        ["file"],
+        ["frontend"],
+        ["commit", "reader", "switch", "writer", "thread_slots"],
+        ["channel"],
+    ],
+    "ctf": [
+        ["types", "lex"],
+        ["value", "layout", "parse"],
+        ["tsdl", "read"],
+        ["merge"],
+        ["fuzz_entry"],
+    ],
+    "ringtrace-cli": [
+        ["out", "who", "filter", "read", "outdir", "babeltrace", "session_opts", "session_stats"],
+        ["pretty", "select"],
+        ["follow"],
+        ["demo", "record", "view", "stats", "export", "recover", "ctl", "docs"],
+    ],
+    "compare": [
+        ["cell", "cpus", "disk", "c_build"],
+        ["ours", "lttng", "contexts"],
+        [
+            "baselines",
+            "c_interleaved",
+            "interleaved",
+            "scaling_interleaved",
+            "drain",
+            "overhead",
+            "reading",
+            "ring",
+            "wake",
+        ],
+        ["tracers"],
+        ["frontends", "losses", "scaling"],
+        ["ratios"],
+    ],
     "ringtrace-core": [
         ["rcu", "clock", "field", "level", "ops"],
         ["context", "tally"],
@@ -75,12 +123,16 @@ def code_of(path):
 def edges(mods, prefix="", folder=None):
     """Edges between the modules `mods` (children of the folder `folder`,
     whose module path is `prefix`, or of `src/` when `prefix` is empty)."""
-    ref = re.compile(r"\bcrate::" + (re.escape(prefix) + "::" if prefix else "") + r"(\w+)")
+    base = r"\bcrate::" + (re.escape(prefix) + "::" if prefix else "")
+    ref = re.compile(base + r"(\w+)")
+    group = re.compile(base + r"\{([^;]*?)\}\s*;")
     out = {m: set() for m in mods}
     for m, files in mods.items():
         for f in files:
             code = code_of(f)
             names = ref.findall(code)
+            for g in group.findall(code):
+                names += re.findall(r"(?:^|,)\s*(\w+)", re.sub(r"\{[^{}]*\}", "", g))
             if folder is not None:
                 # `super::B` from a file directly in the folder; from a file
                 # one folder deeper, `super::super::B`.
@@ -151,8 +203,9 @@ def circles(graph):
     return comps
 
 
-def long_files(src):
-    for d, _, names in os.walk(src):
+def long_files(crate_dir):
+    for d, dirs, names in os.walk(crate_dir):
+        dirs[:] = [x for x in dirs if x not in ("target", "corpus", "artifacts")]
         for n in names:
             if n.endswith(".rs"):
                 p = os.path.join(d, n)
@@ -162,19 +215,42 @@ def long_files(src):
                     yield p, count
 
 
+def crate_name(d):
+    """The package name in `d/Cargo.toml`, if `d` is a crate."""
+    try:
+        with open(os.path.join(d, "Cargo.toml"), encoding="utf-8") as fh:
+            m = re.search(r'^name\s*=\s*"([^"]+)"', fh.read(), re.M)
+    except OSError:
+        return None
+    return m.group(1) if m else None
+
+
 def main(argv):
     only = None
     if argv[:1] == ["--only"]:
         only = set(argv[1:])
     failed = False
-    for crate in sorted(os.listdir(ROOT)):
-        src = os.path.join(ROOT, crate, "src")
+    crates = [
+        (name, os.path.join(root, d))
+        for root in ROOTS
+        for d in sorted(os.listdir(root))
+        for name in [crate_name(os.path.join(root, d))]
+        if name
+    ]
+    for crate, cdir in crates:
+        src = os.path.join(cdir, "src")
         if not os.path.isdir(src) or (only is not None and crate not in only):
             continue
         graph = edges(modules(src))
         comps = [("", c) for c in circles(graph)]
         for prefix, path, kids in folders(src):
             comps += [(prefix, c) for c in circles(edges(kids, prefix, path))]
+        # The folders of tests, benches and examples: circles only.
+        for extra in ("tests", "benches", "examples"):
+            top = os.path.join(cdir, extra)
+            if os.path.isdir(top):
+                for prefix, path, kids in folders(top):
+                    comps += [(f"{extra}/{prefix}", c) for c in circles(edges(kids, prefix, path))]
         print(f"{crate}: {len(graph)} modules, {sum(map(len, graph.values()))} imports")
         for m in sorted(graph):
             if graph[m]:
@@ -185,9 +261,9 @@ def main(argv):
         bad = against_layers(crate, graph)
         for b in bad:
             print(f"  AGAINST THE LAYERS: {b}")
-        longs = list(long_files(src))
+        longs = list(long_files(cdir))
         for p, n in longs:
-            print(f"  OVER {MAX_LINES} LINES: {os.path.relpath(p, ROOT)} ({n})")
+            print(f"  OVER {MAX_LINES} LINES: {os.path.relpath(p, HERE)} ({n})")
         if comps or bad or longs:
             failed = True
     if failed:

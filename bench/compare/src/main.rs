@@ -13,6 +13,20 @@
 //!
 //! `cargo run --release -p compare -- [--quick] [--json FILE]`; the last
 //! line printed is `ratio lttng-ust/ringtrace (1 thread, discard, u64): X.XX`.
+//!
+//! Module map (each row imports only from the rows below it, as
+//! `scripts/module_graph.py` checks):
+//!
+//! ```text
+//!   ratios                                  the ratio lines printed last
+//!     frontends  losses  scaling            tables that run the tracers' cells
+//!       tracers                             the tracer tables: plan, measure, print
+//!         baselines c_interleaved interleaved scaling_interleaved
+//!         drain overhead reading ring wake  one table or measurement each
+//!           ours  lttng  contexts           ringtrace's and LTTng-UST's runs
+//!             cell  cpus  disk  c_build     a cell's runs; CPU pinning; the scratch
+//!                                           disk; C programs against libringtrace.a
+//! ```
 
 mod baselines;
 mod c_build;

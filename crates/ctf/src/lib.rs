@@ -18,7 +18,7 @@
 //!              │       └────► types
 //!              ├─► layout ──► types
 //!              └─► value ───► types
-//!   tsdl ─► types                      (the writer's side: metadata text)
+//!   tsdl ─► types, value               (the writer's side: metadata text)
 //!   fuzz_entry ─► parse, read, tsdl    (feature `fuzz` only)
 //! ```
 #![warn(missing_docs)]

@@ -9,18 +9,20 @@
 //! ## Module map
 //!
 //! ```text
-//! channel                     a channel: its buffers (per CPU, per thread, global)
-//!   thread_slots              the calling thread's per-thread buffers
-//!   writer  reader  switch    owner-only writes; the consumer side; the slow path
-//!     frontend  commit        Buffer: reserve's fast path; commit and delivery
-//!       file  backend  state  buffer files; memory and sub-buffer table; per-sub-buffer counters
-//!         counters  sync  config  cpu   equations; atomics; the client's interface; CPU number
-//!           rseq                  restartable sequences: glibc's area, the critical section
-//!             tls                 initial-exec thread-locals (`ie_words!`)
+//! channel                         a channel: its buffers (per CPU, per thread, global)
+//!   writer reader switch commit   owner-only writes; the consumer side; the slow path;
+//!   thread_slots                  commit and delivery; the calling thread's per-thread buffers
+//!     frontend                    Buffer: reserve's fast path
+//!       file                      buffer files
+//!         state  backend          per-sub-buffer counters; memory and sub-buffer table
+//!           sync  cpu  counters   atomics; CPU number; equations
+//!             config  rseq  tls   the client's interface; restartable sequences;
+//!                                 initial-exec thread-locals (`ie_words!`)
 //! ```
 //!
-//! A module imports only from the rows below it (or beside it, without a
-//! circle: `scripts/module_graph.py`, run by the test command, checks).
+//! A module imports only from the rows below it: `scripts/module_graph.py`
+//! (run by the test command) holds these rows as the crate's layers and
+//! checks every import against them.
 //!
 //! ## The scheme
 //!

@@ -1,13 +1,19 @@
 //! The `ringtrace` command: run the demo, record a program, read traces
 //! (view, stats, export) and control traced processes live (ctl).
 //!
-//! Module map: one module per subcommand, over shared helpers; no
-//! subcommand imports another (checked by `scripts/module_graph.py`).
+//! Module map: one module per subcommand, over shared parts; no
+//! subcommand imports another (`view --follow` is `follow`, below `view`).
+//! Each row imports only from the rows below it (`scripts/module_graph.py`
+//! holds these rows as the crate's layers and checks every import).
 //!
 //! ```text
 //!   demo, record, view, stats, export, recover, ctl, docs   (subcommands)
-//!     └─► read (open traces, progress), pretty (event text),
-//!         outdir (-o folders the user owns), out (aligned tables, errors)
+//!     follow                                  (view --follow)
+//!       pretty (event text), select (which events view shows)
+//!         read (open traces, progress), outdir (-o folders the user owns),
+//!         out (aligned tables, errors), who (process and thread columns),
+//!         filter (--filter), babeltrace (its text format), session_opts
+//!         (demo's and record's session flags), session_stats (ctl stats)
 //! ```
 
 #[macro_use]

@@ -3,6 +3,8 @@
 //! the reading tests of a test binary.
 #![allow(dead_code)]
 
+pub mod relayd;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;

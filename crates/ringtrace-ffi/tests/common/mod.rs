@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cc;
+pub mod programs;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
