@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64 as StdAtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::config::{Alloc, ChannelAttr, Config, ConfigError};
-use crate::frontend::{Buffer, Lost, Slot, SlotCtx};
+use crate::frontend::{Buffer, Lost, Refused, Slot, SlotCtx};
 use crate::sync::{AtomicU64, Ordering};
 use crate::writer::Writer;
 use crate::{cpu, thread_slots, Error};
@@ -224,13 +224,13 @@ impl<C: Config> Channel<C> {
 
     /// Reserves `len` bytes in the calling thread's buffer.
     #[inline(always)]
-    pub fn reserve(&self, len: usize) -> Result<Slot<'_, C>, Lost> {
+    pub fn reserve(&self, len: usize) -> Result<Slot<'_, C>, Refused> {
         self.reserve_with(|_| len)
     }
 
     /// Reserves a record sized by the client (see [`Buffer::reserve_with`]).
     #[inline(always)]
-    pub fn reserve_with<F: FnMut(SlotCtx) -> usize>(&self, f: F) -> Result<Slot<'_, C>, Lost> {
+    pub fn reserve_with<F: FnMut(SlotCtx) -> usize>(&self, f: F) -> Result<Slot<'_, C>, Refused> {
         self.reserve_at(self.cfg.clock(), f)
     }
 
@@ -240,7 +240,7 @@ impl<C: Config> Channel<C> {
         &self,
         now: u64,
         f: F,
-    ) -> Result<Slot<'_, C>, Lost> {
+    ) -> Result<Slot<'_, C>, Refused> {
         if C::SYNC == crate::Sync::Rseq {
             return self.reserve_rseq(now, f);
         }
@@ -251,7 +251,7 @@ impl<C: Config> Channel<C> {
             Some(b) => unsafe { b.writer_unchecked() }.reserve_at(now, f),
             None => {
                 self.lost_no_buffer.fetch_add(1, Relaxed);
-                Err(Lost::NoBuffer)
+                Err(Lost::NoBuffer.into())
             }
         }
     }
@@ -267,7 +267,7 @@ impl<C: Config> Channel<C> {
         &self,
         now: u64,
         mut f: F,
-    ) -> Result<Slot<'_, C>, Lost> {
+    ) -> Result<Slot<'_, C>, Refused> {
         // Each retry follows a migration, preemption or signal inside a few
         // instructions: a thread that keeps failing (an area the kernel does
         // not maintain, say) gives up and counts its record lost rather
@@ -283,7 +283,7 @@ impl<C: Config> Channel<C> {
             // SAFETY: an rseq buffer takes writers on any thread: its head
             // only moves inside a critical section that checks the CPU.
             match unsafe { b.writer_unchecked() }.reserve_at(now, &mut f) {
-                Err(Lost::Migrated) => continue,
+                Err(Refused::Migrated) => continue,
                 r => return r,
             }
         }
@@ -291,9 +291,9 @@ impl<C: Config> Channel<C> {
     }
 
     #[cold]
-    fn no_rseq<'s>(&'s self) -> Result<Slot<'s, C>, Lost> {
+    fn no_rseq<'s>(&'s self) -> Result<Slot<'s, C>, Refused> {
         self.lost_no_buffer.fetch_add(1, Relaxed);
-        Err(Lost::NoBuffer)
+        Err(Lost::NoBuffer.into())
     }
 
     #[inline(always)]

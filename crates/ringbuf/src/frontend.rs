@@ -16,9 +16,9 @@ use crate::Error;
 
 use Ordering::Relaxed;
 
-/// Why a reservation failed. Every failure to record is counted in the
-/// buffer's [`LostCounts`]; nothing is lost silently. ([`Lost::Empty`] is
-/// not a loss: nothing was asked to be recorded.)
+/// A record that was not recorded, by cause. Every one is counted: in the
+/// buffer's [`LostCounts`], or ([`Lost::NoBuffer`]) in the channel's;
+/// nothing is lost silently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Lost {
     /// Discard mode: the buffer is full.
@@ -34,6 +34,15 @@ pub enum Lost {
     /// Per-thread channel: no buffer left in the pool for this thread.
     #[error("no per-thread buffer available")]
     NoBuffer,
+}
+
+/// Why a reservation gave no slot: a record lost (and counted), or one of
+/// two outcomes that lose nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The record is lost, and counted.
+    #[error(transparent)]
+    Lost(#[from] Lost),
     /// A zero-length record was asked for: nothing is reserved, and nothing
     /// is counted (no record was lost).
     #[error("zero-length record")]
@@ -380,7 +389,7 @@ impl<C: Config> Buffer<C> {
 
     /// Reserves `len` bytes (SMP buffers; see [`Buffer::writer`]).
     #[inline(always)]
-    pub fn reserve(&self, len: usize) -> Result<Slot<'_, C>, Lost> {
+    pub fn reserve(&self, len: usize) -> Result<Slot<'_, C>, Refused> {
         self.writer().reserve(len)
     }
 
@@ -389,7 +398,7 @@ impl<C: Config> Buffer<C> {
     pub fn reserve_with<F: FnMut(SlotCtx) -> usize>(
         &self,
         slot_size: F,
-    ) -> Result<Slot<'_, C>, Lost> {
+    ) -> Result<Slot<'_, C>, Refused> {
         self.writer().reserve_with(slot_size)
     }
 
@@ -399,7 +408,7 @@ impl<C: Config> Buffer<C> {
         &self,
         now: u64,
         slot_size: F,
-    ) -> Result<Slot<'_, C>, Lost> {
+    ) -> Result<Slot<'_, C>, Refused> {
         self.writer().reserve_at(now, slot_size)
     }
 
@@ -411,7 +420,7 @@ impl<C: Config> Buffer<C> {
         &self,
         now: u64,
         mut slot_size: F,
-    ) -> Result<Slot<'_, C>, Lost> {
+    ) -> Result<Slot<'_, C>, Refused> {
         let geo = self.geo;
         let (w, last) = self.wr.head.load();
         // Clamped: the clock read is not ordered after the loads, the CAS

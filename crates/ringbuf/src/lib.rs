@@ -136,7 +136,7 @@ pub use config::{
     Sync, Wakeup,
 };
 pub use counters::Geometry;
-pub use frontend::{Buffer, BufferStats, Lost, Slot, SlotCtx};
+pub use frontend::{Buffer, BufferStats, Lost, Refused, Slot, SlotCtx};
 pub use reader::{BadRecord, Order, Poll, Pushed, Reader, Records, SnapshotStats, Subbuf};
 pub use writer::Writer;
 

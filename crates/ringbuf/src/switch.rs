@@ -23,7 +23,7 @@
 //! sub-buffer boundary means "nothing opened yet" and needs no step.
 
 use crate::config::{Config, LostCounts, Mode, SubbufBegin, Sync};
-use crate::frontend::{Buffer, Lost, Slot, SlotCtx};
+use crate::frontend::{Buffer, Lost, Refused, Slot, SlotCtx};
 use crate::sync::{Fail, Ordering};
 
 use Ordering::{AcqRel, Acquire, Relaxed};
@@ -64,7 +64,7 @@ impl<C: Config> Buffer<C> {
         &self,
         mut slot_size: F,
         first: (u64, u64, u64),
-    ) -> Result<Slot<'_, C>, Lost> {
+    ) -> Result<Slot<'_, C>, Refused> {
         let mut first = Some(first);
         let o = loop {
             let (w, last, ts) = match first.take() {
@@ -107,17 +107,17 @@ impl<C: Config> Buffer<C> {
     /// cause, out of line.
     #[cold]
     #[inline(never)]
-    pub(crate) fn moved(&self, f: Fail) -> Lost {
+    pub(crate) fn moved(&self, f: Fail) -> Refused {
         match f {
             Fail::Aborted => self.wr.rseq_aborts.add(Sync::Smp, 1),
             _ => self.wr.rseq_moves.add(Sync::Smp, 1),
         };
-        Lost::Migrated
+        Refused::Migrated
     }
 
     /// One try from (`w`, `last`, `ts`): where the record goes and which
     /// switch steps it takes; `Ok(None)` to retry; `Err` when the record
-    /// cannot be recorded (counted, but for [`Lost::Empty`]). Every length
+    /// cannot be recorded (counted, but for [`Refused::Empty`]). Every length
     /// is compared before any arithmetic on it.
     fn offsets<F: FnMut(SlotCtx) -> usize>(
         &self,
@@ -125,7 +125,7 @@ impl<C: Config> Buffer<C> {
         w: u64,
         last: u64,
         ts: u64,
-    ) -> Result<Option<Offsets>, Lost> {
+    ) -> Result<Option<Offsets>, Refused> {
         let geo = self.geo;
         let s = geo.subbuf_size();
         let off = geo.sb_offset(w);
@@ -136,7 +136,7 @@ impl<C: Config> Buffer<C> {
             last_ts: last,
         }) as u64;
         if len == 0 {
-            return Err(Lost::Empty);
+            return Err(Refused::Empty);
         }
         let mut switch_old = false;
         let mut switch_new = false;
@@ -149,7 +149,7 @@ impl<C: Config> Buffer<C> {
             // sub-buffer is always fully committed.
             if C::MODE == Mode::Discard && geo.buffer_full(x, self.rd.r.load(Acquire)) {
                 self.wr.lost_full.add(C::SYNC, 1);
-                return Err(Lost::Full);
+                return Err(Lost::Full.into());
             }
             let cs = self.subbuf_state(geo.sb_index(x)).cs.load(Acquire);
             if !geo.fully_committed(cs, x) {
@@ -157,7 +157,7 @@ impl<C: Config> Buffer<C> {
                     return Ok(None);
                 }
                 self.wr.lost_wrap.add(C::SYNC, 1);
-                return Err(Lost::Wrap);
+                return Err(Lost::Wrap.into());
             }
             switch_new = true;
             begin = x.wrapping_add(self.header_size);
@@ -169,11 +169,11 @@ impl<C: Config> Buffer<C> {
             }) as u64;
         }
         if len == 0 {
-            return Err(Lost::Empty);
+            return Err(Refused::Empty);
         }
         if len > s - geo.sb_offset(begin) {
             self.wr.lost_big.add(C::SYNC, 1);
-            return Err(Lost::TooBig);
+            return Err(Lost::TooBig.into());
         }
         Ok(Some(Offsets {
             old: w,

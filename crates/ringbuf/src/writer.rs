@@ -78,7 +78,7 @@
 use std::marker::PhantomData;
 
 use crate::config::{Config, Sync};
-use crate::frontend::{Buffer, Lost, Slot, SlotCtx};
+use crate::frontend::{Buffer, Refused, Slot, SlotCtx};
 
 /// The calling thread's right to write one buffer: reserve records and
 /// force a switch. Neither `Send` nor `Sync` (see the module doc).
@@ -96,7 +96,7 @@ impl<'a, C: Config> Writer<'a, C> {
 
     /// Reserves `len` bytes.
     #[inline(always)]
-    pub fn reserve(&self, len: usize) -> Result<Slot<'a, C>, Lost> {
+    pub fn reserve(&self, len: usize) -> Result<Slot<'a, C>, Refused> {
         self.reserve_with(|_| len)
     }
 
@@ -107,7 +107,7 @@ impl<'a, C: Config> Writer<'a, C> {
     pub fn reserve_with<F: FnMut(SlotCtx) -> usize>(
         &self,
         slot_size: F,
-    ) -> Result<Slot<'a, C>, Lost> {
+    ) -> Result<Slot<'a, C>, Refused> {
         self.reserve_at(self.buf.config().clock(), slot_size)
     }
 
@@ -120,7 +120,7 @@ impl<'a, C: Config> Writer<'a, C> {
         &self,
         now: u64,
         slot_size: F,
-    ) -> Result<Slot<'a, C>, Lost> {
+    ) -> Result<Slot<'a, C>, Refused> {
         self.buf.reserve_at_unchecked(now, slot_size)
     }
 

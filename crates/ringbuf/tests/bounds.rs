@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use common::*;
 use proptest::prelude::*;
-use ringbuf::{Buffer, ChannelAttr, Lost};
+use ringbuf::{Buffer, ChannelAttr, Lost, Refused};
 
 const S: usize = 512;
 const N: usize = 4;
@@ -65,8 +65,8 @@ fn run<C: ringbuf::Config + Default>(lens: &[usize], laps: u64) {
                 slot.commit();
                 written += 1;
             }
-            Err(Lost::Empty) => assert_eq!(len, 0),
-            Err(Lost::TooBig) => {
+            Err(Refused::Empty) => assert_eq!(len, 0),
+            Err(Refused::Lost(Lost::TooBig)) => {
                 assert!(len > S - HEADER, "length {len:#x} refused as too big");
                 too_big += 1;
             }

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 use loom::thread;
-use ringbuf::{Alloc, Buffer, ChannelAttr, Config, Lost, Mode, Order, SubbufBegin, SubbufEnd};
+use ringbuf::{Alloc, Buffer, ChannelAttr, Config, Mode, Order, Refused, SubbufBegin, SubbufEnd};
 
 const S: usize = 64;
 const HEADER: usize = 8;
@@ -70,7 +70,7 @@ fn buffer<const O: bool>() -> Arc<Buffer<Tiny<O>>> {
     Arc::new(Buffer::new(Arc::new(Tiny::<O>), &attr, "loom").unwrap())
 }
 
-fn write<const O: bool>(b: &Buffer<Tiny<O>>, writer: u32, seq: u64) -> Result<(), Lost> {
+fn write<const O: bool>(b: &Buffer<Tiny<O>>, writer: u32, seq: u64) -> Result<(), Refused> {
     let mut s = b.reserve(REC)?;
     fill(s.bytes(), writer, seq);
     s.commit();

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ringbuf::{BufferStats, Channel, ChannelAttr, Config, Lost};
+use ringbuf::{BufferStats, Channel, ChannelAttr, Config, Lost, Refused};
 
 type Rseq = Client<false, A_CPU, false, false, true>;
 type Atomics = Client<false, A_CPU>;
@@ -55,7 +55,7 @@ fn cpu_now() -> u32 {
 
 /// Reserves and fills one record of `writer`, tagged with the CPU it ran on
 /// when that is certain. `Err` when it was lost (counted by the buffer).
-fn record<C: Config>(ch: &Channel<C>, writer: u32, w: usize, seq: u64) -> Result<(), Lost> {
+fn record<C: Config>(ch: &Channel<C>, writer: u32, w: usize, seq: u64) -> Result<(), Refused> {
     let g1 = GEN[w].load(Acquire);
     let c1 = cpu_now();
     let mut slot = ch.reserve(64 + (seq % 5) as usize * 8)?;
@@ -85,7 +85,7 @@ extern "C" fn handler<C: Config>(_: libc::c_int) {
     H_ATTEMPTED.fetch_add(1, Relaxed);
     match record(ch, HANDLER_ID + w as u32, w, seq) {
         Ok(()) => H_WRITTEN.fetch_add(1, Relaxed),
-        Err(Lost::Full | Lost::Wrap) => H_LOST.fetch_add(1, Relaxed),
+        Err(Refused::Lost(Lost::Full | Lost::Wrap)) => H_LOST.fetch_add(1, Relaxed),
         Err(_) => std::process::abort(),
     };
 }
@@ -218,7 +218,7 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
                             attempted += 1;
                             match record(ch, w as u32, w, attempted) {
                                 Ok(()) => written += 1,
-                                Err(Lost::Full | Lost::Wrap) => lost += 1,
+                                Err(Refused::Lost(Lost::Full | Lost::Wrap)) => lost += 1,
                                 Err(e) => panic!("unexpected {e}"),
                             }
                             // A paced writer: the reader keeps up, so

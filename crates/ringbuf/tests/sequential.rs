@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use common::*;
 use proptest::prelude::*;
-use ringbuf::{Buffer, ChannelAttr, ConfigError, Error, Lost, Order, Poll};
+use ringbuf::{Buffer, ChannelAttr, ConfigError, Error, Lost, Order, Poll, Refused};
 
 type Discard = Client<false, A_GLOBAL>;
 type Overwrite = Client<true, A_GLOBAL>;
@@ -22,7 +22,7 @@ fn attr(subbuf: usize, n: usize, w0: u64) -> ChannelAttr {
     }
 }
 
-fn write<C: ringbuf::Config>(b: &Buffer<C>, len: usize, seq: u64) -> Result<(), Lost> {
+fn write<C: ringbuf::Config>(b: &Buffer<C>, len: usize, seq: u64) -> Result<(), Refused> {
     let mut s = b.reserve(len)?;
     let ts = s.ts();
     fill_record(s.bytes(), 7, seq, ts);
@@ -77,7 +77,7 @@ fn discard_fills_then_drops_exactly() {
     for seq in 0..40 {
         match write(&b, 32, seq) {
             Ok(()) => ok += 1,
-            Err(Lost::Full) => lost += 1,
+            Err(Refused::Lost(Lost::Full)) => lost += 1,
             Err(e) => panic!("{e}"),
         }
     }
@@ -167,9 +167,12 @@ fn lost_counts_reach_the_next_header() {
 #[test]
 fn too_big_is_rejected_and_counted() {
     let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
-    assert_eq!(write(&b, 256 - HEADER + 1, 0), Err(Lost::TooBig));
+    assert_eq!(
+        write(&b, 256 - HEADER + 1, 0),
+        Err(Refused::Lost(Lost::TooBig))
+    );
     // Zero bytes is no record: refused, and not counted as lost.
-    assert_eq!(write(&b, 0, 0), Err(Lost::Empty));
+    assert_eq!(write(&b, 0, 0), Err(Refused::Empty));
     // Exactly filling a sub-buffer is fine.
     write(&b, 256 - HEADER, 1).unwrap();
     assert_eq!(b.stats().lost.too_big, 1);
@@ -425,7 +428,7 @@ fn run_history<C: ringbuf::Config + Default>(steps: &[Step], laps: u64, n: usize
                         fill_record(slot.bytes(), 1, seq, ts);
                         written += 1;
                     }
-                    Err(Lost::Full) | Err(Lost::Wrap) => lost += 1,
+                    Err(Refused::Lost(Lost::Full | Lost::Wrap)) => lost += 1,
                     Err(e) => panic!("{e}"),
                 }
             }

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use common::*;
-use ringbuf::{Buffer, ChannelAttr, Config, Lost};
+use ringbuf::{Buffer, ChannelAttr, Config, Lost, Refused};
 
 fn buffer<C: Config + Default>() -> Arc<Buffer<C>> {
     let attr = ChannelAttr {
@@ -21,7 +21,7 @@ fn buffer<C: Config + Default>() -> Arc<Buffer<C>> {
     Arc::new(Buffer::new(Arc::new(C::default()), &attr, "stall").unwrap())
 }
 
-fn write<C: Config>(b: &Buffer<C>, id: u32, seq: u64) -> Result<(), Lost> {
+fn write<C: Config>(b: &Buffer<C>, id: u32, seq: u64) -> Result<(), Refused> {
     let mut s = b.reserve(32)?;
     let ts = s.ts();
     fill_record(s.bytes(), id, seq, ts);
@@ -55,7 +55,7 @@ fn reader_waits_for_the_stalled_commit_discard() {
     // Fill the rest of the buffer and beyond.
     let mut lost = 0;
     for seq in 5..40 {
-        if write(&b, 1, seq) == Err(Lost::Full) {
+        if write(&b, 1, seq) == Err(Refused::Lost(Lost::Full)) {
             lost += 1;
         }
     }
@@ -102,7 +102,7 @@ fn overwrite_writers_keep_going_with_counted_drops() {
     for seq in 5..200 {
         match write(&b, 1, seq) {
             Ok(()) => ok += 1,
-            Err(Lost::Wrap) => wrap += 1,
+            Err(Refused::Lost(Lost::Wrap)) => wrap += 1,
             Err(e) => panic!("{e}"),
         }
     }

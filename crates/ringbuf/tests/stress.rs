@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use common::*;
-use ringbuf::{Channel, ChannelAttr, Config, Lost, Mode};
+use ringbuf::{Channel, ChannelAttr, Config, Lost, Mode, Refused};
 
 struct Outcome {
     attempted: u64,
@@ -67,7 +67,7 @@ fn run<C: Config + Default>(subbuf: usize, n: usize, writers: u32, per_writer: u
                             fill_record(s.bytes(), id, seq, ts);
                             s.commit();
                         }
-                        Err(Lost::Full | Lost::Wrap) => lost += 1,
+                        Err(Refused::Lost(Lost::Full | Lost::Wrap)) => lost += 1,
                         Err(e) => panic!("{e}"),
                     }
                 }
@@ -200,7 +200,7 @@ fn per_thread_buffers_are_recycled() {
     let r = std::thread::spawn(move || ch2.reserve(64).map(drop))
         .join()
         .unwrap();
-    assert_eq!(r.unwrap_err(), Lost::NoBuffer);
+    assert_eq!(r.unwrap_err(), Refused::Lost(Lost::NoBuffer));
     assert_eq!(ch.lost_no_buffer(), 1);
     assert_eq!(ch.recycle(), 0, "not drained yet");
     let mut rd = ch.buffers()[0].reader().unwrap();

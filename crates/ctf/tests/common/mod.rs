@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ctf::layout::{event_header_len, write_event_header, write_packet_begin, write_packet_end};
 use ctf::types::*;
 use ctf::value::{encode, Value};
-use ringbuf::{Alloc, Channel, ChannelAttr, Config, Lost, Mode, SubbufBegin, SubbufEnd};
+use ringbuf::{Alloc, Channel, ChannelAttr, Config, Mode, Refused, SubbufBegin, SubbufEnd};
 
 /// A client for one stream class; the clock is set by the test.
 pub struct CtfClient<const OVERWRITE: bool> {
@@ -100,7 +100,7 @@ impl<const O: bool> StreamWriter<O> {
     }
 
     /// Records event `id` at time `ts` with an encoded payload.
-    pub fn emit(&mut self, id: u32, ts: u64, payload: &[u8]) -> Result<(), Lost> {
+    pub fn emit(&mut self, id: u32, ts: u64, payload: &[u8]) -> Result<(), Refused> {
         self.clock.store(ts, Ordering::Relaxed);
         let kind = self.kind;
         let r = self
