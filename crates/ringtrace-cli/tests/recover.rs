@@ -27,21 +27,7 @@ fn recover_rebuilds_the_trace_of_a_killed_process() {
     );
     let mut traced = Traced(c.spawn().unwrap());
     let t = Instant::now();
-    // The program's buffers: a folder of its own under the buffer directory.
-    let has_buffers = || ctf::read::find_traces(&buf).is_ok_and(|t| t.len() == 1);
-    // The program recorded: its own session's trace (`inner`, written every
-    // quarter second) has events, which the session `record` handed it
-    // recorded too. Killed before that (a slow start, a starved CPU), it
-    // would leave buffers with no event.
-    while !has_buffers() || !has_stream_data(&inner) {
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "within 60 s: buffer directory {}, events in {}",
-            has_buffers(),
-            has_stream_data(&inner)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_recorded(&buf, &inner, t);
     // SAFETY: kill with a valid pid and signal.
     unsafe { libc::kill(traced.0.id() as i32, libc::SIGKILL) };
     traced.0.wait().unwrap();
@@ -181,21 +167,7 @@ fn record_recovers_a_killed_program() {
         .spawn()
         .unwrap();
     let t = Instant::now();
-    // The program's buffers: a folder of its own under the buffer directory.
-    let has_buffers = || ctf::read::find_traces(&buf).is_ok_and(|t| t.len() == 1);
-    // The program recorded: its own session's trace (`inner`, written every
-    // quarter second) has events, which the session `record` handed it
-    // recorded too. Killed before that (a slow start, a starved CPU), it
-    // would leave buffers with no event.
-    while !has_buffers() || !has_stream_data(&inner) {
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "within 60 s: buffer directory {}, events in {}",
-            has_buffers(),
-            has_stream_data(&inner)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_recorded(&buf, &inner, t);
     let children =
         std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", rec.id())).unwrap();
     let pid: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
@@ -236,4 +208,22 @@ fn has_stream_data(dir: &std::path::Path) -> bool {
         }
         e.file_name() != "metadata" && md.is_ok_and(|m| m.is_file() && m.len() > 0)
     })
+}
+
+/// Waits until the demo under test has its buffers (a folder of its own
+/// under `buf`) and has recorded: its own session's trace (`inner`,
+/// written every quarter second) has events, which the session in `buf`
+/// recorded too. Killed before that (a slow start, a starved CPU), it
+/// would leave buffers with no event. Fails 60 s after `t`.
+fn wait_until_recorded(buf: &std::path::Path, inner: &std::path::Path, t: Instant) {
+    let has_buffers = || ctf::read::find_traces(buf).is_ok_and(|t| t.len() == 1);
+    while !has_buffers() || !has_stream_data(inner) {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "within 60 s: buffer directory {}, events in {}",
+            has_buffers(),
+            has_stream_data(inner)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
