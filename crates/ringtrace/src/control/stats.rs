@@ -87,6 +87,16 @@ impl BufferStats {
     pub fn lost(&self) -> u64 {
         self.lost_full + self.lost_wrap + self.lost_too_big
     }
+
+    /// Whether every counter is zero: the buffer saw nothing.
+    pub fn is_idle(&self) -> bool {
+        *self
+            == BufferStats {
+                index: self.index,
+                records: self.records.map(|_| 0),
+                ..BufferStats::default()
+            }
+    }
 }
 
 /// Counters of one channel.
@@ -323,6 +333,13 @@ mod tests {
                 slowest: std::time::Duration::from_millis(2),
             },
         };
+        assert!(!b.is_idle());
+        let idle = BufferStats {
+            index: 4,
+            records: Some(0),
+            ..BufferStats::default()
+        };
+        assert!(idle.is_idle());
         let json = serde_json::to_string(&st).unwrap();
         assert!(json.contains(r#""sharing":"per-cpu rseq""#), "{json}");
         assert_eq!(serde_json::from_str::<SessionStats>(&json).unwrap(), st);

@@ -17,8 +17,9 @@ use ringtrace_core::level::Level;
 pub const MAGIC: &str = "ringtrace-ctl 1";
 /// Largest request accepted.
 pub const MAX_REQUEST: usize = 4096;
-/// Largest reply accepted by the client.
-pub const MAX_REPLY: usize = 1 << 20;
+/// Largest reply accepted by the client (statistics of a few thousand
+/// active buffers, at about 350 bytes of JSON each, fit).
+pub const MAX_REPLY: usize = 16 << 20;
 
 /// A command for a traced process. The same declaration is the `ringtrace
 /// ctl PID …` command line (feature `clap`): its documentation is that
