@@ -55,7 +55,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         .map_err(|_| format!("'{}' is neither 'list' nor a process id", a.target))?;
     let action = a
         .action
-        .ok_or("give an action: sessions, enable, disable, start, stop, flush, snapshot, stats, add-context")?;
+        .ok_or_else(|| format!("give an action: {}", ctl::proto::COMMANDS.join(", ")))?;
     let req = complete(action)?;
     let Some(socket) = ctl::find_socket(pid) else {
         let looked: Vec<String> = ctl::search_dirs()
@@ -115,4 +115,17 @@ fn complete(req: Request) -> Result<Request, Box<dyn std::error::Error>> {
         }
         other => other,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Subcommand;
+    use ringtrace::ctl::proto::{Request, COMMANDS};
+
+    #[test]
+    fn the_command_line_names_the_protocols_commands() {
+        let cmd = Request::augment_subcommands(clap::Command::new("ctl"));
+        let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+        assert_eq!(names, COMMANDS);
+    }
 }

@@ -15,6 +15,19 @@ use ringtrace_core::level::Level;
 
 /// First line of every request.
 pub const MAGIC: &str = "ringtrace-ctl 1";
+/// Every command's name, as a request names it (and `ringtrace ctl`).
+pub const COMMANDS: [&str; 9] = [
+    "sessions",
+    "enable",
+    "disable",
+    "start",
+    "stop",
+    "flush",
+    "snapshot",
+    "stats",
+    "add-context",
+];
+
 /// Largest request accepted.
 pub const MAX_REQUEST: usize = 4096;
 /// Largest reply accepted by the client (statistics of a few thousand
@@ -210,7 +223,9 @@ impl Request {
                 Request::Enable {
                     session: session(),
                     pattern: args[1].into(),
-                    level: args[2].parse().map_err(|e: crate::UnknownLevel| ProtoError::Bad(e.to_string()))?,
+                    level: args[2]
+                        .parse()
+                        .map_err(|e: crate::UnknownLevel| ProtoError::Bad(e.to_string()))?,
                     channel: opt(args[3]),
                 }
             }
@@ -258,8 +273,9 @@ impl Request {
             }
             other => {
                 return Err(ProtoError::Bad(format!(
-                    "unknown command '{}' (sessions, enable, disable, start, stop, flush, snapshot, stats, add-context)",
-                    other.chars().take(40).collect::<String>()
+                    "unknown command '{}' ({})",
+                    other.chars().take(40).collect::<String>(),
+                    COMMANDS.join(", ")
                 )))
             }
         })
@@ -369,9 +385,13 @@ mod tests {
                 channel: None,
             },
         ];
+        let mut named = std::collections::BTreeSet::new();
         for r in reqs {
             assert_eq!(Request::decode(r.encode().as_bytes()).unwrap(), r);
+            named.insert(r.encode().lines().nth(1).unwrap().to_owned());
         }
+        // COMMANDS names every command, and only those.
+        assert_eq!(named, COMMANDS.iter().map(|c| c.to_string()).collect());
     }
 
     #[test]
