@@ -17,7 +17,7 @@ const RECORD: usize = 12;
 
 fn write_n(ch: &AnyChannel, n: u64) {
     for i in 0..n {
-        ch.record(0, 8, &|b: &mut [u8]| {
+        ch.record(1, 8, &|b: &mut [u8]| {
             b[..8].copy_from_slice(&std::hint::black_box(i).to_le_bytes())
         });
     }

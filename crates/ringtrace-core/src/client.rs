@@ -7,13 +7,14 @@
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::Relaxed};
 
-use ctf::layout::{event_header_len, write_event_header, write_packet_begin, write_packet_end};
+use ctf::layout::{event_header_len, write_packet_begin, write_packet_end};
 use ctf::types::HeaderKind;
 use ringbuf::{Alloc, Channel, ChannelAttr, Config, Mode, SubbufBegin, SubbufEnd, Sync};
 use traceclock::TraceClock;
 
 use crate::context::{words, Contexts, Layout};
 use crate::ops::{ChannelOps, PACKET_SIZE_AT};
+use crate::unfinished;
 
 /// Event header of every channel: 5-bit id and 27-bit timestamp, extended
 /// when needed (`ctf::layout`).
@@ -323,7 +324,7 @@ fn record_in<K: Kind, P: Payload>(
     }
 }
 
-/// The header, then `len` bytes that `write` fills.
+/// A record: the event header and `len` bytes that `write` fills.
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn record_body<C: Config, P: Payload>(
     ch: &Channel<C>,
@@ -341,8 +342,10 @@ fn record_body<C: Config, P: Payload>(
             let ts = slot.ts();
             let b = slot.bytes();
             let h = b.len() - len;
-            write_event_header(b, HEADER, h, id, ts);
+            // The mark, the payload, the header: see `unfinished`.
+            unfinished::mark(b);
             write.write(&mut b[h..]);
+            unfinished::finish(b, h, id, ts);
             slot.commit();
             true
         }

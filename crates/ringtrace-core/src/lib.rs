@@ -40,6 +40,7 @@ pub mod desc;
 pub mod field;
 pub mod level;
 pub mod rcu;
+pub mod unfinished;
 
 // The collector's side of the contract: what `ringtrace` builds channels,
 // probe lists and the consumer's passes from. Not for programs (hidden

@@ -62,7 +62,7 @@ fn events(c: &mut Criterion) {
             let mut i = 0u64;
             b.iter(|| {
                 let v = black_box(i);
-                bare_cpu.record(0, 8, &|buf: &mut [u8]| {
+                bare_cpu.record(1, 8, &|buf: &mut [u8]| {
                     buf[..8].copy_from_slice(&v.to_le_bytes())
                 });
                 i += 1;
@@ -79,7 +79,7 @@ fn events(c: &mut Criterion) {
             let mut i = 0u64;
             b.iter(|| {
                 let v = black_box(i);
-                bare_thread.record(0, 8, &|buf: &mut [u8]| {
+                bare_thread.record(1, 8, &|buf: &mut [u8]| {
                     buf[..8].copy_from_slice(&v.to_le_bytes())
                 });
                 i += 1;
@@ -195,7 +195,7 @@ fn paired_all() {
     paired(
         "per-CPU, SMP atomics",
         |i| {
-            bare_cpu.record(0, 8, &|b: &mut [u8]| {
+            bare_cpu.record(1, 8, &|b: &mut [u8]| {
                 b[..8].copy_from_slice(&black_box(i).to_le_bytes())
             });
         },
@@ -204,7 +204,7 @@ fn paired_all() {
     paired(
         "per-thread, non-locked",
         |i| {
-            bare_thread.record(0, 8, &|b: &mut [u8]| {
+            bare_thread.record(1, 8, &|b: &mut [u8]| {
                 b[..8].copy_from_slice(&black_box(i).to_le_bytes())
             });
         },

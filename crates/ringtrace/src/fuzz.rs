@@ -31,17 +31,21 @@ pub fn recover_buffer_file(data: &[u8]) {
     let Ok(f) = BufferFile::from_bytes(data.to_vec()) else {
         return;
     };
-    let desc = std::sync::Arc::new(recover::standalone_desc());
-    let mut r = recover::FileReport::default();
-    for p in recover::packets(&desc, &f, &mut r) {
-        let mut s = ctf::read::StreamReader::from_reader(
-            desc.clone(),
-            Path::new("fuzz"),
-            Box::new(std::io::Cursor::new(p)),
-        );
-        while let Some(item) = s.next_item().transpose() {
-            if let Err(e) = item {
-                panic!("a recovered packet does not read back: {e}");
+    // Ids from 0 (no marks trusted) and from 1 (unfinished records
+    // stepped over).
+    for first in [0, 1] {
+        let desc = std::sync::Arc::new(recover::standalone_desc_from(first));
+        let mut r = recover::FileReport::default();
+        for p in recover::packets(&desc, &f, &mut r) {
+            let mut s = ctf::read::StreamReader::from_reader(
+                desc.clone(),
+                Path::new("fuzz"),
+                Box::new(std::io::Cursor::new(p)),
+            );
+            while let Some(item) = s.next_item().transpose() {
+                if let Err(e) = item {
+                    panic!("a recovered packet does not read back: {e}");
+                }
             }
         }
     }

@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::*;
-use ctf::value::Value;
 use ringtrace::{event, FieldKind, FieldValue, Mode, Session};
 
 const WORKERS: usize = 2;
@@ -152,29 +151,21 @@ fn seqs(dir: &Path) -> Vec<Vec<u64>> {
 }
 
 /// The recovered events of each worker are 1..=n exactly once (no
-/// phantom, no duplicate, no hole), and n reaches the last heartbeat except
-/// for the one record that each gap (a reservation never committed with
-/// records committed after it) can cut: the last record reserved before
-/// the kill, which the commit counts cannot tell from the missing one.
-fn check_workers(per: &[Vec<u64>], beat: &[u64], gaps: u64) {
-    let mut short = 0;
+/// phantom, no duplicate, no hole), and, with `all`, n reaches the last
+/// heartbeat: every record committed before it is recovered.
+fn check_workers(per: &[Vec<u64>], beat: &[u64], all: bool) {
     for (w, s) in per.iter().enumerate() {
         let expect: Vec<u64> = (1..=s.len() as u64).collect();
         assert_eq!(*s, expect, "worker {w}: every event once, in order");
-        let n = s.len() as u64;
-        if n < beat[w] {
-            assert_eq!(
-                n + 1,
-                beat[w],
-                "worker {w}: only the last record can be cut"
+        if all {
+            assert!(
+                s.len() as u64 >= beat[w],
+                "worker {w}: {} recovered, {} committed",
+                s.len(),
+                beat[w]
             );
-            short += 1;
         }
     }
-    assert!(
-        short <= gaps,
-        "{short} workers short of their heartbeat with {gaps} gaps"
-    );
 }
 
 fn check_with_babeltrace2(dir: &Path, expect: usize) {
@@ -215,12 +206,18 @@ fn a_killed_flight_recorder_is_recovered_up_to_its_last_heartbeat() {
         "{}",
         report.table()
     );
-    // A gap needs a thread killed between reserve and commit while another
-    // thread on the same CPU committed after it: rare, and then bounded.
+    // A gap needs a thread killed between its reservation and its
+    // unfinished-record mark (a few instructions) while another thread on
+    // the same CPU committed after it: rare, and then the records behind
+    // it are lost. A thread killed after its mark is stepped over.
     let gaps = report.files.iter().map(|f| f.gaps).sum::<u64>();
     assert!(gaps <= 1, "{}", report.table());
     let per = seqs(&out);
-    check_workers(&per, &beat, gaps);
+    check_workers(&per, &beat, gaps == 0);
+    println!(
+        "unfinished records stepped over: {}, gaps: {gaps}",
+        report.files.iter().map(|f| f.unfinished).sum::<u64>()
+    );
     assert_streams_ordered(&out);
     check_with_babeltrace2(&out, per.iter().map(Vec::len).sum());
     // The buffer directory is left as it was: recovering again gives the same.
@@ -241,34 +238,34 @@ fn a_killed_flight_recorder_is_recovered_up_to_its_last_heartbeat() {
 }
 
 #[test]
-fn a_writer_stalled_inside_a_probe_leaves_a_marked_gap() {
+fn a_writer_stalled_inside_a_probe_is_stepped_over_not_recovered() {
     let bufdir = tmpdir("stall-bufs");
     let (beat, stalled) = run_and_kill(&bufdir, true, 6);
     assert!(stalled);
     let out = tmpdir("stall-out");
     let report = ringtrace::recover::recover(&bufdir, &out).unwrap();
     // The stalled record's sub-buffer has records committed after it: its
-    // committed bytes end inside a record, which is cut and marked lost.
+    // committed bytes end short of them by the stalled record's size.
+    let (evs, discarded) = read_all(&out);
+    assert!(discarded >= 1, "the stalled record is counted as discarded");
+    // Its writer stalled in its payload: it was never finished, so it is
+    // not in the trace (read as written, its header and the zeros the file
+    // held would come back as a `crash:stuck` of value 0: a phantom)...
+    assert!(
+        !evs.iter().any(|e| e.name == "crash:stuck"),
+        "a record never finished is not recovered: {}",
+        report.table()
+    );
+    // ... and every record committed after it is: it was stepped over,
+    // it did not end the walk.
     assert_eq!(
         report.files.iter().map(|f| f.gaps).sum::<u64>(),
-        1,
+        0,
         "{}",
         report.table()
     );
-    let (evs, discarded) = read_all(&out);
-    assert!(discarded >= 1, "the gap is counted as discarded events");
-    assert!(
-        evs.iter().any(|e| e.name == "crash:stuck"),
-        "the stalled record's header was written"
-    );
     let per = seqs(&out);
-    check_workers(&per, &beat, 1);
-    let stuck = evs.iter().find(|e| e.name == "crash:stuck").unwrap();
-    assert_eq!(
-        stuck.values,
-        vec![Value::Uint(0)],
-        "never written: the bytes the file held"
-    );
+    check_workers(&per, &beat, true);
     check_with_babeltrace2(&out, evs.len());
     for d in [&bufdir, &out] {
         std::fs::remove_dir_all(d).unwrap();

@@ -21,10 +21,19 @@ fn replay_recover_corpus() {
 #[test]
 fn seeds_hold_packets_that_recover() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/recover");
-    let desc = std::sync::Arc::new(ringtrace::recover::standalone_desc());
     // seed-0: 3 records, one packet in progress; seed-1: discard mode,
-    // full; seed-2: overwrite mode, many laps.
-    for seed in ["seed-0", "seed-1", "seed-2"] {
+    // full; seed-2: overwrite mode, many laps. `seed-K`: event ids from 0,
+    // header written first; `seed-marked-K`: ids from 1, records written
+    // mark, payload, header (`ringtrace_core::unfinished`).
+    for (seed, first) in [
+        ("seed-0", 0),
+        ("seed-1", 0),
+        ("seed-2", 0),
+        ("seed-marked-0", 1),
+        ("seed-marked-1", 1),
+        ("seed-marked-2", 1),
+    ] {
+        let desc = std::sync::Arc::new(ringtrace::recover::standalone_desc_from(first));
         let f = BufferFile::open(&dir.join(seed)).unwrap();
         assert_eq!((f.header.subbuf_size, f.header.num_subbuf), (1024, 2));
         let mut r = ringtrace::recover::FileReport::default();

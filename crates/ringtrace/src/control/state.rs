@@ -231,10 +231,12 @@ impl SessionState {
         ch: usize,
         desc: &'static EventDesc,
     ) -> Result<u32, Error> {
+        // Ids from 1: a record whose header's id bits are zero is an
+        // unfinished one (`ringtrace_core::unfinished`).
         if let Some(i) = meta.classes[ch].iter().position(|d| d.same_class(desc)) {
-            return Ok(i as u32);
+            return Ok(i as u32 + 1);
         }
-        let id = meta.classes[ch].len() as u32;
+        let id = meta.classes[ch].len() as u32 + 1;
         let class: EventClass = metadata::event_class(desc, id, ch as u32);
         for f in [meta.file.as_mut(), meta.buffer_file.as_mut()]
             .into_iter()

@@ -1,23 +1,29 @@
-//! A writer killed after its reservation and before its first byte, while
-//! a later record of the same buffer was committed: the buffer file as
-//! such a crash leaves it, made exactly (four u64 records, then the third
-//! one's bytes zeroed and its size taken off the commit count, which is
-//! what reserve-without-write-or-commit leaves). Its zeros decode as a
-//! record of event 0 (a u64) and fill the committed count exactly: without
-//! the walk's check they come back as a phantom record of value 0, as a
-//! `crash:tick` of sequence 0 does from a killed flight recorder in
-//! tests/crash.rs when a writer is preempted between reserve and its first
-//! byte.
+//! A writer killed between its reservation and its commit while a later
+//! record of the same buffer was committed: the buffer file as such a
+//! crash leaves it, made exactly. Four u64 records are written; then the
+//! third one's bytes are put back as the crash would have left them and
+//! its size is taken off the commit count (the word of the count that
+//! holds it gives it back).
+//!
+//! - killed after its mark (in its payload, or before its header): the
+//!   mark says how long it is, recovery steps over it and keeps record 4;
+//! - killed before its mark (zeros in a new file): its length is unknown,
+//!   the walk ends there (a gap, counted), record 4 goes with it;
+//! - a stream with an event of id 0 (buffer files written before ids began
+//!   at 1): marks are not trusted, and zeros from a header to its end,
+//!   which decode as an event 0 of value 0 (the phantom a killed flight
+//!   recorder once recovered), end the walk too.
 
 use std::path::Path;
 
+use ctf::types::TraceDesc;
 use ringbuf::file::BufferFile;
 
-use super::{packets, standalone_desc, FileReport};
+use super::{packets, standalone_desc_from, FileReport};
 
 /// The u64 values of the records of `pkts`, and their discarded count.
-fn values(pkts: Vec<Vec<u8>>) -> (Vec<u64>, u64) {
-    let desc = std::sync::Arc::new(standalone_desc());
+fn values(desc: &TraceDesc, pkts: Vec<Vec<u8>>) -> (Vec<u64>, u64) {
+    let desc = std::sync::Arc::new(desc.clone());
     let (mut v, mut discarded) = (Vec::new(), 0);
     for p in pkts {
         let mut s = ctf::read::StreamReader::from_reader(
@@ -38,13 +44,15 @@ fn values(pkts: Vec<Vec<u8>>) -> (Vec<u64>, u64) {
     (v, discarded)
 }
 
-#[test]
-fn a_reservation_never_written_before_a_committed_record_is_a_gap_not_a_phantom() {
-    let dir = std::env::temp_dir().join(format!("ringtrace-gap-{}", std::process::id()));
+/// Records 1 to 4 (event 1, a u64) in a new buffer file; then record 3's
+/// bytes are passed to `crash` and its commit is taken back. The buffer
+/// file's bytes.
+fn crashed_at_record_3(name: &str, crash: impl Fn(&mut [u8])) -> Vec<u8> {
+    let dir = std::env::temp_dir().join(format!("ringtrace-gap-{name}-{}", std::process::id()));
     let (ch, file) = super::file_channel(&dir, 4096, true);
     let count = || BufferFile::open(&file).unwrap().commit_count(0);
     let record =
-        |v: u64| assert!(ch.record(0, 8, &|b: &mut [u8]| b.copy_from_slice(&v.to_le_bytes())));
+        |v: u64| assert!(ch.record(1, 8, &|b: &mut [u8]| b.copy_from_slice(&v.to_le_bytes())));
     record(1);
     record(2);
     let before = count();
@@ -55,10 +63,8 @@ fn a_reservation_never_written_before_a_committed_record_is_a_gap_not_a_phantom(
     let mut bytes = std::fs::read(&file).unwrap();
     let f = BufferFile::from_bytes(bytes.clone()).unwrap();
     let s = f.header.subbuf_size;
-    // Nothing of record 3 was written...
     let data = f.subbuf_offset(0) as usize;
-    bytes[data + (before % s) as usize..data + (after % s) as usize].fill(0);
-    // ... nor committed: the word of the count that holds it gives it back.
+    crash(&mut bytes[data + (before % s) as usize..data + (after % s) as usize]);
     let size = after - before;
     let states = f.header.states_offset as usize;
     let adjusted = (0..f.header.state_stride as usize / 8).find_map(|k| {
@@ -69,15 +75,70 @@ fn a_reservation_never_written_before_a_committed_record_is_a_gap_not_a_phantom(
         let g = BufferFile::from_bytes(b.clone()).unwrap();
         (w >= size && g.commit_count(0) == last - size).then_some(b)
     });
-    let bytes = adjusted.expect("a commit-count word holding the records");
     drop(ch);
     let _ = std::fs::remove_dir_all(&dir);
+    adjusted.expect("a commit-count word holding the records")
+}
 
+/// Recovers `bytes` against `desc`: the values, the discarded count and
+/// the report.
+fn recovered(desc: &TraceDesc, bytes: Vec<u8>) -> (Vec<u64>, u64, FileReport) {
     let f = BufferFile::from_bytes(bytes).unwrap();
     let mut r = FileReport::default();
-    let (v, discarded) = values(packets(&standalone_desc(), &f, &mut r));
-    // Records 1 and 2; then the gap, counted; record 4, behind it, cannot
-    // be told apart (commits count bytes) and goes with it.
+    let (v, discarded) = values(desc, packets(desc, &f, &mut r));
+    (v, discarded, r)
+}
+
+#[test]
+fn an_unfinished_record_before_a_committed_one_is_stepped_over() {
+    let desc = standalone_desc_from(1);
+    // Killed in its payload: the mark and zeros.
+    let in_payload = crashed_at_record_3("payload", |rec| {
+        ringtrace_core::unfinished::mark(rec);
+        rec[4..].fill(0);
+    });
+    // Killed before its header: the mark and the whole payload.
+    let before_header = crashed_at_record_3("header", ringtrace_core::unfinished::mark);
+    for bytes in [in_payload, before_header] {
+        let (v, discarded, r) = recovered(&desc, bytes);
+        assert_eq!(v, [1, 2, 4], "no phantom, nothing committed lost: {r:?}");
+        assert_eq!((r.unfinished, r.gaps, discarded), (1, 0, 1), "{r:?}");
+        assert_eq!(r.undecodable_bytes, 0, "{r:?}");
+    }
+}
+
+#[test]
+fn a_reservation_killed_before_its_mark_ends_the_walk_as_a_gap() {
+    let desc = standalone_desc_from(1);
+    let (v, discarded, r) = recovered(&desc, crashed_at_record_3("zeros", |rec| rec.fill(0)));
+    // Its length is unknown: record 4 cannot be found behind it.
     assert_eq!(v, [1, 2], "no phantom record: {r:?}");
-    assert_eq!((r.gaps, discarded), (1, 1), "{r:?}");
+    assert_eq!((r.unfinished, r.gaps, discarded), (0, 1, 1), "{r:?}");
+}
+
+#[test]
+fn without_trusted_marks_zeros_from_a_header_to_its_end_are_a_gap_not_a_phantom() {
+    // An event 0, a u64 as long as record 4: the zeros decode as it and
+    // fill the committed count exactly.
+    let mut desc = standalone_desc_from(1);
+    desc.events.push(ctf::types::EventClass {
+        id: 0,
+        ..desc.events[0].clone()
+    });
+    let (v, discarded, r) = recovered(&desc, crashed_at_record_3("old", |rec| rec.fill(0)));
+    assert_eq!(v, [1, 2], "no phantom record: {r:?}");
+    assert_eq!((r.unfinished, r.gaps, discarded), (0, 1, 1), "{r:?}");
+}
+
+#[test]
+fn marks_are_trusted_only_where_a_finished_header_cannot_read_as_one() {
+    use super::marks_trusted;
+    let max = ringtrace_core::unfinished::MAX_MARKED;
+    assert!(marks_trusted(&standalone_desc_from(1), 0, max));
+    // A record of 2^27 bytes or more has its length cut in the mark.
+    assert!(!marks_trusted(&standalone_desc_from(1), 0, 2 * max));
+    // An event of id 0: its compact headers have zero id bits.
+    assert!(!marks_trusted(&standalone_desc_from(0), 0, 4096));
+    // No such stream.
+    assert!(!marks_trusted(&standalone_desc_from(1), 7, 4096));
 }

@@ -15,36 +15,45 @@
 //!   buffer file's sub-buffer state);
 //! - the latest packet of a position whose count is partial had `n` bytes
 //!   committed: its records are walked from the header and kept while they
-//!   end within `n` bytes, decode with the metadata and have non-decreasing
-//!   timestamps. Commits are counted in bytes, not per record, so when a
-//!   writer died between reserve and commit *and* later records were
-//!   committed, the walk cannot tell which record is missing: it keeps the
-//!   prefix that decodes and stops at the first record that does not (the
-//!   packet's `events_discarded` then counts one for the gap). A record
-//!   reserved but never written reads as whatever the sub-buffer held
-//!   before: zeros in a new file, which decode as a record of event 0
-//!   with zero fields when event 0 is as long as a later committed record
-//!   (its bytes then fill the committed count exactly), so a record of
-//!   zeros from its header to its end is taken for unwritten and ends the
-//!   walk (a real record all zeros, event 0 at a timestamp whose low bits
-//!   are zero with zero fields, is cut with it: one event counted lost);
-//!   after a lap, an older record, which the walk cannot tell from a new
-//!   one when its timestamp's low bits read as later than the record
-//!   before.
+//!   end within `n` bytes, decode with the metadata and have
+//!   non-decreasing timestamps. Commits are counted in bytes, not per
+//!   record, so a writer that died between reserve and commit while later
+//!   records were committed leaves a record the count did not hold among
+//!   records it did. Records are stored mark, payload, header
+//!   (`ringtrace_core::unfinished`): such a record's first word is its
+//!   mark, which says how long it is, and the walk steps over it, leaves it
+//!   out of the packet and counts it in `events_discarded`; the records
+//!   after it are kept. Where the mark cannot tell (a writer killed in the
+//!   few instructions between its reservation and its mark: zeros, or in a
+//!   later lap the previous lap's bytes), the walk keeps the prefix that
+//!   decodes and stops at the first record that does not (one more
+//!   discarded event for the gap; the records behind it are lost). Marks
+//!   are trusted where a finished header cannot read as one (compact
+//!   headers, no event of id 0, sub-buffers of at most 128 MiB); in other
+//!   streams (buffer files written before event ids began at 1), a record
+//!   of zeros from its header to its end is taken for unwritten and ends
+//!   the walk (zeros decode as a record of event 0 that can fill the
+//!   committed count exactly). The record after an unfinished one has its
+//!   time extended from the record before it (compact headers carry 27
+//!   bits): if the buffer was idle for more than 2^27 ns (134 ms) before
+//!   the unfinished reservation and the next record came within 134 ms
+//!   of it, that time reads 2^27 ns early, or a multiple.
 //!
 //! The packets of each buffer file are written in sequence order to a
 //! stream file of the same name; `metadata` is copied from the buffer
 //! directory. Nothing of the buffer directory is modified.
 
 use std::io::Write;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use ctf::layout::{
     extend_timestamp, read_event_header, read_packet_context, set_packet_size, write_packet_end,
     MAGIC, PACKET_HEADER_SIZE,
 };
-use ctf::types::TraceDesc;
+use ctf::types::{HeaderKind, TraceDesc};
 use ringbuf::file::{BufferFile, Committed};
+use ringtrace_core::unfinished::{self, FirstWord};
 
 use crate::error::Error;
 use crate::output;
@@ -65,9 +74,16 @@ pub struct FileReport {
     /// Committed bytes of cut packets that could not be decoded.
     pub undecodable_bytes: u64,
     /// Cut packets whose committed bytes did not all decode: a writer died
-    /// or stalled between reserve and commit while later records were
-    /// committed (the gap is counted in the packet's discarded events).
+    /// or stalled between its reservation and its mark (or in a lap whose
+    /// marks cannot be trusted) while later records were committed; the
+    /// records behind it are lost, and the gap is counted as one in the
+    /// packet's discarded events.
     pub gaps: u64,
+    /// Unfinished records stepped over: a writer died or stalled between
+    /// its mark and its commit while later records were committed (each
+    /// is counted in its packet's discarded events; the records after it
+    /// are kept).
+    pub unfinished: u64,
     /// Physical sub-buffers never written (or of another trace).
     pub empty: u64,
     /// Packets whose damaged tail failed validation and was cut off
@@ -94,11 +110,12 @@ impl Report {
     /// An aligned table of the report.
     pub fn table(&self) -> String {
         let mut s = format!(
-            "{:<20} {:>9} {:>8} {:>15} {:>6} {:>12} {:>5} {:>8}  {}\n",
+            "{:<20} {:>9} {:>8} {:>15} {:>10} {:>6} {:>12} {:>5} {:>8}  {}\n",
             "buffer file",
             "complete",
             "partial",
             "partial events",
+            "unfinished",
             "gaps",
             "undecodable",
             "cut",
@@ -107,11 +124,12 @@ impl Report {
         );
         for f in &self.files {
             s += &format!(
-                "{:<20} {:>9} {:>8} {:>15} {:>6} {:>12} {:>5} {:>8}  {}\n",
+                "{:<20} {:>9} {:>8} {:>15} {:>10} {:>6} {:>12} {:>5} {:>8}  {}\n",
                 f.name,
                 f.complete,
                 f.partial,
                 f.partial_events,
+                f.unfinished,
                 f.gaps,
                 f.undecodable_bytes,
                 f.cut,
@@ -131,20 +149,60 @@ struct Found {
     packet_bits: u64,
 }
 
-/// The end of the last record of `sb[..limit]` that decodes, its
-/// timestamp, and how many records.
+/// The records of `sb` that commits counted: where the last one kept
+/// ends, its timestamp, how many, and the unfinished records stepped over.
 pub(super) struct Walk {
     end: usize,
     last_ts: u64,
     events: u64,
+    holes: Vec<Range<usize>>,
 }
 
+impl Walk {
+    /// Bytes of the packet header and the records kept: what the commit
+    /// count counted of them.
+    fn committed(&self) -> usize {
+        self.end - self.holes.iter().map(|h| h.len()).sum::<usize>()
+    }
+
+    /// `sb[..end]` without the unfinished records.
+    fn bytes(&self, sb: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.committed().next_multiple_of(8));
+        let mut at = 0;
+        for h in &self.holes {
+            out.extend_from_slice(&sb[at..h.start]);
+            at = h.end;
+        }
+        out.extend_from_slice(&sb[at..self.end]);
+        out
+    }
+}
+
+/// Whether the unfinished-record marks of `ringtrace_core::unfinished`
+/// can be trusted in stream `stream_id` of sub-buffers `subbuf` bytes
+/// long: compact headers, no event class 0 (a written header's id bits
+/// are never zero), and records short enough for the mark's length.
+pub(super) fn marks_trusted(desc: &TraceDesc, stream_id: u32, subbuf: usize) -> bool {
+    let stream = desc.streams.iter().find(|s| s.id == stream_id);
+    stream.is_some_and(|s| s.header == HeaderKind::Compact)
+        && !desc
+            .events
+            .iter()
+            .any(|c| c.stream_id == stream_id && c.id == 0)
+        && subbuf <= unfinished::MAX_MARKED
+}
+
+/// Walks the records of `sb` from its packet header while they end within
+/// the `limit` committed bytes, decode with the metadata and have
+/// non-decreasing timestamps; with `marks`, steps over unfinished records
+/// (their bytes were not counted in `limit`).
 pub(super) fn walk(
     desc: &TraceDesc,
     stream_id: u32,
     begin_ts: u64,
     sb: &[u8],
     limit: usize,
+    marks: bool,
 ) -> Walk {
     let stream = desc
         .streams
@@ -157,6 +215,7 @@ pub(super) fn walk(
         end: PACKET_HEADER_SIZE,
         last_ts: begin_ts,
         events: 0,
+        holes: Vec::new(),
     };
     // One record at `at` with bytes up to `to`: its end and timestamp.
     let record = |at: usize, to: usize, prev: u64| -> Option<(usize, u64)> {
@@ -180,10 +239,35 @@ pub(super) fn walk(
         }
         Some((off, ts))
     };
-    while let Some((end, ts)) = record(w.end, limit, w.last_ts) {
+    loop {
+        // The committed bytes end this much further for each record
+        // stepped over, which the count did not hold.
+        let to = (limit + (w.end - w.committed())).min(sb.len());
+        let word = sb.get(w.end..to).and_then(unfinished::first_word);
+        match word {
+            Some(FirstWord::Unfinished(n)) if marks => {
+                if n < 4 || n > sb.len() - w.end {
+                    break;
+                }
+                w.holes.push(w.end..w.end + n);
+                w.end += n;
+                continue;
+            }
+            Some(FirstWord::Unmarked) if marks => break,
+            _ => {}
+        }
+        let Some((end, ts)) = record(w.end, to, w.last_ts) else {
+            break;
+        };
         w.end = end;
         w.last_ts = ts;
         w.events += 1;
+    }
+    // An unfinished record with no record kept after it is the end, not a
+    // gap.
+    while let Some(h) = w.holes.last().filter(|h| h.end == w.end) {
+        w.end = h.start;
+        w.holes.pop();
     }
     w
 }
@@ -324,25 +408,29 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
             continue;
         };
         let (_, _, ctx) = read_packet_context(sb).expect("checked above");
-        let w = walk(desc, ctx.stream_id, ctx.timestamp_begin, sb, limit);
-        let mut bytes = sb[..w.end].to_vec();
-        bytes.resize(w.end.next_multiple_of(8), 0);
-        let gap = w.end < limit;
+        let marks = marks_trusted(desc, ctx.stream_id, s);
+        let w = walk(desc, ctx.stream_id, ctx.timestamp_begin, sb, limit, marks);
+        let mut bytes = w.bytes(sb);
+        let content = bytes.len();
+        bytes.resize(content.next_multiple_of(8), 0);
+        let gap = w.committed() < limit;
+        let lost = w.holes.len() as u64 + gap as u64;
         write_packet_end(
             &mut bytes,
             w.last_ts,
-            w.end as u64,
-            ctx.events_discarded.saturating_add(gap as u64),
+            content as u64,
+            ctx.events_discarded.saturating_add(lost),
         );
         let len = bytes.len() as u64;
         set_packet_size(&mut bytes, len);
-        if complete && !gap {
+        if complete && lost == 0 {
             r.complete += 1;
         } else {
             r.partial += 1;
             r.partial_events += w.events;
-            r.undecodable_bytes += (limit - w.end) as u64;
+            r.undecodable_bytes += (limit - w.committed()) as u64;
             r.gaps += gap as u64;
+            r.unfinished += w.holes.len() as u64;
         }
         out.push(bytes);
     }
@@ -352,9 +440,17 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
 /// The trace description of a standalone channel's buffer files (the
 /// fuzz target and the tests recover against it): the stream of
 /// a standalone channel (uuid 0) with a u64, a string and a byte-sequence
-/// event.
+/// event, of ids 0, 1 and 2 (the buffer files of the fuzz corpus's first
+/// seeds, written before event ids began at 1).
 #[cfg(any(test, feature = "fuzz"))]
 pub fn standalone_desc() -> TraceDesc {
+    standalone_desc_from(0)
+}
+
+/// [`standalone_desc`] with ids from `first`: from 1, as the collector
+/// numbers them, its unfinished-record marks are trusted.
+#[cfg(any(test, feature = "fuzz"))]
+pub fn standalone_desc_from(first: u32) -> TraceDesc {
     use ctf::types::{ClockDesc, EventClass, Field, FieldType, IntType, StreamClass};
     let class = |id: u32, ty: FieldType| EventClass {
         id,
@@ -376,9 +472,9 @@ pub fn standalone_desc() -> TraceDesc {
         env: Vec::new(),
         streams: vec![StreamClass::new(0, ringtrace_core::client::HEADER, vec![])],
         events: vec![
-            class(0, FieldType::Int(IntType::unsigned(64))),
-            class(1, FieldType::String),
-            class(2, FieldType::Sequence(IntType::unsigned(8))),
+            class(first, FieldType::Int(IntType::unsigned(64))),
+            class(first + 1, FieldType::String),
+            class(first + 2, FieldType::Sequence(IntType::unsigned(8))),
         ],
     }
 }
@@ -418,7 +514,9 @@ mod tests {
     use super::*;
 
     /// Writes seed buffer files for the `recover` fuzz target (run with
-    /// `--ignored` to refresh `fuzz/corpus/recover`).
+    /// `--ignored` to refresh `fuzz/corpus/recover`): `seed-marked-K`,
+    /// written as the collector writes (ids from 1, unfinished-record
+    /// marks). The corpus's `seed-K` files are older (ids from 0, no marks).
     #[test]
     #[ignore]
     fn write_fuzz_seeds() {
@@ -430,16 +528,16 @@ mod tests {
             let (ch, file) = file_channel(&dir, 1024, k == 2);
             for i in 0..n {
                 let written = match i % 3 {
-                    0 => ch.record(0, 8, &|b: &mut [u8]| b.copy_from_slice(&i.to_le_bytes())),
-                    1 => ch.record(1, 4, &|b: &mut [u8]| b.copy_from_slice(b"abc\0")),
-                    _ => ch.record(2, 6, &|b: &mut [u8]| {
+                    0 => ch.record(1, 8, &|b: &mut [u8]| b.copy_from_slice(&i.to_le_bytes())),
+                    1 => ch.record(2, 4, &|b: &mut [u8]| b.copy_from_slice(b"abc\0")),
+                    _ => ch.record(3, 6, &|b: &mut [u8]| {
                         b[..4].copy_from_slice(&2u32.to_le_bytes());
                         b[4..].copy_from_slice(&[7, 8]);
                     }),
                 };
                 assert!(written);
             }
-            std::fs::copy(&file, corpus.join(format!("seed-{k}"))).unwrap();
+            std::fs::copy(&file, corpus.join(format!("seed-marked-{k}"))).unwrap();
             drop(ch);
             std::fs::remove_dir_all(&dir).unwrap();
         }

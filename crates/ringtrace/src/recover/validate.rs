@@ -121,7 +121,7 @@ fn cut_to_valid(desc: &TraceDesc, p: &[u8]) -> Option<Vec<u8>> {
     let (_, _, ctx) = read_packet_context(p)?;
     desc.streams.iter().find(|s| s.id == ctx.stream_id)?;
     let content = ((ctx.content_size / 8) as usize).min(p.len());
-    let w = walk(desc, ctx.stream_id, ctx.timestamp_begin, p, content);
+    let w = walk(desc, ctx.stream_id, ctx.timestamp_begin, p, content, false);
     if w.events == 0 {
         return None;
     }
