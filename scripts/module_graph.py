@@ -41,7 +41,7 @@ LAYERS = {
     "ringbuf": [
         ["config", "rseq", "tls"],
         ["sync", "cpu", "counters"],
-        ["state", "backend"],
+        ["state", "backend", "read_side"],
         ["file"],
         ["frontend"],
         ["commit", "reader", "switch", "writer", "thread_slots"],

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use ringbuf::{ChannelAttr, Config};
-use ringtrace::client::AnyChannel;
+use ringtrace::client::{AnyChannel, ReadSides};
 
 use crate::ours::run_threads;
 
@@ -38,35 +38,40 @@ fn count_records(content: &[u8]) -> u64 {
     n
 }
 
-fn drain<C: Config>(ch: &ringbuf::Channel<C>) -> u64 {
+fn drain<C: Config>(ch: &ringbuf::Channel<C>, read: &mut ReadSides) -> u64 {
     let mut records = 0;
-    for b in ch.buffers() {
-        if let Some(mut rd) = b.reader() {
-            while let Some(sb) = rd.get_subbuf() {
-                records += count_records(sb.content());
-                let _ = sb.put();
-            }
+    for (b, rs) in ch.buffers().iter().zip(read.iter_mut()) {
+        let mut rd = rs.reader(b);
+        while let Some(sb) = rd.get_subbuf() {
+            records += count_records(sb.content());
+            let _ = sb.put();
         }
     }
     records
 }
 
 /// Records the reader took out of every buffer.
-fn drain_any(ch: &AnyChannel) -> u64 {
+fn drain_any(ch: &AnyChannel, read: &mut ReadSides) -> u64 {
     match ch {
-        AnyChannel::DiscardCpu(c) => drain(c),
-        AnyChannel::DiscardCpuRseq(c) => drain(c),
-        AnyChannel::DiscardThread(c) => drain(c),
-        AnyChannel::OverwriteCpuRseq(c) => drain(c),
-        AnyChannel::OverwriteCpu(c) => drain(c),
-        AnyChannel::OverwriteThread(c) => drain(c),
+        AnyChannel::DiscardCpu(c) => drain(c, read),
+        AnyChannel::DiscardCpuRseq(c) => drain(c, read),
+        AnyChannel::DiscardThread(c) => drain(c, read),
+        AnyChannel::OverwriteCpuRseq(c) => drain(c, read),
+        AnyChannel::OverwriteCpu(c) => drain(c, read),
+        AnyChannel::OverwriteThread(c) => drain(c, read),
     }
 }
 
 /// Runs `writers` threads of `per_writer` records (or until `until`), with
 /// a reader thread polling every buffer when `reader` is set. Returns
 /// (slowest writer's ns, records read, reader seconds).
-fn run(ch: &AnyChannel, writers: usize, per_writer: u64, reader: bool) -> (u64, u64, f64) {
+fn run(
+    (ch, rs): &mut (AnyChannel, ReadSides),
+    writers: usize,
+    per_writer: u64,
+    reader: bool,
+) -> (u64, u64, f64) {
+    let ch = &*ch;
     let stop = AtomicBool::new(false);
     let read = AtomicU64::new(0);
     let t0 = Instant::now();
@@ -74,7 +79,7 @@ fn run(ch: &AnyChannel, writers: usize, per_writer: u64, reader: bool) -> (u64, 
         if reader {
             sc.spawn(|| {
                 while !stop.load(Relaxed) {
-                    read.fetch_add(drain_any(ch), Relaxed);
+                    read.fetch_add(drain_any(ch, rs), Relaxed);
                     std::thread::yield_now();
                 }
             });
@@ -105,10 +110,12 @@ pub fn tables(per_writer: u64, discard_secs: f64) -> Result<Vec<serde_json::Valu
     );
     for sb in [4 << 10, 128 << 10, 512 << 10] {
         for w in [1, 2] {
-            let ch = AnyChannel::standalone(true, false, &attr(sb)).map_err(|e| e.to_string())?;
-            let (alone, _, _) = run(&ch, w, per_writer, false);
-            let ch = AnyChannel::standalone(true, false, &attr(sb)).map_err(|e| e.to_string())?;
-            let (with, records, secs) = run(&ch, w, per_writer, true);
+            let mut ch =
+                AnyChannel::standalone(true, false, &attr(sb)).map_err(|e| e.to_string())?;
+            let (alone, _, _) = run(&mut ch, w, per_writer, false);
+            let mut ch =
+                AnyChannel::standalone(true, false, &attr(sb)).map_err(|e| e.to_string())?;
+            let (with, records, secs) = run(&mut ch, w, per_writer, true);
             let (a, b) = (
                 alone as f64 / per_writer as f64,
                 with as f64 / per_writer as f64,
@@ -130,13 +137,14 @@ pub fn tables(per_writer: u64, discard_secs: f64) -> Result<Vec<serde_json::Valu
     }
 
     println!("\nDiscard mode, 2 writers and a reader for {discard_secs} s, 128 KiB × 4 sub-buffers per CPU");
-    let ch = AnyChannel::standalone(false, false, &attr(128 << 10)).map_err(|e| e.to_string())?;
+    let (ch, mut rs) =
+        AnyChannel::standalone(false, false, &attr(128 << 10)).map_err(|e| e.to_string())?;
     let stop = AtomicBool::new(false);
     let (attempts, read) = (AtomicU64::new(0), AtomicU64::new(0));
     std::thread::scope(|sc| {
         sc.spawn(|| {
             while !stop.load(Relaxed) {
-                read.fetch_add(drain_any(&ch), Relaxed);
+                read.fetch_add(drain_any(&ch, &mut rs), Relaxed);
                 std::thread::yield_now();
             }
         });
@@ -155,7 +163,7 @@ pub fn tables(per_writer: u64, discard_secs: f64) -> Result<Vec<serde_json::Valu
     });
     // Every writer has returned: close the partial sub-buffers, read the rest.
     ch.flush_quiescent();
-    read.fetch_add(drain_any(&ch), Relaxed);
+    read.fetch_add(drain_any(&ch, &mut rs), Relaxed);
     // Every attempt is written or counted lost (per-CPU channels leave the
     // record count to the tracer's probe, which this bare loop bypasses).
     let lost = ch.lost();
@@ -175,11 +183,12 @@ pub fn tables(per_writer: u64, discard_secs: f64) -> Result<Vec<serde_json::Valu
     // ns per written record: the buffer never full (a fresh channel, fewer
     // records than it holds); ns per discarded record: always full.
     let fits = (128 << 10) * 4 / RECORD as u64 / 2;
-    let ch = AnyChannel::standalone(false, false, &attr(128 << 10)).map_err(|e| e.to_string())?;
-    let (t_w, _, _) = run(&ch, 1, fits, false);
-    let ch = AnyChannel::standalone(false, false, &attr(4 << 10)).map_err(|e| e.to_string())?;
-    write_n(&ch, 100_000); // fill it
-    let (t_d, _, _) = run(&ch, 1, per_writer, false);
+    let mut ch =
+        AnyChannel::standalone(false, false, &attr(128 << 10)).map_err(|e| e.to_string())?;
+    let (t_w, _, _) = run(&mut ch, 1, fits, false);
+    let mut ch = AnyChannel::standalone(false, false, &attr(4 << 10)).map_err(|e| e.to_string())?;
+    write_n(&ch.0, 100_000); // fill it
+    let (t_d, _, _) = run(&mut ch, 1, per_writer, false);
     let (nw, nd) = (t_w as f64 / fits as f64, t_d as f64 / per_writer as f64);
     println!("  ns per written record {nw:.1}, ns per discarded record {nd:.1}");
     json.push(serde_json::json!({"table": "discard", "seconds": discard_secs, "attempted": attempts, "written": written,
@@ -194,12 +203,12 @@ pub fn tables(per_writer: u64, discard_secs: f64) -> Result<Vec<serde_json::Valu
         "writers", "ns/record/writer", "records/s (total)", "lost"
     );
     for w in [1, 2, 4, 8] {
-        let ch =
+        let mut ch =
             AnyChannel::standalone(false, false, &attr(512 << 10)).map_err(|e| e.to_string())?;
-        let (e, _, _) = run(&ch, w, per_writer, true);
+        let (e, _, _) = run(&mut ch, w, per_writer, true);
         let ns = e as f64 / per_writer as f64;
         let total = (w as u64 * per_writer) as f64 / (e as f64 / 1e9);
-        let lost = ch.lost();
+        let lost = ch.0.lost();
         println!("  {:>8} {:>16.1} {:>18.0} {:>10}", w, ns, total, lost);
         json.push(serde_json::json!({"table": "scalability", "writers": w, "ns_per_record": ns, "records_per_s": total, "lost": lost}));
     }

@@ -282,12 +282,17 @@ fn run_n<C: Config + Default, const P: usize>(
         thread_pool: writers,
         ..Default::default()
     };
-    let ch = Arc::new(Channel::new(C::default(), &attr, "bench").unwrap());
+    let (ch, mut read) = Channel::new(C::default(), &attr, "bench").unwrap();
+    let ch = Arc::new(ch);
     let stop = Arc::new(AtomicBool::new(false));
     let rd = reader.then(|| {
         let (ch, stop) = (ch.clone(), stop.clone());
         std::thread::spawn(move || {
-            let mut readers: Vec<_> = ch.buffers().iter().map(|b| b.reader().unwrap()).collect();
+            let mut readers: Vec<_> = read
+                .iter_mut()
+                .zip(ch.buffers())
+                .map(|(r, b)| r.reader(b))
+                .collect();
             let mut n = 0;
             while !stop.load(Ordering::Relaxed) {
                 n += drain(&mut readers, 8 + P);

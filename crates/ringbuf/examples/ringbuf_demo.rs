@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use ringbuf::{Channel, ChannelAttr, Config};
+use ringbuf::{Channel, ChannelAttr, Config, ReadSide};
 use support::*;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -122,12 +122,15 @@ fn run<C: Config + Default>(args: &Args) -> Result<(), ringbuf::Error> {
         thread_pool: args.writers,
         ..Default::default()
     };
-    let ch = Arc::new(Channel::new(C::default(), &attr, "demo")?);
+    let (ch, mut read_sides) = Channel::new(C::default(), &attr, "demo")?;
+    let ch = Arc::new(ch);
     let stop = Arc::new(AtomicBool::new(false));
     let writers_done = Arc::new(AtomicBool::new(false));
+    // The read sides go to the live reader, if there is one.
     let reader = (!args.no_reader).then(|| {
         let (ch, done) = (ch.clone(), writers_done.clone());
-        std::thread::spawn(move || read_live(&ch, &done))
+        let mut rs = std::mem::take(&mut read_sides);
+        std::thread::spawn(move || read_live(&ch, &mut rs, &done))
     });
     let hs: Vec<_> = (0..args.writers)
         .map(|w| {
@@ -143,7 +146,7 @@ fn run<C: Config + Default>(args: &Args) -> Result<(), ringbuf::Error> {
     // Without a live reader: read what the buffers hold now.
     let read = match reader {
         Some(r) => r.join().unwrap(),
-        None => read_after(&ch),
+        None => read_after(&ch, &mut read_sides),
     };
     report(args, &ch, &results, &read);
     Ok(())
@@ -172,8 +175,12 @@ fn write<C: Config>(ch: &Channel<C>, stop: &AtomicBool, w: u32) -> Wrote {
 
 /// The concurrent reader: drains every buffer until the writers are done
 /// and nothing is left.
-fn read_live<C: Config>(ch: &Channel<C>, done: &AtomicBool) -> Read {
-    let mut readers: Vec<_> = ch.buffers().iter().map(|b| b.reader().unwrap()).collect();
+fn read_live<C: Config>(ch: &Channel<C>, rs: &mut [ReadSide], done: &AtomicBool) -> Read {
+    let mut readers: Vec<_> = rs
+        .iter_mut()
+        .zip(ch.buffers())
+        .map(|(r, b)| r.reader(b))
+        .collect();
     let mut read = vec![0u64; readers.len()];
     let mut first = Vec::new();
     loop {
@@ -200,14 +207,15 @@ fn read_live<C: Config>(ch: &Channel<C>, done: &AtomicBool) -> Read {
 }
 
 /// Reads what the buffers hold, once the writers are done.
-fn read_after<C: Config>(ch: &Channel<C>) -> Read {
+fn read_after<C: Config>(ch: &Channel<C>, rs: &mut [ReadSide]) -> Read {
     let mut first = Vec::new();
     let read = ch
         .buffers()
         .iter()
+        .zip(rs.iter_mut())
         .enumerate()
-        .map(|(k, b)| {
-            let mut rd = b.reader().unwrap();
+        .map(|(k, (b, rs))| {
+            let mut rd = rs.reader(b);
             let mut n = 0;
             if first.is_empty() {
                 let (shown, held) = first_records(&mut rd, k, 8);

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::config::{Alloc, ChannelAttr, Config, ConfigError};
 use crate::frontend::{Buffer, Lost, Refused, Slot, SlotCtx};
+use crate::read_side::ReadSide;
 use crate::sync::{AtomicU64, Ordering};
 use crate::writer::Writer;
 use crate::{cpu, thread_slots, Error};
@@ -148,9 +149,10 @@ impl<C: Config> Drop for Channel<C> {
 }
 
 impl<C: Config> Channel<C> {
-    /// Creates the channel's buffers; `name` prefixes their file names
-    /// (`<name>_<n>`).
-    pub fn new(cfg: C, attr: &ChannelAttr, name: &str) -> Result<Self, Error> {
+    /// Creates the channel's buffers and their read sides (one per buffer,
+    /// in the order of [`Channel::buffers`]); `name` prefixes their file
+    /// names (`<name>_<n>`).
+    pub fn new(cfg: C, attr: &ChannelAttr, name: &str) -> Result<(Self, Box<[ReadSide]>), Error> {
         let cfg = Arc::new(cfg);
         let n = match C::ALLOC {
             Alloc::PerCpu => cpu::possible(),
@@ -158,10 +160,12 @@ impl<C: Config> Channel<C> {
             Alloc::PerThread => attr.thread_pool,
             Alloc::Global => 1,
         };
-        let buffers = (0..n)
+        let (buffers, read): (Vec<_>, Vec<_>) = (0..n)
             .map(|i| Buffer::with_id(cfg.clone(), attr, &format!("{name}_{i}"), i as u32))
             .collect::<Result<Vec<_>, _>>()?
-            .into_boxed_slice();
+            .into_iter()
+            .unzip();
+        let buffers = buffers.into_boxed_slice();
         let states: Arc<[AtomicU64]> = (0..n).map(|_| AtomicU64::new(FREE)).collect();
         let id = NEXT_CHANNEL_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let notice = match C::ALLOC {
@@ -175,14 +179,15 @@ impl<C: Config> Channel<C> {
             }
             _ => None,
         };
-        Ok(Channel {
+        let channel = Channel {
             id,
             buffers,
             states,
             lost_no_buffer: AtomicU64::new(0),
             notice,
             cfg,
-        })
+        };
+        Ok((channel, read.into_boxed_slice()))
     }
 
     /// The client configuration.

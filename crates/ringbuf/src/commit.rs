@@ -244,7 +244,7 @@ mod tests {
             num_subbuf: 4,
             ..Default::default()
         };
-        let b = Buffer::new(Arc::new(RseqClient), &attr, "missed").unwrap();
+        let (b, mut rs) = Buffer::new(Arc::new(RseqClient), &attr, "missed").unwrap();
         let geo = b.geo;
         let (s, n) = (geo.subbuf_size(), geo.num_subbuf());
         let c0 = geo.initial_commit(b.w0);
@@ -268,11 +268,10 @@ mod tests {
         assert_eq!(b.subbuf_state(0).cs.load(Acquire), c0.wrapping_add(s));
         assert_eq!(b.produced.load(Relaxed), 1);
         // The reader gets it, with the header its delivery wrote.
-        let mut rd = b.reader().unwrap();
+        let mut rd = rs.reader(&b);
         let sb = rd.get_subbuf().expect("delivered");
         assert_eq!(sb.content().len(), 100);
         sb.put().unwrap();
-        drop(rd);
         // Nothing left to deliver: every sub-buffer says so.
         assert_eq!(b.deliver_missed(), 0);
     }

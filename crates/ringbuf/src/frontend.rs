@@ -8,10 +8,9 @@ use std::sync::Arc;
 use crate::backend::{Store, Table};
 use crate::config::{ChannelAttr, Config, ConfigError, LostCounts, Mode, Sync};
 use crate::counters::Geometry;
+use crate::read_side::ReadSide;
 use crate::state::{CloseRecord, CommitCount, States, SubbufState};
-use crate::sync::{
-    AtomicBool, AtomicU64, AtomicUsize, CacheAligned, Counter, Fail, Head, Ordering,
-};
+use crate::sync::{AtomicBool, AtomicU64, CacheAligned, Counter, Fail, Head, Ordering};
 use crate::Error;
 
 use Ordering::Relaxed;
@@ -109,9 +108,6 @@ pub(crate) struct ReaderSide {
     pub(crate) consumed: AtomicU64,
     pub(crate) overruns: AtomicU64,
     pub(crate) finalized: AtomicBool,
-    pub(crate) reader_taken: AtomicBool,
-    /// The reader's spare sub-buffer while no `Reader` exists.
-    pub(crate) spare: AtomicUsize,
 }
 
 /// One ring buffer: `N` sub-buffers of `S` bytes and their counters.
@@ -127,9 +123,15 @@ pub struct Buffer<C: Config> {
     pub(crate) w0: u64,
     /// Index of the buffer in its channel.
     pub(crate) id: u32,
+    /// Unique in the process: what its [`ReadSide`] names it by.
+    pub(crate) key: u64,
     pub(crate) produced: AtomicU64,
     pub(crate) cfg: Arc<C>,
 }
+
+/// The next [`Buffer::key`] (not a loom atomic: identity, not
+/// synchronization).
+static NEXT_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Counters of one buffer, read without stopping the writers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -242,14 +244,20 @@ fn commit_dropped<C: Config>(buf: &Buffer<C>, idx: u32, end: u64, len: u32) {
 }
 
 impl<C: Config> Buffer<C> {
-    /// Creates a buffer. `name` names its backing file, if any.
-    pub fn new(cfg: Arc<C>, attr: &ChannelAttr, name: &str) -> Result<Self, Error> {
+    /// Creates a buffer and its read side, the one right to read it.
+    /// `name` names its backing file, if any.
+    pub fn new(cfg: Arc<C>, attr: &ChannelAttr, name: &str) -> Result<(Self, ReadSide), Error> {
         Self::with_id(cfg, attr, name, 0)
     }
 
     /// Creates buffer number `id` of a channel (passed to the client in
-    /// [`SubbufBegin::buffer`]).
-    pub fn with_id(cfg: Arc<C>, attr: &ChannelAttr, name: &str, id: u32) -> Result<Self, Error> {
+    /// [`SubbufBegin::buffer`]) and its read side.
+    pub fn with_id(
+        cfg: Arc<C>,
+        attr: &ChannelAttr,
+        name: &str,
+        id: u32,
+    ) -> Result<(Self, ReadSide), Error> {
         let geo = Geometry::new(attr.subbuf_size, attr.num_subbuf)?;
         let header_size = cfg.header_size() as u64;
         if header_size + 1 > geo.subbuf_size() {
@@ -326,7 +334,8 @@ impl<C: Config> Buffer<C> {
             }
             None => States::Heap((0..n).map(|_| state()).collect()),
         };
-        Ok(Buffer {
+        let key = NEXT_KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let buffer = Buffer {
             wr: CacheAligned(WriterSide {
                 head: Head::new(w0),
                 records: Counter::new(0),
@@ -343,8 +352,6 @@ impl<C: Config> Buffer<C> {
                 consumed: AtomicU64::new(0),
                 overruns: AtomicU64::new(0),
                 finalized: AtomicBool::new(false),
-                reader_taken: AtomicBool::new(false),
-                spare: AtomicUsize::new(n),
             }),
             sb,
             table: Table::new(n, geo.lapno(w0)),
@@ -353,9 +360,12 @@ impl<C: Config> Buffer<C> {
             header_size,
             w0,
             id,
+            key,
             produced: AtomicU64::new(0),
             cfg,
-        })
+        };
+        // The reader starts with the extra physical sub-buffer, `n`.
+        Ok((buffer, ReadSide::new(key, n)))
     }
 
     /// State of sub-buffer `i`, an index produced by `Geometry::sb_index`.

@@ -14,7 +14,8 @@
 //!   thread_slots                  commit and delivery; the calling thread's per-thread buffers
 //!     frontend                    Buffer: reserve's fast path
 //!       file                      buffer files
-//!         state  backend          per-sub-buffer counters; memory and sub-buffer table
+//!         state  backend          per-sub-buffer counters; memory and sub-buffer table;
+//!         read_side               the right to read a buffer
 //!           sync  cpu  counters   atomics; CPU number; equations
 //!             config  rseq  tls   the client's interface; restartable sequences;
 //!                                 initial-exec thread-locals (`ie_words!`)
@@ -120,6 +121,7 @@ pub mod counters;
 pub mod cpu;
 pub mod file;
 pub mod frontend;
+mod read_side;
 pub mod reader;
 pub mod rseq;
 mod state;
@@ -137,6 +139,7 @@ pub use config::{
 };
 pub use counters::Geometry;
 pub use frontend::{Buffer, BufferStats, Lost, Refused, Slot, SlotCtx};
+pub use read_side::ReadSide;
 pub use reader::{BadRecord, Order, Poll, Pushed, Reader, Records, SnapshotStats, Subbuf};
 pub use writer::Writer;
 

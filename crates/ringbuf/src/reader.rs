@@ -11,7 +11,8 @@
 use crate::backend::Entry;
 use crate::config::{Config, Mode};
 use crate::frontend::Buffer;
-use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use crate::read_side::ReadSide;
+use crate::sync::Ordering::{AcqRel, Acquire, Relaxed};
 
 /// The paper's READPOLL answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,29 +51,34 @@ pub struct SnapshotStats {
     pub skipped: u64,
 }
 
-/// The only reader of a buffer. Holding `&mut Reader` is what allows one
-/// sub-buffer out at a time: a second `get_subbuf` before the first is put
-/// back does not compile.
+impl ReadSide {
+    /// The reader of `buf`, the buffer this read side was made with.
+    ///
+    /// # Panics
+    /// If `buf` is another buffer: a read side reads only its own.
+    pub fn reader<'a, C: Config>(&'a mut self, buf: &'a Buffer<C>) -> Reader<'a, C> {
+        assert_eq!(
+            self.key, buf.key,
+            "the read side of one buffer used to read another"
+        );
+        Reader {
+            buf,
+            spare: &mut self.spare,
+        }
+    }
+}
+
+/// The reader of a buffer, borrowed from its [`ReadSide`]. Holding
+/// `&mut Reader` is what allows one sub-buffer out at a time: a second
+/// `get_subbuf` before the first is put back does not compile.
 #[derive(Debug)]
 pub struct Reader<'a, C: Config> {
     buf: &'a Buffer<C>,
-    spare: usize,
+    spare: &'a mut usize,
 }
 
 impl<C: Config> Buffer<C> {
-    /// Takes the buffer's reader, or `None` if another one exists.
-    pub fn reader(&self) -> Option<Reader<'_, C>> {
-        self.rd
-            .reader_taken
-            .compare_exchange(false, true, AcqRel, Acquire)
-            .ok()?;
-        Some(Reader {
-            buf: self,
-            spare: self.rd.spare.load(Relaxed),
-        })
-    }
-
-    /// Poll state, without taking the reader.
+    /// Poll state, without a reader.
     pub fn poll(&self) -> Poll {
         let fin = self.rd.finalized.load(Acquire);
         let geo = self.geo;
@@ -86,13 +92,6 @@ impl<C: Config> Buffer<C> {
             (true, _) if geo.fill(w, r) >= geo.buf_size() => Poll::HighPriority,
             (true, _) => Poll::Readable,
         }
-    }
-}
-
-impl<C: Config> Drop for Reader<'_, C> {
-    fn drop(&mut self) {
-        self.buf.rd.spare.store(self.spare, Relaxed);
-        self.buf.rd.reader_taken.store(false, Release);
     }
 }
 
@@ -161,7 +160,7 @@ impl<'a, C: Config> Reader<'a, C> {
                 if e.held() || !e.tag_is(geo.lapno(pos)) {
                     return Got::Moved;
                 }
-                let installed = e.with_index(self.spare);
+                let installed = e.with_index(*self.spare);
                 match buf.table.cas(i, e, installed) {
                     Ok(_) => Got::Yes(e.index(), Some(installed)),
                     Err(_) => Got::Moved,
@@ -319,7 +318,7 @@ impl<C: Config> Subbuf<'_, '_, C> {
         let buf = self.reader.buf;
         if self.installed.is_some() {
             // The swapped-out sub-buffer becomes the reader's spare.
-            self.reader.spare = self.phys;
+            *self.reader.spare = self.phys;
         }
         let next = self.pos.wrapping_add(buf.geo.subbuf_size());
         match buf.rd.r.compare_exchange(self.pos, next, AcqRel, Acquire) {
@@ -347,7 +346,7 @@ impl<C: Config> Drop for Subbuf<'_, '_, C> {
                 .cas(i, installed, installed.with_index(self.phys))
                 .is_err()
             {
-                self.reader.spare = self.phys;
+                *self.reader.spare = self.phys;
             }
         }
     }

@@ -51,7 +51,7 @@
 //!     fn subbuf_end(&self, _: &mut [u8], _: &SubbufEnd) {}
 //!     fn data_size(&self, _: &[u8]) -> usize { 0 }
 //! }
-//! let b = Buffer::new(std::sync::Arc::new(PerThread), &ChannelAttr::default(), "x").unwrap();
+//! let (b, _read) = Buffer::new(std::sync::Arc::new(PerThread), &ChannelAttr::default(), "x").unwrap();
 //! let _ = b.reserve(16);
 //! ```
 //!
@@ -69,7 +69,7 @@
 //!     fn subbuf_end(&self, _: &mut [u8], _: &SubbufEnd) {}
 //!     fn data_size(&self, _: &[u8]) -> usize { 0 }
 //! }
-//! let b = Buffer::new(std::sync::Arc::new(PerThread), &ChannelAttr::default(), "x").unwrap();
+//! let (b, _read) = Buffer::new(std::sync::Arc::new(PerThread), &ChannelAttr::default(), "x").unwrap();
 //! // SAFETY: `b` was created on this thread and never leaves it.
 //! let w = unsafe { b.writer_unchecked() };
 //! w.reserve(16).unwrap().commit();

@@ -39,7 +39,7 @@ fn tmpdir(name: &str) -> std::path::PathBuf {
 #[test]
 fn file_backing_is_private_and_holds_the_data() {
     let dir = tmpdir("file");
-    let b = Buffer::new(
+    let (b, mut rs) = Buffer::new(
         Arc::new(C::default()),
         &attr(Backing::Dir(dir.clone())),
         "chan_0",
@@ -59,7 +59,7 @@ fn file_backing_is_private_and_holds_the_data() {
         .unwrap()
         .read_to_end(&mut file)
         .unwrap();
-    let mut rd = b.reader().unwrap();
+    let mut rd = rs.reader(&b);
     let sb = rd.get_subbuf().unwrap();
     assert_eq!(sb.file_offset(), data as u64);
     assert_eq!(&file[data..data + 4096], sb.data());
@@ -88,9 +88,9 @@ fn file_backing_is_private_and_holds_the_data() {
 
 #[test]
 fn memfd_backing_can_be_sent_with_sendfile() {
-    let b = Buffer::new(Arc::new(C::default()), &attr(Backing::Memfd), "memfd").unwrap();
+    let (b, mut rs) = Buffer::new(Arc::new(C::default()), &attr(Backing::Memfd), "memfd").unwrap();
     fill(&b, 30);
-    let mut rd = b.reader().unwrap();
+    let mut rd = rs.reader(&b);
     let sb = rd.get_subbuf().unwrap();
     let dir = tmpdir("memfd");
     let out = std::fs::File::create(dir.join("out")).unwrap();
@@ -108,7 +108,7 @@ fn memfd_backing_can_be_sent_with_sendfile() {
 
 #[test]
 fn anonymous_backing_has_no_file() {
-    let b = Buffer::new(Arc::new(C::default()), &attr(Backing::Anonymous), "anon").unwrap();
+    let (b, _) = Buffer::new(Arc::new(C::default()), &attr(Backing::Anonymous), "anon").unwrap();
     assert!(b.store().file().is_none());
     assert_eq!(b.store().len(), 5 * 4096);
 }
@@ -120,7 +120,7 @@ fn anonymous_backing_has_no_file() {
 fn buffer_file_keeps_header_and_commit_counts() {
     use ringbuf::file::{BufferFile, Committed, FileHeader};
     let dir = tmpdir("crash");
-    let b = Buffer::with_id(
+    let (b, _) = Buffer::with_id(
         Arc::new(C::default()),
         &attr(Backing::Dir(dir.clone())),
         "chan_3",
@@ -229,14 +229,14 @@ fn buffers_written_from_the_start_are_allocated_when_created() {
     let online = ringbuf::cpu::online_count();
     let mut a = attr(Backing::Memfd);
     a.thread_pool = online + 3;
-    let ch = ringbuf::Channel::new(Client::<false, A_THREAD>::default(), &a, "pool").unwrap();
+    let (ch, _) = ringbuf::Channel::new(Client::<false, A_THREAD>::default(), &a, "pool").unwrap();
     let got: Vec<bool> = ch.buffers().iter().map(allocated).collect();
     let want: Vec<bool> = (0..online + 3).map(|i| i < online).collect();
     assert_eq!(got, want);
-    let ch = ringbuf::Channel::new(Client::<false, A_CPU>::default(), &a, "cpus").unwrap();
+    let (ch, _) = ringbuf::Channel::new(Client::<false, A_CPU>::default(), &a, "cpus").unwrap();
     for (cpu, b) in ch.buffers().iter().enumerate() {
         assert_eq!(allocated(b), ringbuf::cpu::is_online(cpu), "CPU {cpu}");
     }
-    let g = Buffer::new(Arc::new(C::default()), &attr(Backing::Memfd), "global").unwrap();
+    let (g, _) = Buffer::new(Arc::new(C::default()), &attr(Backing::Memfd), "global").unwrap();
     assert!(allocated(&g));
 }

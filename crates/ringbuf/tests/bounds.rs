@@ -20,7 +20,7 @@ const N: usize = 4;
 type Discard = Client<false, A_GLOBAL>;
 type Overwrite = Client<true, A_GLOBAL>;
 
-fn buffer<C: ringbuf::Config + Default>(laps: u64) -> Buffer<C> {
+fn buffer<C: ringbuf::Config + Default>(laps: u64) -> (Buffer<C>, ringbuf::ReadSide) {
     let attr = ChannelAttr {
         subbuf_size: S,
         num_subbuf: N,
@@ -48,8 +48,8 @@ fn length() -> impl Strategy<Value = usize> {
 /// Writes `lens` in order, draining after each write so that discard mode
 /// never reports a full buffer; checks the outcome of every reservation.
 fn run<C: ringbuf::Config + Default>(lens: &[usize], laps: u64) {
-    let b = buffer::<C>(laps);
-    let mut rd = b.reader().unwrap();
+    let (b, mut rs) = buffer::<C>(laps);
+    let mut rd = rs.reader(&b);
     let mut tally = Tally::default();
     let (mut written, mut too_big) = (0u64, 0u64);
     let mut last_bytes = b.stats().bytes_written;

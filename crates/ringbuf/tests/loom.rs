@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 use loom::thread;
-use ringbuf::{Alloc, Buffer, ChannelAttr, Config, Mode, Order, Refused, SubbufBegin, SubbufEnd};
+use ringbuf::{
+    Alloc, Buffer, ChannelAttr, Config, Mode, Order, ReadSide, Refused, SubbufBegin, SubbufEnd,
+};
 
 const S: usize = 64;
 const HEADER: usize = 8;
@@ -60,14 +62,15 @@ impl<const O: bool> Config for Tiny<O> {
     }
 }
 
-fn buffer<const O: bool>() -> Arc<Buffer<Tiny<O>>> {
+fn buffer<const O: bool>() -> (Arc<Buffer<Tiny<O>>>, ReadSide) {
     let attr = ChannelAttr {
         subbuf_size: S,
         num_subbuf: 2,
         initial_count: 0u64.wrapping_sub(2 * S as u64),
         ..Default::default()
     };
-    Arc::new(Buffer::new(Arc::new(Tiny::<O>), &attr, "loom").unwrap())
+    let (b, rs) = Buffer::new(Arc::new(Tiny::<O>), &attr, "loom").unwrap();
+    (Arc::new(b), rs)
 }
 
 fn write<const O: bool>(b: &Buffer<Tiny<O>>, writer: u32, seq: u64) -> Result<(), Refused> {
@@ -112,8 +115,8 @@ fn records(content: &[u8]) -> Vec<(u32, u64)> {
         .collect()
 }
 
-fn drain<const O: bool>(b: &Buffer<Tiny<O>>, out: &mut Vec<(u32, u64)>) {
-    let mut rd = b.reader().unwrap();
+fn drain<const O: bool>(b: &Buffer<Tiny<O>>, rs: &mut ReadSide, out: &mut Vec<(u32, u64)>) {
+    let mut rd = rs.reader(b);
     while let Some(sb) = rd.get_subbuf() {
         out.extend(records(sb.content()));
         let _ = sb.put();
@@ -148,29 +151,30 @@ fn model(name: &str, bound: usize, f: impl Fn() + Sync + Send + 'static) {
 #[test]
 fn discard_reserve_commit_vs_get_put() {
     model("discard writer vs reader", 3, || {
-        let b = buffer::<false>();
+        let (b, rs) = buffer::<false>();
         let w = {
             let b = b.clone();
             thread::spawn(move || (0..5).filter(|&s| write(&b, 1, s).is_ok()).count() as u64)
         };
         let r = {
             let b = b.clone();
+            let mut rs = rs;
             thread::spawn(move || {
                 let mut read = Vec::new();
-                let mut rd = b.reader().unwrap();
+                let mut rd = rs.reader(&b);
                 for _ in 0..2 {
                     if let Some(sb) = rd.get_subbuf() {
                         read.extend(records(sb.content()));
                         sb.put().unwrap();
                     }
                 }
-                read
+                (read, rs)
             })
         };
         let written = w.join().unwrap();
-        let mut read = r.join().unwrap();
+        let (mut read, mut rs) = r.join().unwrap();
         b.flush();
-        drain(&b, &mut read);
+        drain(&b, &mut rs, &mut read);
         let st = b.stats();
         assert_eq!(written + st.lost.full, 5);
         assert_eq!(read.len() as u64, written);
@@ -181,7 +185,7 @@ fn discard_reserve_commit_vs_get_put() {
 #[test]
 fn overwrite_reserve_commit_vs_get_put() {
     model("overwrite writer vs reader", 3, || {
-        let b = buffer::<true>();
+        let (b, rs) = buffer::<true>();
         let w = {
             let b = b.clone();
             thread::spawn(move || {
@@ -192,9 +196,10 @@ fn overwrite_reserve_commit_vs_get_put() {
         };
         let r = {
             let b = b.clone();
+            let mut rs = rs;
             thread::spawn(move || {
                 let mut read = Vec::new();
-                let mut rd = b.reader().unwrap();
+                let mut rd = rs.reader(&b);
                 for _ in 0..2 {
                     if let Some(sb) = rd.get_subbuf() {
                         // Private after the swap: valid even if the writer laps us.
@@ -202,13 +207,13 @@ fn overwrite_reserve_commit_vs_get_put() {
                         let _ = sb.put();
                     }
                 }
-                read
+                (read, rs)
             })
         };
         w.join().unwrap();
-        let mut read = r.join().unwrap();
+        let (mut read, mut rs) = r.join().unwrap();
         b.flush();
-        drain(&b, &mut read);
+        drain(&b, &mut rs, &mut read);
         check_order(&read);
         assert_eq!(read.last(), Some(&(1, 4)), "the newest record survives");
         assert_eq!(b.stats().records, 5);
@@ -218,7 +223,7 @@ fn overwrite_reserve_commit_vs_get_put() {
 #[test]
 fn two_writers_across_a_switch() {
     model("two writers", 3, || {
-        let b = buffer::<false>();
+        let (b, mut rs) = buffer::<false>();
         let hs: Vec<_> = [1u32, 2]
             .into_iter()
             .map(|id| {
@@ -229,7 +234,7 @@ fn two_writers_across_a_switch() {
         let written: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
         b.flush();
         let mut read = Vec::new();
-        drain(&b, &mut read);
+        drain(&b, &mut rs, &mut read);
         assert_eq!(written, 4, "4 records fit in two sub-buffers");
         assert_eq!(read.len(), 4);
         check_order(&read);
@@ -239,7 +244,7 @@ fn two_writers_across_a_switch() {
 #[test]
 fn forced_switch_from_another_thread() {
     model("flush vs writer", 3, || {
-        let b = buffer::<false>();
+        let (b, mut rs) = buffer::<false>();
         let f = {
             let b = b.clone();
             thread::spawn(move || {
@@ -254,7 +259,7 @@ fn forced_switch_from_another_thread() {
         let written = w.join().unwrap();
         b.flush();
         let mut read = Vec::new();
-        drain(&b, &mut read);
+        drain(&b, &mut rs, &mut read);
         assert_eq!(read.len() as u64, written);
         assert_eq!(written + b.stats().lost.full, 3);
         check_order(&read);
@@ -264,7 +269,7 @@ fn forced_switch_from_another_thread() {
 #[test]
 fn snapshot_swap_vs_writer() {
     model("snapshot vs writer", 2, || {
-        let b = buffer::<true>();
+        let (b, rs) = buffer::<true>();
         for s in 0..2 {
             write(&b, 1, s).unwrap();
         }
@@ -276,19 +281,20 @@ fn snapshot_swap_vs_writer() {
         };
         let r = {
             let b = b.clone();
+            let mut rs = rs;
             thread::spawn(move || {
                 let mut seen = Vec::new();
-                let mut rd = b.reader().unwrap();
+                let mut rd = rs.reader(&b);
                 rd.snapshot(Order::NewestFirst, |sb| seen.extend(records(sb.content())));
-                seen
+                (seen, rs)
             })
         };
         let written = w.join().unwrap();
-        let seen = r.join().unwrap();
+        let (seen, mut rs) = r.join().unwrap();
         assert_eq!(written + b.stats().lost.wrap, 3);
         b.flush();
         let mut read = Vec::new();
-        drain(&b, &mut read);
+        drain(&b, &mut rs, &mut read);
         check_order(&read);
         // The snapshot gave valid records of the writer only.
         assert!(seen.iter().all(|r| r.0 == 1 && r.1 < 5));
@@ -313,7 +319,7 @@ fn write_at(b: &Buffer<Tiny<false>>, writer: u32, now: u64) {
 #[test]
 fn disagreeing_clocks_keep_timestamps_ordered() {
     model("disagreeing clocks", 3, || {
-        let b = buffer::<false>();
+        let (b, mut rs) = buffer::<false>();
         let hs: Vec<_> = [(1u32, 100u64), (2, 50)]
             .into_iter()
             .map(|(id, base)| {
@@ -329,7 +335,7 @@ fn disagreeing_clocks_keep_timestamps_ordered() {
         }
         b.flush();
         let mut read = Vec::new();
-        drain(&b, &mut read);
+        drain(&b, &mut rs, &mut read);
         assert_eq!(read.len(), 4);
         assert!(
             read.windows(2).all(|p| p[1].1 >= p[0].1),

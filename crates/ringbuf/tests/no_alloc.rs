@@ -17,7 +17,7 @@ fn no_alloc<C: Config + Default>() {
         thread_pool: 2,
         ..Default::default()
     };
-    let ch = Channel::new(C::default(), &attr, "na").unwrap();
+    let (ch, _read) = Channel::new(C::default(), &attr, "na").unwrap();
     // The first record of a thread may allocate (per-thread registration).
     drop(ch.reserve(64));
     let (ok, allocs) = alloc_counter::counted(|| {

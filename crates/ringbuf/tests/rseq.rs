@@ -142,7 +142,8 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
         initial_count: near_wrap(16 << 10, 8, 2),
         ..Default::default()
     };
-    let ch = Arc::new(Channel::new(C::default(), &attr, "storm").unwrap());
+    let (ch, mut read) = Channel::new(C::default(), &attr, "storm").unwrap();
+    let ch = Arc::new(ch);
     CHANNEL.store(Arc::as_ptr(&ch) as *mut (), Release);
     // SAFETY: the handler only uses async-signal-safe operations (atomics,
     // thread-locals without destructors, reserve/commit, sched_getcpu).
@@ -161,7 +162,11 @@ fn run<C: Config + Default>(run_for: Duration) -> Seen {
     std::thread::scope(|sc| {
         // The reader drains every buffer while the writers write.
         let reader = sc.spawn(|| {
-            let mut readers: Vec<_> = ch.buffers().iter().map(|b| b.reader().unwrap()).collect();
+            let mut readers: Vec<_> = read
+                .iter_mut()
+                .zip(ch.buffers())
+                .map(|(r, b)| r.reader(b))
+                .collect();
             let mut seqs: HashMap<u32, Vec<u64>> = HashMap::new();
             let (mut read, mut placed, mut rescued) = (0u64, 0u64, 0u64);
             let mut drain = |readers: &mut Vec<ringbuf::Reader<'_, C>>| {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use common::*;
 use proptest::prelude::*;
-use ringbuf::{Buffer, ChannelAttr, ConfigError, Error, Lost, Order, Poll, Refused};
+use ringbuf::{Buffer, ChannelAttr, ConfigError, Error, Lost, Order, Poll, ReadSide, Refused};
 
 type Discard = Client<false, A_GLOBAL>;
 type Overwrite = Client<true, A_GLOBAL>;
@@ -31,8 +31,8 @@ fn write<C: ringbuf::Config>(b: &Buffer<C>, len: usize, seq: u64) -> Result<(), 
 }
 
 /// Reads every ready sub-buffer, consuming them.
-fn drain<C: ringbuf::Config>(b: &Buffer<C>, tally: &mut Tally) -> Vec<Rec> {
-    let mut rd = b.reader().expect("one reader");
+fn drain<C: ringbuf::Config>(b: &Buffer<C>, rs: &mut ReadSide, tally: &mut Tally) -> Vec<Rec> {
+    let mut rd = rs.reader(b);
     let mut all = Vec::new();
     while let Some(sb) = rd.get_subbuf() {
         let recs = check_subbuf(sb.content(), sb.data());
@@ -71,7 +71,7 @@ fn rejects_bad_geometry() {
 fn discard_fills_then_drops_exactly() {
     // 256-byte sub-buffers: 40 header + 6 records of 32 = 232, 24 bytes padding.
     let w0 = near_wrap(256, 4, 2);
-    let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 4, w0), "x").unwrap();
+    let (b, mut rs) = Buffer::new(Arc::new(Discard::default()), &attr(256, 4, w0), "x").unwrap();
     let mut ok = 0;
     let mut lost = 0;
     for seq in 0..40 {
@@ -89,10 +89,10 @@ fn discard_fills_then_drops_exactly() {
     // Three are delivered; the fourth is still open (the writer is in it).
     assert_eq!(b.poll(), Poll::Readable);
     let mut t = Tally::default();
-    let got = drain(&b, &mut t);
+    let got = drain(&b, &mut rs, &mut t);
     assert_eq!(got.len(), 18);
     assert!(b.flush());
-    let got = drain(&b, &mut t);
+    let got = drain(&b, &mut rs, &mut t);
     assert_eq!(got.len(), 6);
     assert_eq!(t.records, 24);
     assert_eq!(b.poll(), Poll::Nothing);
@@ -111,11 +111,11 @@ fn discard_fills_then_drops_exactly() {
 fn reader_fill_and_writable_subbuf() {
     fn check<C: ringbuf::Config + Default>() {
         let w0 = near_wrap(256, 4, 1);
-        let b = Buffer::new(Arc::new(C::default()), &attr(256, 4, w0), "x").unwrap();
+        let (b, mut rs) = Buffer::new(Arc::new(C::default()), &attr(256, 4, w0), "x").unwrap();
         for seq in 0..14 {
             write(&b, 32, seq).unwrap();
         }
-        let mut rd = b.reader().unwrap();
+        let mut rd = rs.reader(&b);
         // Two sub-buffers of 6 records closed, the third holds 2.
         assert_eq!(rd.fill(), 2 * 256 + HEADER as u64 + 2 * 32);
         let mut sb = rd.get_subbuf().unwrap();
@@ -145,19 +145,19 @@ fn reader_fill_and_writable_subbuf() {
 
 #[test]
 fn lost_counts_reach_the_next_header() {
-    let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
+    let (b, mut rs) = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
     for seq in 0..20 {
         let _ = write(&b, 32, seq);
     }
     assert_eq!(b.stats().lost.full, 8);
     // Free the buffer, write one more packet: its header carries lost = 8.
     let mut t = Tally::default();
-    drain(&b, &mut t);
+    drain(&b, &mut rs, &mut t);
     b.flush();
-    drain(&b, &mut t);
+    drain(&b, &mut rs, &mut t);
     write(&b, 32, 100).unwrap();
     b.flush();
-    let mut rd = b.reader().unwrap();
+    let mut rd = rs.reader(&b);
     let sb = rd.get_subbuf().unwrap();
     assert_eq!(u64_at(sb.data(), 32), 8);
     assert_eq!(sb.seq(), 2);
@@ -166,7 +166,7 @@ fn lost_counts_reach_the_next_header() {
 
 #[test]
 fn too_big_is_rejected_and_counted() {
-    let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
+    let (b, _) = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
     assert_eq!(
         write(&b, 256 - HEADER + 1, 0),
         Err(Refused::Lost(Lost::TooBig))
@@ -183,12 +183,12 @@ fn too_big_is_rejected_and_counted() {
 #[test]
 fn overwrite_keeps_the_newest() {
     let w0 = near_wrap(256, 4, 3);
-    let b = Buffer::new(Arc::new(Overwrite::default()), &attr(256, 4, w0), "x").unwrap();
+    let (b, mut rs) = Buffer::new(Arc::new(Overwrite::default()), &attr(256, 4, w0), "x").unwrap();
     for seq in 0..100 {
         write(&b, 32, seq).unwrap();
     }
     assert!(b.stats().overruns > 0);
-    let mut rd = b.reader().unwrap();
+    let mut rd = rs.reader(&b);
     // Snapshot twice, both orders: same content, newest last.
     let mut fwd = Vec::new();
     let s1 = rd.snapshot(Order::OldestFirst, |sb| {
@@ -224,7 +224,7 @@ fn overwrite_keeps_the_newest() {
 
 #[test]
 fn reader_holding_a_subbuf_in_overwrite_mode_is_pushed_not_corrupted() {
-    let b = Buffer::new(
+    let (b, mut rs) = Buffer::new(
         Arc::new(Overwrite::default()),
         &attr(256, 2, near_wrap(256, 2, 1)),
         "x",
@@ -233,7 +233,7 @@ fn reader_holding_a_subbuf_in_overwrite_mode_is_pushed_not_corrupted() {
     for seq in 0..8 {
         write(&b, 32, seq).unwrap();
     }
-    let mut rd = b.reader().unwrap();
+    let mut rd = rs.reader(&b);
     let sb = rd.get_subbuf().unwrap();
     let before: Vec<u8> = sb.data().to_vec();
     // Writers lap the reader while it holds the sub-buffer.
@@ -256,12 +256,12 @@ fn reader_holding_a_subbuf_in_overwrite_mode_is_pushed_not_corrupted() {
 
 #[test]
 fn records_are_iterated_with_the_client_length_function() {
-    let b = Buffer::new(Arc::new(Discard::default()), &attr(4096, 2, 0), "x").unwrap();
+    let (b, mut rs) = Buffer::new(Arc::new(Discard::default()), &attr(4096, 2, 0), "x").unwrap();
     for seq in 0..10 {
         write(&b, 32 + seq as usize * 8, seq).unwrap();
     }
     b.flush();
-    let mut rd = b.reader().unwrap();
+    let mut rd = rs.reader(&b);
     let sb = rd.get_subbuf().unwrap();
     let recs: Vec<Rec> = sb
         .records(record_len)
@@ -280,7 +280,7 @@ fn records_are_iterated_with_the_client_length_function() {
 
 #[test]
 fn poll_reports_full_readable_nothing_and_hangup() {
-    let b = Buffer::new(
+    let (b, mut rs) = Buffer::new(
         Arc::new(Discard::default()),
         &attr(256, 2, near_wrap(256, 2, 1)),
         "x",
@@ -305,23 +305,42 @@ fn poll_reports_full_readable_nothing_and_hangup() {
     b.finalize();
     assert_eq!(b.poll(), Poll::HighPriority, "finalized but data left");
     let mut t = Tally::default();
-    drain(&b, &mut t);
+    drain(&b, &mut rs, &mut t);
     assert_eq!(t.records, 12);
     assert_eq!(b.poll(), Poll::HangUp);
 }
 
+/// One reader at a time is the borrow of the read side (two at once do
+/// not compile: `tests/ui/two_readers.rs`); a read side reads only its
+/// own buffer.
 #[test]
-fn only_one_reader() {
-    let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
-    let r1 = b.reader().unwrap();
-    assert!(b.reader().is_none());
-    drop(r1);
-    assert!(b.reader().is_some());
+#[should_panic(expected = "the read side of one buffer used to read another")]
+fn a_read_side_reads_only_its_own_buffer() {
+    let (a, _) = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "a").unwrap();
+    let (_b, mut rs_b) = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "b").unwrap();
+    let _ = rs_b.reader(&a);
+}
+
+/// The reader's spare sub-buffer goes from one reader to the next through
+/// the read side: overwrite mode, readers taken and dropped between reads,
+/// every record read once.
+#[test]
+fn readers_in_turn_keep_the_spare() {
+    let (b, mut rs) = Buffer::new(Arc::new(Overwrite::default()), &attr(256, 4, 0), "x").unwrap();
+    let mut t = Tally::default();
+    for round in 0..6u64 {
+        for seq in 0..4 {
+            write(&b, 32, round * 4 + seq).unwrap();
+        }
+        b.flush();
+        drain(&b, &mut rs, &mut t);
+    }
+    assert_eq!(t.records, 24, "every record read once");
 }
 
 #[test]
 fn slot_size_sees_position_and_timestamps() {
-    let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
+    let (b, _) = Buffer::new(Arc::new(Discard::default()), &attr(256, 2, 0), "x").unwrap();
     let mut seen = Vec::new();
     let s = b
         .reserve_with(|ctx| {
@@ -350,7 +369,7 @@ fn slot_size_sees_position_and_timestamps() {
 fn a_writer_panicking_inside_its_record_does_not_stall_the_subbuffer() {
     // 256-byte sub-buffers: 6 records of 32 after the 40-byte header.
     let w0 = near_wrap(256, 4, 1);
-    let b = Buffer::new(Arc::new(Discard::default()), &attr(256, 4, w0), "x").unwrap();
+    let (b, mut rs) = Buffer::new(Arc::new(Discard::default()), &attr(256, 4, w0), "x").unwrap();
     for seq in 0..6 {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut s = b.reserve(32).unwrap();
@@ -365,13 +384,13 @@ fn a_writer_panicking_inside_its_record_does_not_stall_the_subbuffer() {
     }
     write(&b, 32, 6).unwrap(); // the switch to the second sub-buffer
     let mut tally = Tally::default();
-    let recs = drain(&b, &mut tally);
+    let recs = drain(&b, &mut rs, &mut tally);
     assert_eq!(
         recs.iter().map(|r| r.seq).collect::<Vec<_>>(),
         [0, 1, 2, 3, 4, 5]
     );
     assert!(b.flush());
-    assert_eq!(drain(&b, &mut tally).len(), 1);
+    assert_eq!(drain(&b, &mut rs, &mut tally).len(), 1);
     assert_eq!(tally.records, 7);
 }
 
@@ -411,8 +430,8 @@ fn cases() -> u32 {
 /// checking the exact number of records written, lost and read.
 fn run_history<C: ringbuf::Config + Default>(steps: &[Step], laps: u64, n: usize) {
     let w0 = near_wrap(256, n, laps);
-    let b = Buffer::new(Arc::new(C::default()), &attr(256, n, w0), "x").unwrap();
-    let mut rd = b.reader().unwrap();
+    let (b, mut rs) = Buffer::new(Arc::new(C::default()), &attr(256, n, w0), "x").unwrap();
+    let mut rd = rs.reader(&b);
     let mut written = 0u64;
     let mut lost = 0u64;
     let mut read = Vec::new();

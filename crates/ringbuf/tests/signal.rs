@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ringbuf::{Channel, ChannelAttr, Config, Lost, Refused};
+use ringbuf::{Channel, ChannelAttr, Config, Lost, ReadSide, Refused};
 
 /// Signal handlers reach the channel through this pointer (one test at a
 /// time uses it: the tests below serialize on LOCK).
@@ -64,7 +64,11 @@ fn run<C: Config + Default>() -> u64 {
         thread_pool: 1,
         ..Default::default()
     };
-    let ch = Arc::new(Channel::new(C::default(), &attr, "sig").unwrap());
+    let (ch, read) = Channel::new(C::default(), &attr, "sig").unwrap();
+    let ch = Arc::new(ch);
+    // One buffer (a pool of one): its read side goes to the writer thread,
+    // which drains it, and comes back.
+    let [mut rs]: [ReadSide; 1] = read.into_vec().try_into().unwrap();
     // The clock's first call, before any handler can make it (`now`).
     let _ = now();
     CHANNEL.store(Arc::as_ptr(&ch) as *mut (), Ordering::Release);
@@ -88,7 +92,7 @@ fn run<C: Config + Default>() -> u64 {
             let (mut written, mut lost, mut seq) = (0u64, 0u64, 0u64);
             let mut rd_tally = Tally::default();
             let mut read = 0u64;
-            let mut rd = None;
+            let mut drained = false;
             // At least 700 ms, and on until the handler has interrupted the
             // thread between reserve and commit often enough (two minutes
             // at most, then the count below fails the test). The signaller
@@ -114,7 +118,8 @@ fn run<C: Config + Default>() -> u64 {
                 }
                 seq += 1;
                 if seq % 64 == 0 {
-                    let rdr = rd.get_or_insert_with(|| ch.current().unwrap().reader().unwrap());
+                    let mut rdr = rs.reader(ch.current().unwrap());
+                    drained = true;
                     while let Some(sb) = rdr.get_subbuf() {
                         let recs = check_subbuf(sb.content(), sb.data());
                         read += recs.len() as u64;
@@ -127,9 +132,10 @@ fn run<C: Config + Default>() -> u64 {
             (
                 written,
                 lost,
-                rd.is_some(),
+                drained,
                 read,
                 ch.current().unwrap() as *const _ as usize,
+                rs,
             )
         })
     };
@@ -148,7 +154,7 @@ fn run<C: Config + Default>() -> u64 {
             }
         })
     };
-    let (written, lost, _, read_live, buf_addr) = writer.join().unwrap();
+    let (written, lost, _, read_live, buf_addr, mut rs) = writer.join().unwrap();
     signaller.join().unwrap();
     CHANNEL.store(std::ptr::null_mut(), Ordering::Release);
     let buf = ch
@@ -159,7 +165,7 @@ fn run<C: Config + Default>() -> u64 {
     // SAFETY: the writer thread has exited and the signaller stopped: no
     // other thread writes the buffer now.
     unsafe { buf.writer_unchecked() }.flush();
-    let mut rd = buf.reader().unwrap();
+    let mut rd = rs.reader(buf);
     let mut read = read_live;
     while let Some(sb) = rd.get_subbuf() {
         read += check_subbuf(sb.content(), sb.data()).len() as u64;

@@ -9,16 +9,17 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use common::*;
-use ringbuf::{Buffer, ChannelAttr, Config, Lost, Refused};
+use ringbuf::{Buffer, ChannelAttr, Config, Lost, ReadSide, Refused};
 
-fn buffer<C: Config + Default>() -> Arc<Buffer<C>> {
+fn buffer<C: Config + Default>() -> (Arc<Buffer<C>>, ReadSide) {
     let attr = ChannelAttr {
         subbuf_size: 256,
         num_subbuf: 4,
         initial_count: near_wrap(256, 4, 1),
         ..Default::default()
     };
-    Arc::new(Buffer::new(Arc::new(C::default()), &attr, "stall").unwrap())
+    let (b, rs) = Buffer::new(Arc::new(C::default()), &attr, "stall").unwrap();
+    (Arc::new(b), rs)
 }
 
 fn write<C: Config>(b: &Buffer<C>, id: u32, seq: u64) -> Result<(), Refused> {
@@ -46,7 +47,7 @@ fn stall<C: Config>(b: Arc<Buffer<C>>) -> (mpsc::Sender<()>, std::thread::JoinHa
 
 #[test]
 fn reader_waits_for_the_stalled_commit_discard() {
-    let b = buffer::<Client<false, A_GLOBAL>>();
+    let (b, mut rs) = buffer::<Client<false, A_GLOBAL>>();
     // Sub-buffer 0: records 0..5 by writer 1, then the stalled record (6th).
     for seq in 0..5 {
         write(&b, 1, seq).unwrap();
@@ -64,7 +65,7 @@ fn reader_waits_for_the_stalled_commit_discard() {
         40 - 5 - 18,
         "three more sub-buffers of 6 records, the rest dropped"
     );
-    let mut rd = b.reader().unwrap();
+    let mut rd = rs.reader(&b);
     assert!(
         rd.get_subbuf().is_none(),
         "sub-buffer 0 is not committed: nothing is readable"
@@ -91,7 +92,7 @@ fn reader_waits_for_the_stalled_commit_discard() {
 
 #[test]
 fn overwrite_writers_keep_going_with_counted_drops() {
-    let b = buffer::<Client<true, A_GLOBAL>>();
+    let (b, mut rs) = buffer::<Client<true, A_GLOBAL>>();
     for seq in 0..5 {
         write(&b, 1, seq).unwrap();
     }
@@ -109,7 +110,7 @@ fn overwrite_writers_keep_going_with_counted_drops() {
     assert_eq!(ok, 18, "three sub-buffers after the stalled one");
     assert_eq!(wrap, 200 - 5 - 18);
     assert_eq!(b.stats().lost.wrap, wrap);
-    let mut rd = b.reader().unwrap();
+    let mut rd = rs.reader(&b);
     assert!(rd.get_subbuf().is_none());
     go.send(()).unwrap();
     h.join().unwrap();

@@ -26,13 +26,18 @@ fn run<C: Config + Default>(subbuf: usize, n: usize, writers: u32, per_writer: u
         thread_pool: writers as usize,
         ..Default::default()
     };
-    let ch = Arc::new(Channel::new(C::default(), &attr, "stress").unwrap());
+    let (ch, mut read) = Channel::new(C::default(), &attr, "stress").unwrap();
+    let ch = Arc::new(ch);
     let done = Arc::new(AtomicBool::new(false));
     let reader = {
         let (ch, done) = (ch.clone(), done.clone());
         std::thread::spawn(move || {
             let mut tallies: Vec<Tally> = ch.buffers().iter().map(|_| Tally::default()).collect();
-            let mut readers: Vec<_> = ch.buffers().iter().map(|b| b.reader().unwrap()).collect();
+            let mut readers: Vec<_> = read
+                .iter_mut()
+                .zip(ch.buffers())
+                .map(|(r, b)| r.reader(b))
+                .collect();
             loop {
                 let finished = done.load(Ordering::Acquire);
                 let mut got = 0;
@@ -180,8 +185,9 @@ fn per_thread_buffers_are_recycled() {
         thread_pool: 1,
         ..Default::default()
     };
-    let ch =
-        Arc::new(Channel::new(Client::<false, A_THREAD, true>::default(), &attr, "t").unwrap());
+    let (ch, mut read) =
+        Channel::new(Client::<false, A_THREAD, true>::default(), &attr, "t").unwrap();
+    let ch = Arc::new(ch);
     let write = |ch: Arc<Channel<Client<false, A_THREAD, true>>>, id: u32| {
         std::thread::spawn(move || {
             for seq in 0..10 {
@@ -203,11 +209,10 @@ fn per_thread_buffers_are_recycled() {
     assert_eq!(r.unwrap_err(), Refused::Lost(Lost::NoBuffer));
     assert_eq!(ch.lost_no_buffer(), 1);
     assert_eq!(ch.recycle(), 0, "not drained yet");
-    let mut rd = ch.buffers()[0].reader().unwrap();
+    let mut rd = read[0].reader(&ch.buffers()[0]);
     let sb = rd.get_subbuf().unwrap();
     assert_eq!(check_subbuf(sb.content(), sb.data()).len(), 10);
     sb.put().unwrap();
-    drop(rd);
     assert_eq!(ch.recycle(), 1);
     write(ch.clone(), 2);
     assert_eq!(ch.buffers()[0].stats().records, 20);
@@ -229,11 +234,10 @@ fn a_thread_writing_several_per_thread_channels_keeps_one_buffer_in_each() {
         thread_pool: 2,
         ..Default::default()
     };
-    let chans: Arc<Vec<Channel<C>>> = Arc::new(
-        (0..CHANNELS)
-            .map(|k| Channel::new(C::default(), &attr, &format!("c{k}")).unwrap())
-            .collect(),
-    );
+    let (chans, mut reads): (Vec<_>, Vec<_>) = (0..CHANNELS)
+        .map(|k| Channel::new(C::default(), &attr, &format!("c{k}")).unwrap())
+        .unzip();
+    let chans: Arc<Vec<Channel<C>>> = Arc::new(chans);
     let writers: Vec<_> = (0..2u32)
         .map(|w| {
             let chans = chans.clone();
@@ -251,11 +255,11 @@ fn a_thread_writing_several_per_thread_channels_keeps_one_buffer_in_each() {
     for h in writers {
         h.join().unwrap();
     }
-    for (k, ch) in chans.iter().enumerate() {
+    for (k, (ch, read)) in chans.iter().zip(reads.iter_mut()).enumerate() {
         ch.flush();
         let mut seen = std::collections::HashMap::new();
-        for (b, buf) in ch.buffers().iter().enumerate() {
-            let mut rd = buf.reader().unwrap();
+        for (b, (buf, rs)) in ch.buffers().iter().zip(read.iter_mut()).enumerate() {
+            let mut rd = rs.reader(buf);
             let mut tally = Tally::default();
             while let Some(sb) = rd.get_subbuf() {
                 tally.add(&check_subbuf(sb.content(), sb.data()));

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::Relaxed};
 
 use ctf::layout::{event_header_len, write_packet_begin, write_packet_end};
 use ctf::types::HeaderKind;
-use ringbuf::{Alloc, Channel, ChannelAttr, Config, Mode, SubbufBegin, SubbufEnd, Sync};
+use ringbuf::{Alloc, Channel, ChannelAttr, Config, Mode, ReadSide, SubbufBegin, SubbufEnd, Sync};
 use traceclock::TraceClock;
 
 use crate::context::{words, Contexts, Layout};
@@ -407,8 +407,12 @@ macro_rules! each {
     };
 }
 
+/// A channel's read sides, one per buffer in the order of its buffers:
+/// whoever holds them reads the channel (`ChannelOps::drain`, `snapshot`).
+pub type ReadSides = Box<[ReadSide]>;
+
 impl AnyChannel {
-    /// Creates the channel.
+    /// Creates the channel and its read sides.
     pub fn new(
         overwrite: bool,
         sharing: Sharing,
@@ -416,10 +420,10 @@ impl AnyChannel {
         contexts: Contexts,
         attr: &ChannelAttr,
         name: &str,
-    ) -> Result<AnyChannel, ringbuf::Error> {
+    ) -> Result<(AnyChannel, ReadSides), ringbuf::Error> {
         macro_rules! mk {
-            ($v:ident) => {
-                AnyChannel::$v(Channel::new(
+            ($v:ident) => {{
+                let (ch, read) = Channel::new(
                     Client::<kind::$v> {
                         ids,
                         subbuf: attr.subbuf_size as u64,
@@ -428,8 +432,9 @@ impl AnyChannel {
                     },
                     attr,
                     name,
-                )?)
-            };
+                )?;
+                (AnyChannel::$v(ch), read)
+            }};
         }
         Ok(match (overwrite, sharing) {
             (false, Sharing::PerCpuAtomics) => mk!(DiscardCpu),
@@ -457,7 +462,7 @@ impl AnyChannel {
         overwrite: bool,
         per_thread: bool,
         attr: &ChannelAttr,
-    ) -> Result<AnyChannel, ringbuf::Error> {
+    ) -> Result<(AnyChannel, ReadSides), ringbuf::Error> {
         let sharing = if per_thread {
             Sharing::PerThread
         } else {
@@ -471,7 +476,7 @@ impl AnyChannel {
         overwrite: bool,
         sharing: Sharing,
         attr: &ChannelAttr,
-    ) -> Result<AnyChannel, ringbuf::Error> {
+    ) -> Result<(AnyChannel, ReadSides), ringbuf::Error> {
         AnyChannel::new(
             overwrite,
             sharing,

@@ -2,7 +2,7 @@
 //! configuration ([`ChannelOps`], dynamic dispatch: never on the write
 //! path), and where packets go ([`PacketSink`]).
 
-use ringbuf::{BufferStats, Channel, Config, Order};
+use ringbuf::{BufferStats, Channel, Config, Order, ReadSide};
 
 /// Byte offset of `packet_size` in the packet context (`ctf::layout`).
 pub const PACKET_SIZE_AT: usize = 56;
@@ -67,8 +67,11 @@ pub trait ChannelOps: std::marker::Sync + Send {
     /// Number of buffers.
     fn buffers(&self) -> usize;
     /// Copies up to `max` ready packets of buffer `i` to `sink`, consuming
-    /// them. Returns how many.
-    fn drain(&self, i: usize, sink: &mut dyn PacketSink, max: usize) -> usize;
+    /// them, through `rs`, that buffer's read side. Returns how many.
+    ///
+    /// # Panics
+    /// If `rs` is not buffer `i`'s read side.
+    fn drain(&self, rs: &mut ReadSide, i: usize, sink: &mut dyn PacketSink, max: usize) -> usize;
     /// Forced switch of every buffer this thread may switch now (per-thread
     /// buffers: only those whose thread exited).
     fn flush_live(&self) -> usize;
@@ -82,8 +85,17 @@ pub trait ChannelOps: std::marker::Sync + Send {
     /// Walks every complete packet of buffer `i` without consuming,
     /// oldest first (after a forced switch when `switch` is set and the
     /// buffer is an SMP or rseq one: another thread never switches a live
-    /// per-thread buffer).
-    fn snapshot(&self, i: usize, switch: bool, sink: &mut dyn PacketSink) -> usize;
+    /// per-thread buffer), through `rs`, that buffer's read side.
+    ///
+    /// # Panics
+    /// If `rs` is not buffer `i`'s read side.
+    fn snapshot(
+        &self,
+        rs: &mut ReadSide,
+        i: usize,
+        switch: bool,
+        sink: &mut dyn PacketSink,
+    ) -> usize;
     /// Counters of buffer `i`.
     fn stats(&self, i: usize) -> BufferStats;
     /// Per-thread channels: records dropped because the pool had no free
@@ -106,12 +118,10 @@ impl<C: Config> ChannelOps for Channel<C> {
         Channel::buffers(self).len()
     }
 
-    fn drain(&self, i: usize, sink: &mut dyn PacketSink, max: usize) -> usize {
+    fn drain(&self, rs: &mut ReadSide, i: usize, sink: &mut dyn PacketSink, max: usize) -> usize {
         let b = &Channel::buffers(self)[i];
         b.deliver_missed();
-        let Some(mut rd) = b.reader() else {
-            return 0;
-        };
+        let mut rd = rs.reader(b);
         let mut n = 0;
         let half = b.geometry().buf_size() / 2;
         while n < max {
@@ -150,12 +160,16 @@ impl<C: Config> ChannelOps for Channel<C> {
             .count()
     }
 
-    fn snapshot(&self, i: usize, switch: bool, sink: &mut dyn PacketSink) -> usize {
+    fn snapshot(
+        &self,
+        rs: &mut ReadSide,
+        i: usize,
+        switch: bool,
+        sink: &mut dyn PacketSink,
+    ) -> usize {
         let b = &Channel::buffers(self)[i];
         b.deliver_missed();
-        let Some(mut rd) = b.reader() else {
-            return 0;
-        };
+        let mut rd = rs.reader(b);
         let walk = |sb: &ringbuf::Subbuf<'_, '_, C>| {
             let data = sb.data();
             let len = packet_bytes(data);

@@ -53,8 +53,8 @@ fn events(c: &mut Criterion) {
         num_subbuf: NUM_SUBBUF,
         ..Default::default()
     };
-    let bare_cpu = AnyChannel::standalone(true, false, &attr).unwrap();
-    let bare_thread = AnyChannel::standalone(true, true, &attr).unwrap();
+    let (bare_cpu, _) = AnyChannel::standalone(true, false, &attr).unwrap();
+    let (bare_thread, _) = AnyChannel::standalone(true, true, &attr).unwrap();
     let s_cpu = session(false);
     let s_thread = session(true);
     for round in 0..3 {
@@ -187,8 +187,8 @@ fn paired_all() {
         num_subbuf: NUM_SUBBUF,
         ..Default::default()
     };
-    let bare_cpu = AnyChannel::standalone(true, false, &attr).unwrap();
-    let bare_thread = AnyChannel::standalone(true, true, &attr).unwrap();
+    let (bare_cpu, _) = AnyChannel::standalone(true, false, &attr).unwrap();
+    let (bare_thread, _) = AnyChannel::standalone(true, true, &attr).unwrap();
     let s_cpu = session(false);
     let s_thread = session(true);
     println!("\npaired bursts (median of 300 pairs)  bare ns/ev  tracer ns/ev  tracer/bare");

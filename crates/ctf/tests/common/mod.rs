@@ -56,6 +56,7 @@ impl<const O: bool> Config for CtfClient<O> {
 /// One stream: a channel with one global buffer and its output file.
 pub struct StreamWriter<const O: bool> {
     pub ch: Channel<CtfClient<O>>,
+    read: Box<[ringbuf::ReadSide]>,
     pub clock: Arc<AtomicU64>,
     pub kind: HeaderKind,
     pub file: std::fs::File,
@@ -89,8 +90,10 @@ impl<const O: bool> StreamWriter<O> {
             clock: clock.clone(),
             instance,
         };
+        let (ch, read) = Channel::new(client, &attr, name).unwrap();
         StreamWriter {
-            ch: Channel::new(client, &attr, name).unwrap(),
+            ch,
+            read,
             clock,
             kind,
             file: std::fs::File::create(dir.join(name)).unwrap(),
@@ -125,8 +128,8 @@ impl<const O: bool> StreamWriter<O> {
 
     /// Copies every ready packet to the stream file.
     pub fn drain(&mut self) {
-        for b in self.ch.buffers() {
-            let mut rd = b.reader().unwrap();
+        for (b, rs) in self.ch.buffers().iter().zip(self.read.iter_mut()) {
+            let mut rd = rs.reader(b);
             while let Some(sb) = rd.get_subbuf() {
                 self.file.write_all(sb.data()).unwrap();
                 let _ = sb.put();

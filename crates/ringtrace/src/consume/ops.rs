@@ -127,6 +127,7 @@ impl Recording {
             // Another thread may switch per-thread buffers only while no one
             // writes them: a stopped session has been flushed by `stop`.
             let switch = ch.cfg.buffers == Buffers::PerCpu && active;
+            let mut read = lock(&ch.read);
             for b in 0..ops.buffers() {
                 let mut w = SnapshotWriter {
                     path: dir.join(format!("{}_{b}", ch.cfg.name)),
@@ -134,7 +135,7 @@ impl Recording {
                     err: None,
                     info: &mut info,
                 };
-                ops.snapshot(b, switch, &mut w);
+                ops.snapshot(&mut read[b], b, switch, &mut w);
                 if let Some(e) = w.err {
                     return Err(e);
                 }
@@ -179,8 +180,10 @@ impl Recording {
             let ops = ch.chan.ops();
             // As `snapshot`: per-thread buffers switch only while stopped.
             let switch = ch.cfg.buffers == Buffers::PerCpu && active;
+            let mut read = lock(&ch.read);
             for b in 0..ops.buffers() {
                 ops.snapshot(
+                    &mut read[b],
                     b,
                     switch,
                     &mut ToRelay {

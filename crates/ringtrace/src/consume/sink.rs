@@ -545,7 +545,9 @@ impl Recording {
                 s.channels[self.ci].buffers[b].file.as_mut()
             }
         }
+        let mut read = lock(&self.channels[ci].read);
         ops.drain(
+            &mut read[b],
             b,
             &mut Out {
                 sink,

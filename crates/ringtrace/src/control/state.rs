@@ -22,7 +22,7 @@ use crate::control::metadata::{self, MetadataFile};
 use crate::error::Error;
 use crate::output;
 use ringtrace_core::client::Sharing;
-use ringtrace_core::client::{AnyChannel, StreamIds};
+use ringtrace_core::client::{AnyChannel, ReadSides, StreamIds};
 use ringtrace_core::desc::EventDesc;
 use ringtrace_core::tally::Tally;
 
@@ -51,6 +51,13 @@ impl Meta {
 pub(crate) struct ChannelState {
     pub(crate) cfg: ChannelConfig,
     pub(crate) chan: Arc<AnyChannel>,
+    /// The channel's read sides: the consumer's passes (discard) and
+    /// snapshots (flight recorder) read its buffers holding this lock, so
+    /// two snapshots at once take turns rather than one finding the
+    /// buffers taken. Not held across `fork` (`fork.rs`): a child never
+    /// takes it, its inherited sessions refuse snapshots and are not
+    /// consumed.
+    pub(crate) read: Mutex<ReadSides>,
     /// The record count of a channel whose buffers do not count.
     pub(crate) tally: Option<Arc<Tally>>,
 }
@@ -154,7 +161,7 @@ impl SessionState {
                 initial_count: 0,
                 thread_pool: cfg.thread_pool,
             };
-            let chan = AnyChannel::new(
+            let (chan, read) = AnyChannel::new(
                 mode == Mode::FlightRecorder,
                 sharing(&cfg)?,
                 StreamIds {
@@ -177,6 +184,7 @@ impl SessionState {
                 cfg,
                 tally: (!chan.counts_records()).then(|| Arc::new(Tally::claim())),
                 chan: Arc::new(chan),
+                read: Mutex::new(read),
             });
         }
         undo.keep();

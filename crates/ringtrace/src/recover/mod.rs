@@ -499,7 +499,7 @@ fn file_channel(
         thread_pool: 1,
         ..Default::default()
     };
-    let ch = ringtrace_core::client::AnyChannel::standalone(overwrite, true, &attr).unwrap();
+    let (ch, _) = ringtrace_core::client::AnyChannel::standalone(overwrite, true, &attr).unwrap();
     let file = std::fs::read_dir(dir)
         .unwrap()
         .next()
