@@ -79,7 +79,7 @@ LAYERS = {
         ["ratios"],
     ],
     "ringtrace-core": [
-        ["rcu", "clock", "field", "level", "ops"],
+        ["rcu", "clock", "field", "level", "ops", "unfinished"],
         ["context", "tally"],
         ["client"],
         ["probe"],

@@ -21,6 +21,8 @@
 //! ```text
 //!   desc ──► probe ──► client ──► ringbuf (reserve, serialize, commit)
 //!    │         │         ├──► context (who: pid, tid, thread name)
+//!    │         │         ├──► unfinished (a record's store order: mark,
+//!    │         │         │    payload, header; what recovery reads back)
 //!    │         │         └──► ops (the consumer's view of a channel: not
 //!    │         │              on the write path, dynamic dispatch)
 //!    │         │  └──► tally (per-CPU channels' record counts)

@@ -136,7 +136,7 @@ mod tests {
             assert_eq!(first_word(&b), Some(FirstWord::Unfinished(29)));
             finish(&mut b, h, id, ts);
             assert_eq!(first_word(&b), Some(FirstWord::Header));
-            let e = ctf::layout::read_event_header(&b, crate::client::HEADER).unwrap();
+            let e = ctf::layout::read_event_header(&b, ctf::types::HeaderKind::Compact).unwrap();
             assert_eq!((e.id, e.len), (id, h));
             assert_eq!(e.ts, if h == 4 { ts & ((1 << 27) - 1) } else { ts });
             assert!(b[h..].iter().all(|&x| x == 0xab), "payload untouched");
