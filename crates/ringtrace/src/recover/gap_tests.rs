@@ -48,6 +48,12 @@ fn values(desc: &TraceDesc, pkts: Vec<Vec<u8>>) -> (Vec<u64>, u64) {
 /// bytes are passed to `crash` and its commit is taken back. The buffer
 /// file's bytes.
 fn crashed_at_record_3(name: &str, crash: impl Fn(&mut [u8])) -> Vec<u8> {
+    crashed_at_record_3_then(name, crash, false)
+}
+
+/// [`crashed_at_record_3`], with the sub-buffer closed after record 4 when
+/// `close` is set (a forced switch: its close record and padding commit).
+fn crashed_at_record_3_then(name: &str, crash: impl Fn(&mut [u8]), close: bool) -> Vec<u8> {
     let dir = std::env::temp_dir().join(format!("ringtrace-gap-{name}-{}", std::process::id()));
     let (ch, file) = super::file_channel(&dir, 4096, true);
     let count = || BufferFile::open(&file).unwrap().commit_count(0);
@@ -59,13 +65,26 @@ fn crashed_at_record_3(name: &str, crash: impl Fn(&mut [u8])) -> Vec<u8> {
     record(3);
     let after = count();
     record(4);
+    if close {
+        // No other thread writes the channel: it may be switched.
+        assert_eq!(ch.flush_quiescent(), 1);
+    }
     let last = count();
     let mut bytes = std::fs::read(&file).unwrap();
     let f = BufferFile::from_bytes(bytes.clone()).unwrap();
     let s = f.header.subbuf_size;
     let data = f.subbuf_offset(0) as usize;
     crash(&mut bytes[data + (before % s) as usize..data + (after % s) as usize]);
-    let size = after - before;
+    drop(ch);
+    let _ = std::fs::remove_dir_all(&dir);
+    uncommit(bytes, after - before, last)
+}
+
+/// `bytes` with `size` bytes taken off ring position 0's commit count
+/// (which reads `count` now): the word of the count that holds them gives
+/// them back.
+fn uncommit(bytes: Vec<u8>, size: u64, count: u64) -> Vec<u8> {
+    let f = BufferFile::from_bytes(bytes.clone()).unwrap();
     let states = f.header.states_offset as usize;
     let adjusted = (0..f.header.state_stride as usize / 8).find_map(|k| {
         let at = states + 8 * k;
@@ -73,10 +92,8 @@ fn crashed_at_record_3(name: &str, crash: impl Fn(&mut [u8])) -> Vec<u8> {
         let w = u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
         b[at..at + 8].copy_from_slice(&w.wrapping_sub(size).to_le_bytes());
         let g = BufferFile::from_bytes(b.clone()).unwrap();
-        (w >= size && g.commit_count(0) == last - size).then_some(b)
+        (w >= size && g.commit_count(0) == count - size).then_some(b)
     });
-    drop(ch);
-    let _ = std::fs::remove_dir_all(&dir);
     adjusted.expect("a commit-count word holding the records")
 }
 
@@ -105,6 +122,25 @@ fn an_unfinished_record_before_a_committed_one_is_stepped_over() {
         assert_eq!((r.unfinished, r.gaps, discarded), (1, 0, 1), "{r:?}");
         assert_eq!(r.undecodable_bytes, 0, "{r:?}");
     }
+}
+
+#[test]
+fn an_unfinished_record_of_a_closed_sub_buffer_is_stepped_over_to_its_end() {
+    // The close record's data size bounds the walk (it counts the
+    // unfinished record's bytes, which the commit count does not): record
+    // 4 is kept and the padding after it is not walked.
+    let desc = standalone_desc_from(1);
+    let bytes = crashed_at_record_3_then(
+        "closed",
+        |rec| {
+            ringtrace_core::unfinished::mark(rec);
+            rec[4..].fill(0);
+        },
+        true,
+    );
+    let (v, discarded, r) = recovered(&desc, bytes);
+    assert_eq!(v, [1, 2, 4], "{r:?}");
+    assert_eq!((r.unfinished, r.gaps, discarded), (1, 0, 1), "{r:?}");
 }
 
 #[test]
@@ -141,4 +177,26 @@ fn marks_are_trusted_only_where_a_finished_header_cannot_read_as_one() {
     assert!(!marks_trusted(&standalone_desc_from(0), 0, 4096));
     // No such stream.
     assert!(!marks_trusted(&standalone_desc_from(1), 7, 4096));
+}
+
+#[test]
+fn records_under_a_header_never_written_are_counted_headless() {
+    // The reservation that entered the sub-buffer died before its header
+    // (zeros, its commit not counted) while records 1 to 4 were committed
+    // after it: nothing places them, and the report says so.
+    let dir = std::env::temp_dir().join(format!("ringtrace-gap-headless-{}", std::process::id()));
+    let (ch, file) = super::file_channel(&dir, 4096, true);
+    for v in 1..=4u64 {
+        assert!(ch.record(1, 8, &|b: &mut [u8]| b.copy_from_slice(&v.to_le_bytes())));
+    }
+    let mut bytes = std::fs::read(&file).unwrap();
+    drop(ch);
+    let _ = std::fs::remove_dir_all(&dir);
+    let f = BufferFile::from_bytes(bytes.clone()).unwrap();
+    let (data, header) = (f.subbuf_offset(0) as usize, f.header.client_header);
+    bytes[data..data + header as usize].fill(0);
+    let bytes = uncommit(bytes, header, f.commit_count(0));
+    let (v, _, r) = recovered(&standalone_desc_from(1), bytes);
+    assert_eq!(v, [0u64; 0], "{r:?}");
+    assert_eq!(r.headless, 1, "{r:?}");
 }

@@ -37,7 +37,13 @@
 //!   time extended from the record before it (compact headers carry 27
 //!   bits): if the buffer was idle for more than 2^27 ns (134 ms) before
 //!   the unfinished reservation and the next record came within 134 ms
-//!   of it, that time reads 2^27 ns early, or a multiple.
+//!   of it, that time reads 2^27 ns early, or a multiple;
+//! - a position whose commit count has commits in a lap for which no
+//!   packet header is in the file was entered by a reservation that died
+//!   between its compare-and-swap and its header (the sub-buffer switch)
+//!   while records were committed after it: nothing places those records,
+//!   they are counted (`headless`), and the packet of the lap before, if
+//!   found, is taken as complete and validated.
 //!
 //! The packets of each buffer file are written in sequence order to a
 //! stream file of the same name; `metadata` is copied from the buffer
@@ -84,6 +90,12 @@ pub struct FileReport {
     /// is counted in its packet's discarded events; the records after it
     /// are kept).
     pub unfinished: u64,
+    /// Ring positions whose last lap committed records under a packet
+    /// header that is not in the file: the writer that entered the
+    /// sub-buffer died or stalled between its reservation and its header
+    /// (a few dozen instructions of the sub-buffer switch) while others
+    /// committed after it; those records are lost.
+    pub headless: u64,
     /// Physical sub-buffers never written (or of another trace).
     pub empty: u64,
     /// Packets whose damaged tail failed validation and was cut off
@@ -110,13 +122,14 @@ impl Report {
     /// An aligned table of the report.
     pub fn table(&self) -> String {
         let mut s = format!(
-            "{:<20} {:>9} {:>8} {:>15} {:>10} {:>6} {:>12} {:>5} {:>8}  {}\n",
+            "{:<20} {:>9} {:>8} {:>15} {:>10} {:>6} {:>8} {:>12} {:>5} {:>8}  {}\n",
             "buffer file",
             "complete",
             "partial",
             "partial events",
             "unfinished",
             "gaps",
+            "headless",
             "undecodable",
             "cut",
             "dropped",
@@ -124,13 +137,14 @@ impl Report {
         );
         for f in &self.files {
             s += &format!(
-                "{:<20} {:>9} {:>8} {:>15} {:>10} {:>6} {:>12} {:>5} {:>8}  {}\n",
+                "{:<20} {:>9} {:>8} {:>15} {:>10} {:>6} {:>8} {:>12} {:>5} {:>8}  {}\n",
                 f.name,
                 f.complete,
                 f.partial,
                 f.partial_events,
                 f.unfinished,
                 f.gaps,
+                f.headless,
                 f.undecodable_bytes,
                 f.cut,
                 f.dropped,
@@ -192,16 +206,45 @@ pub(super) fn marks_trusted(desc: &TraceDesc, stream_id: u32, subbuf: usize) -> 
         && subbuf <= unfinished::MAX_MARKED
 }
 
+/// Where the records of a sub-buffer end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Bound {
+    /// This many bytes (header included) were committed: the records end
+    /// there, later by the bytes of the unfinished records stepped over,
+    /// which commits did not count.
+    Committed(usize),
+    /// The records end here, unfinished ones included (a close record's
+    /// data size, a packet's content size).
+    End(usize),
+}
+
+impl Bound {
+    /// Whether the walk `w` took every byte the bound holds.
+    fn reached_by(self, w: &Walk) -> bool {
+        match self {
+            Bound::Committed(n) => w.committed() >= n,
+            Bound::End(n) => w.end >= n,
+        }
+    }
+
+    /// The bytes the bound holds that the walk `w` did not take.
+    fn left_by(self, w: &Walk) -> usize {
+        match self {
+            Bound::Committed(n) => n.saturating_sub(w.committed()),
+            Bound::End(n) => n.saturating_sub(w.end),
+        }
+    }
+}
+
 /// Walks the records of `sb` from its packet header while they end within
-/// the `limit` committed bytes, decode with the metadata and have
-/// non-decreasing timestamps; with `marks`, steps over unfinished records
-/// (their bytes were not counted in `limit`).
+/// `bound`, decode with the metadata and have non-decreasing timestamps;
+/// with `marks`, steps over unfinished records.
 pub(super) fn walk(
     desc: &TraceDesc,
     stream_id: u32,
     begin_ts: u64,
     sb: &[u8],
-    limit: usize,
+    bound: Bound,
     marks: bool,
 ) -> Walk {
     let stream = desc
@@ -210,7 +253,6 @@ pub(super) fn walk(
         .find(|s| s.id == stream_id)
         .expect("stream class checked by the caller");
     let kind = stream.header;
-    let limit = limit.min(sb.len());
     let mut w = Walk {
         end: PACKET_HEADER_SIZE,
         last_ts: begin_ts,
@@ -240,9 +282,13 @@ pub(super) fn walk(
         Some((off, ts))
     };
     loop {
-        // The committed bytes end this much further for each record
-        // stepped over, which the count did not hold.
-        let to = (limit + (w.end - w.committed())).min(sb.len());
+        // Committed bytes end this much further for each record stepped
+        // over, which the count did not hold.
+        let to = match bound {
+            Bound::Committed(n) => n + (w.end - w.committed()),
+            Bound::End(n) => n,
+        }
+        .min(sb.len());
         let word = sb.get(w.end..to).and_then(unfinished::first_word);
         match word {
             Some(FirstWord::Unfinished(n)) if marks => {
@@ -263,9 +309,14 @@ pub(super) fn walk(
         w.last_ts = ts;
         w.events += 1;
     }
-    // An unfinished record with no record kept after it is the end, not a
-    // gap.
-    while let Some(h) = w.holes.last().filter(|h| h.end == w.end) {
+    // An unfinished record with no committed record after it is the end,
+    // not a gap (within a bound that includes unfinished records, it is
+    // the last record of a closed sub-buffer: stepped over).
+    while let Some(h) = w
+        .holes
+        .last()
+        .filter(|h| h.end == w.end && matches!(bound, Bound::Committed(_)))
+    {
         w.end = h.start;
         w.holes.pop();
     }
@@ -273,16 +324,16 @@ pub(super) fn walk(
 }
 
 /// How far to walk a partly committed sub-buffer: its committed bytes, or
-/// less if it was closed in this lap (its close record is newer than the
-/// packet's begin): the bytes after the close record's data size are
-/// padding, not records.
-fn committed_end(f: &BufferFile, i: usize, sb: &[u8], committed: u64) -> usize {
+/// the close record's data size if it was closed in this lap (its close
+/// record is newer than the packet's begin) and that is less: the bytes
+/// after it are padding, not records.
+fn committed_end(f: &BufferFile, i: usize, sb: &[u8], committed: u64) -> Bound {
     let begin = read_packet_context(sb).map_or(u64::MAX, |(_, _, c)| c.timestamp_begin);
     let (end_ts, data) = f.close_record(i);
     if end_ts >= begin && data >= PACKET_HEADER_SIZE as u64 && data < committed {
-        data as usize
+        Bound::End(data as usize)
     } else {
-        committed as usize
+        Bound::Committed(committed as usize)
     }
 }
 
@@ -390,6 +441,27 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
     }
     found.sort_by_key(|p| p.seq);
     found.dedup_by_key(|p| p.seq);
+    // Whether a packet is of the lap its position's commit count counts
+    // (commits of a lap run from `lap(x)` to `lap(x) + S`, `x` the packet's
+    // place in the write count).
+    let geo = f.header.geometry();
+    let of_counted_lap = |p: &Found| {
+        let x = (f.header.initial_count).wrapping_add(p.seq.wrapping_mul(s as u64));
+        let cc = f.commit_count((p.seq % n) as usize);
+        cc.wrapping_sub(geo.lap(x)) & geo.mask() <= s as u64
+    };
+    // A position with commits in a lap whose packet header is not in the
+    // file: the reservation that entered the sub-buffer died between its
+    // compare-and-swap and its header while records were committed after
+    // it. Those records cannot be placed; counted.
+    r.headless += (0..n as usize)
+        .filter(|&i| matches!(f.committed(i), Committed::Partial(_)))
+        .filter(|&i| {
+            !found
+                .iter()
+                .any(|p| p.seq % n == i as u64 && of_counted_lap(p))
+        })
+        .count() as u64;
     let mut out = Vec::new();
     for (k, p) in found.iter().enumerate() {
         let i = (p.seq % n) as usize;
@@ -398,11 +470,18 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
         let delivered = p.content_bits > PACKET_HEADER_SIZE as u64 * 8;
         let (limit, complete) = match (latest, f.committed(i)) {
             (false, _) => (None, true),
+            // Of an earlier lap than its position's count (a headless lap
+            // came after it): complete then; validation keeps what the new
+            // lap did not overwrite.
+            (true, _) if !of_counted_lap(p) => (None, true),
             (true, Committed::Complete) if delivered => (None, true),
-            (true, Committed::Complete) => (Some(f.close_record(i).1 as usize), true),
+            (true, Committed::Complete) => (Some(Bound::End(f.close_record(i).1 as usize)), true),
             (true, Committed::Partial(c)) => (Some(committed_end(f, i, sb, c)), false),
         };
-        let Some(limit) = limit.map(|l| l.clamp(PACKET_HEADER_SIZE, s)) else {
+        let Some(limit) = limit.map(|b| match b {
+            Bound::End(n) => Bound::End(n.clamp(PACKET_HEADER_SIZE, s)),
+            Bound::Committed(n) => Bound::Committed(n.clamp(PACKET_HEADER_SIZE, s)),
+        }) else {
             r.complete += 1;
             out.push(sb[..(p.packet_bits / 8) as usize].to_vec());
             continue;
@@ -413,7 +492,7 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
         let mut bytes = w.bytes(sb);
         let content = bytes.len();
         bytes.resize(content.next_multiple_of(8), 0);
-        let gap = w.committed() < limit;
+        let gap = !limit.reached_by(&w);
         let lost = w.holes.len() as u64 + gap as u64;
         write_packet_end(
             &mut bytes,
@@ -428,7 +507,7 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
         } else {
             r.partial += 1;
             r.partial_events += w.events;
-            r.undecodable_bytes += (limit - w.committed()) as u64;
+            r.undecodable_bytes += limit.left_by(&w) as u64;
             r.gaps += gap as u64;
             r.unfinished += w.holes.len() as u64;
         }

@@ -25,7 +25,7 @@ use ctf::layout::{read_packet_context, set_packet_size, write_packet_end};
 use ctf::read::{Item, StreamReader};
 use ctf::types::TraceDesc;
 
-use super::{walk, FileReport};
+use super::{walk, Bound, FileReport};
 
 /// A discarded-events count at or above this is damage, not a count.
 const ABSURD_DISCARDED: u64 = 1 << 62;
@@ -121,7 +121,14 @@ fn cut_to_valid(desc: &TraceDesc, p: &[u8]) -> Option<Vec<u8>> {
     let (_, _, ctx) = read_packet_context(p)?;
     desc.streams.iter().find(|s| s.id == ctx.stream_id)?;
     let content = ((ctx.content_size / 8) as usize).min(p.len());
-    let w = walk(desc, ctx.stream_id, ctx.timestamp_begin, p, content, false);
+    let w = walk(
+        desc,
+        ctx.stream_id,
+        ctx.timestamp_begin,
+        p,
+        Bound::End(content),
+        false,
+    );
     if w.events == 0 {
         return None;
     }
