@@ -1,0 +1,169 @@
+//! The walk of a partly committed sub-buffer: its records from the packet
+//! header to where commits say they end, stepping over unfinished records
+//! (see the module doc of `recover`).
+
+use std::ops::Range;
+
+use ctf::layout::{extend_timestamp, read_event_header, PACKET_HEADER_SIZE};
+use ctf::types::{HeaderKind, TraceDesc};
+use ringtrace_core::unfinished::{self, FirstWord};
+
+/// The records of `sb` that commits counted: where the last one kept
+/// ends, its timestamp, how many, and the unfinished records stepped over.
+pub(super) struct Walk {
+    pub(super) end: usize,
+    pub(super) last_ts: u64,
+    pub(super) events: u64,
+    pub(super) holes: Vec<Range<usize>>,
+}
+
+impl Walk {
+    /// Bytes of the packet header and the records kept: what the commit
+    /// count counted of them.
+    pub(super) fn committed(&self) -> usize {
+        self.end - self.holes.iter().map(|h| h.len()).sum::<usize>()
+    }
+
+    /// `sb[..end]` without the unfinished records.
+    pub(super) fn bytes(&self, sb: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.committed().next_multiple_of(8));
+        let mut at = 0;
+        for h in &self.holes {
+            out.extend_from_slice(&sb[at..h.start]);
+            at = h.end;
+        }
+        out.extend_from_slice(&sb[at..self.end]);
+        out
+    }
+}
+
+/// Whether the unfinished-record marks of `ringtrace_core::unfinished`
+/// can be trusted in stream `stream_id` of sub-buffers `subbuf` bytes
+/// long: compact headers, no event class 0 (a written header's id bits
+/// are never zero), and records short enough for the mark's length.
+pub(super) fn marks_trusted(desc: &TraceDesc, stream_id: u32, subbuf: usize) -> bool {
+    let stream = desc.streams.iter().find(|s| s.id == stream_id);
+    stream.is_some_and(|s| s.header == HeaderKind::Compact)
+        && !desc
+            .events
+            .iter()
+            .any(|c| c.stream_id == stream_id && c.id == 0)
+        && subbuf <= unfinished::MAX_MARKED
+}
+
+/// Where the records of a sub-buffer end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Bound {
+    /// This many bytes (header included) were committed: the records end
+    /// there, later by the bytes of the unfinished records stepped over,
+    /// which commits did not count.
+    Committed(usize),
+    /// The records end here, unfinished ones included (a close record's
+    /// data size, a packet's content size).
+    End(usize),
+}
+
+impl Bound {
+    /// Whether the walk `w` took every byte the bound holds.
+    pub(super) fn reached_by(self, w: &Walk) -> bool {
+        match self {
+            Bound::Committed(n) => w.committed() >= n,
+            Bound::End(n) => w.end >= n,
+        }
+    }
+
+    /// The bytes the bound holds that the walk `w` did not take.
+    pub(super) fn left_by(self, w: &Walk) -> usize {
+        match self {
+            Bound::Committed(n) => n.saturating_sub(w.committed()),
+            Bound::End(n) => n.saturating_sub(w.end),
+        }
+    }
+}
+
+/// Walks the records of `sb` from its packet header while they end within
+/// `bound`, decode with the metadata and have non-decreasing timestamps;
+/// with `marks`, steps over unfinished records.
+pub(super) fn walk(
+    desc: &TraceDesc,
+    stream_id: u32,
+    begin_ts: u64,
+    sb: &[u8],
+    bound: Bound,
+    marks: bool,
+) -> Walk {
+    let stream = desc
+        .streams
+        .iter()
+        .find(|s| s.id == stream_id)
+        .expect("stream class checked by the caller");
+    let kind = stream.header;
+    let mut w = Walk {
+        end: PACKET_HEADER_SIZE,
+        last_ts: begin_ts,
+        events: 0,
+        holes: Vec::new(),
+    };
+    // One record at `at` with bytes up to `to`: its end and timestamp.
+    let record = |at: usize, to: usize, prev: u64| -> Option<(usize, u64)> {
+        let h = read_event_header(sb.get(at..to)?, kind)?;
+        let class = desc
+            .events
+            .iter()
+            .find(|c| c.stream_id == stream_id && c.id == h.id)?;
+        let ts = extend_timestamp(prev, h.ts, h.ts_bits);
+        if ts < prev {
+            return None;
+        }
+        let mut off = at + h.len;
+        for f in stream.context.iter().chain(&class.fields) {
+            ctf::value::decode(&f.ty, &sb[..to], &mut off).ok()?;
+        }
+        // Zeros from its header to its end: a reservation whose writer died
+        // before it wrote anything, not a record (see the module doc).
+        if off > to || sb[at..off].iter().all(|&b| b == 0) {
+            return None;
+        }
+        Some((off, ts))
+    };
+    loop {
+        // Committed bytes end this much further for each record stepped
+        // over, which the count did not hold.
+        let to = match bound {
+            Bound::Committed(n) => n + (w.end - w.committed()),
+            Bound::End(n) => n,
+        }
+        .min(sb.len());
+        let word = sb.get(w.end..to).and_then(unfinished::first_word);
+        match word {
+            Some(FirstWord::Unfinished(n)) if marks => {
+                if n < 4 || n > sb.len() - w.end {
+                    break;
+                }
+                w.holes.push(w.end..w.end + n);
+                w.end += n;
+                continue;
+            }
+            Some(FirstWord::Unmarked) if marks => break,
+            _ => {}
+        }
+        let Some((end, ts)) = record(w.end, to, w.last_ts) else {
+            break;
+        };
+        w.end = end;
+        w.last_ts = ts;
+        w.events += 1;
+    }
+    // An unfinished record with no committed record after it is the end,
+    // not a gap (within a bound that includes unfinished records, it is
+    // the last record of a closed sub-buffer: stepped over).
+    while let Some(h) = w
+        .holes
+        .last()
+        .filter(|h| h.end == w.end && matches!(bound, Bound::Committed(_)))
+    {
+        w.end = h.start;
+        w.holes.pop();
+    }
+    w
+}
