@@ -70,7 +70,9 @@
 //!   sub-buffer table, whose entries pack (physical index, held-by-a-writer
 //!   flag, lap tag): the CAS fails while a writer is inside or once writers
 //!   have lapped the reader, so the reader never sees a sub-buffer being
-//!   overwritten. `put_subbuf` advances `R` with a CAS.
+//!   overwritten. `put_subbuf` advances `R` with a CAS. One reader per
+//!   buffer is a type: a [`Reader`] borrows the buffer's [`ReadSide`],
+//!   made with it (`Buffer::new`, `Channel::new`) and never copied.
 //! * **flush** (forced switch, Algorithm 4): closes a non-empty sub-buffer
 //!   without reserving; a switch timer calls it so live readers see data.
 //!

@@ -209,12 +209,12 @@ fn a_killed_flight_recorder_is_recovered_up_to_its_last_heartbeat() {
         "{}",
         report.table()
     );
-    // A gap needs a thread killed between its reservation and its
-    // unfinished-record mark (a few instructions), a headless lap one
-    // killed between entering a sub-buffer and writing its header, each
-    // while another thread on the same CPU committed after it: rare, and
-    // then the records behind it are lost (and counted). A thread killed
-    // after its mark is stepped over.
+    // A thread killed inside a record while another thread on the same CPU
+    // committed after it is stepped over: by its mark, or, killed before
+    // its mark (zeros), by the one length that fits. A gap needs no length
+    // or two to fit, a headless lap a thread killed between entering a
+    // sub-buffer and writing its header: rare, and then the records behind
+    // it are lost (and counted).
     let sum =
         |f: fn(&ringtrace::recover::FileReport) -> u64| -> u64 { report.files.iter().map(f).sum() };
     let (gaps, headless, unfinished) =

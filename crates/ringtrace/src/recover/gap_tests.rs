@@ -7,8 +7,10 @@
 //!
 //! - killed after its mark (in its payload, or before its header): the
 //!   mark says how long it is, recovery steps over it and keeps record 4;
-//! - killed before its mark (zeros in a new file): its length is unknown,
-//!   the walk ends there (a gap, counted), record 4 goes with it;
+//! - killed before its mark (zeros in a new file): its length is not
+//!   written; the one length that puts record 4 after it, ending where the
+//!   commit count says, is taken; when no length (or more than one) does,
+//!   the walk ends there (a gap, counted) and record 4 goes with it;
 //! - a stream with an event of id 0 (buffer files written before ids began
 //!   at 1): marks are not trusted, and zeros from a header to its end,
 //!   which decode as an event 0 of value 0 (the phantom a killed flight
@@ -144,10 +146,26 @@ fn an_unfinished_record_of_a_closed_sub_buffer_is_stepped_over_to_its_end() {
 }
 
 #[test]
-fn a_reservation_killed_before_its_mark_ends_the_walk_as_a_gap() {
+fn a_reservation_killed_before_its_mark_is_stepped_over_by_the_one_length_that_fits() {
+    // Zeros: its length is not written anywhere, but only one length puts
+    // record 4 after it, ending where the commit count says.
     let desc = standalone_desc_from(1);
     let (v, discarded, r) = recovered(&desc, crashed_at_record_3("zeros", |rec| rec.fill(0)));
-    // Its length is unknown: record 4 cannot be found behind it.
+    assert_eq!(v, [1, 2, 4], "no phantom, nothing committed lost: {r:?}");
+    assert_eq!((r.unfinished, r.gaps, discarded), (1, 0, 1), "{r:?}");
+}
+
+#[test]
+fn an_unmarked_reservation_whose_length_no_record_confirms_ends_the_walk_as_a_gap() {
+    // Record 4 damaged as well: no length puts a record after the zeros.
+    let desc = standalone_desc_from(1);
+    let bytes = crashed_at_record_3("zeros-damaged", |rec| rec.fill(0));
+    let f = BufferFile::from_bytes(bytes.clone()).unwrap();
+    let mut bytes = bytes;
+    // Record 4 is the fourth 12-byte record after the packet header.
+    let at = f.subbuf_offset(0) as usize + ctf::layout::PACKET_HEADER_SIZE + 3 * 12;
+    bytes[at..at + 4].copy_from_slice(&[0xff; 4]);
+    let (v, discarded, r) = recovered(&desc, bytes);
     assert_eq!(v, [1, 2], "no phantom record: {r:?}");
     assert_eq!((r.unfinished, r.gaps, discarded), (0, 1, 1), "{r:?}");
 }

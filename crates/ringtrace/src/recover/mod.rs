@@ -23,10 +23,13 @@
 //!   (`ringtrace_core::unfinished`): such a record's first word is its
 //!   mark, which says how long it is, and the walk steps over it, leaves it
 //!   out of the packet and counts it in `events_discarded`; the records
-//!   after it are kept. Where the mark cannot tell (a writer killed in the
-//!   few instructions between its reservation and its mark: zeros, or in a
-//!   later lap the previous lap's bytes), the walk keeps the prefix that
-//!   decodes and stops at the first record that does not (one more
+//!   after it are kept. A writer killed in the few instructions between
+//!   its reservation and its mark leaves zeros (in a sub-buffer's first
+//!   lap): the one length after which the records decode, in time order,
+//!   up to the committed count exactly is its length, and it is stepped
+//!   over too. Where that cannot tell (no such length, or more than one;
+//!   in a later lap, the previous lap's bytes), the walk keeps the prefix
+//!   that decodes and stops at the first record that does not (one more
 //!   discarded event for the gap; the records behind it are lost). Marks
 //!   are trusted where a finished header cannot read as one (compact
 //!   headers, no event of id 0, sub-buffers of at most 128 MiB); in other

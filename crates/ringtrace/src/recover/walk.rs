@@ -5,17 +5,24 @@
 use std::ops::Range;
 
 use ctf::layout::{extend_timestamp, read_event_header, PACKET_HEADER_SIZE};
-use ctf::types::{HeaderKind, TraceDesc};
+use ctf::types::{HeaderKind, StreamClass, TraceDesc};
 use ringtrace_core::unfinished::{self, FirstWord};
 
 /// The records of `sb` that commits counted: where the last one kept
 /// ends, its timestamp, how many, and the unfinished records stepped over.
+#[derive(Clone)]
 pub(super) struct Walk {
     pub(super) end: usize,
     pub(super) last_ts: u64,
     pub(super) events: u64,
     pub(super) holes: Vec<Range<usize>>,
+    /// The distinct lengths of the records walked (at most
+    /// `LENGTHS_KEPT`), which an unmarked reservation may have.
+    lengths: Vec<usize>,
 }
+
+/// How many distinct record lengths a walk keeps.
+const LENGTHS_KEPT: usize = 16;
 
 impl Walk {
     /// Bytes of the packet header and the records kept: what the commit
@@ -83,7 +90,10 @@ impl Bound {
 
 /// Walks the records of `sb` from its packet header while they end within
 /// `bound`, decode with the metadata and have non-decreasing timestamps;
-/// with `marks`, steps over unfinished records.
+/// with `marks`, steps over unfinished records: marked ones by their
+/// mark's length, an unmarked one (zeros: its writer died between its
+/// reservation and its mark) by the one length that puts the records after
+/// it in sequence up to the bound exactly, if exactly one does.
 pub(super) fn walk(
     desc: &TraceDesc,
     stream_id: u32,
@@ -97,63 +107,21 @@ pub(super) fn walk(
         .iter()
         .find(|s| s.id == stream_id)
         .expect("stream class checked by the caller");
-    let kind = stream.header;
+    let walker = Walker {
+        desc,
+        stream,
+        sb,
+        bound,
+        marks,
+    };
     let mut w = Walk {
         end: PACKET_HEADER_SIZE,
         last_ts: begin_ts,
         events: 0,
         holes: Vec::new(),
+        lengths: Vec::new(),
     };
-    // One record at `at` with bytes up to `to`: its end and timestamp.
-    let record = |at: usize, to: usize, prev: u64| -> Option<(usize, u64)> {
-        let h = read_event_header(sb.get(at..to)?, kind)?;
-        let class = desc
-            .events
-            .iter()
-            .find(|c| c.stream_id == stream_id && c.id == h.id)?;
-        let ts = extend_timestamp(prev, h.ts, h.ts_bits);
-        if ts < prev {
-            return None;
-        }
-        let mut off = at + h.len;
-        for f in stream.context.iter().chain(&class.fields) {
-            ctf::value::decode(&f.ty, &sb[..to], &mut off).ok()?;
-        }
-        // Zeros from its header to its end: a reservation whose writer died
-        // before it wrote anything, not a record (see the module doc).
-        if off > to || sb[at..off].iter().all(|&b| b == 0) {
-            return None;
-        }
-        Some((off, ts))
-    };
-    loop {
-        // Committed bytes end this much further for each record stepped
-        // over, which the count did not hold.
-        let to = match bound {
-            Bound::Committed(n) => n + (w.end - w.committed()),
-            Bound::End(n) => n,
-        }
-        .min(sb.len());
-        let word = sb.get(w.end..to).and_then(unfinished::first_word);
-        match word {
-            Some(FirstWord::Unfinished(n)) if marks => {
-                if n < 4 || n > sb.len() - w.end {
-                    break;
-                }
-                w.holes.push(w.end..w.end + n);
-                w.end += n;
-                continue;
-            }
-            Some(FirstWord::Unmarked) if marks => break,
-            _ => {}
-        }
-        let Some((end, ts)) = record(w.end, to, w.last_ts) else {
-            break;
-        };
-        w.end = end;
-        w.last_ts = ts;
-        w.events += 1;
-    }
+    walker.go(&mut w, true);
     // An unfinished record with no committed record after it is the end,
     // not a gap (within a bound that includes unfinished records, it is
     // the last record of a closed sub-buffer: stepped over).
@@ -166,4 +134,151 @@ pub(super) fn walk(
         w.holes.pop();
     }
     w
+}
+
+/// What a walk reads and against what.
+struct Walker<'a> {
+    desc: &'a TraceDesc,
+    stream: &'a StreamClass,
+    sb: &'a [u8],
+    bound: Bound,
+    marks: bool,
+}
+
+impl Walker<'_> {
+    /// Where the records end for `w`: committed bytes end this much further
+    /// for each record stepped over, which the count did not hold.
+    fn to(&self, w: &Walk) -> usize {
+        match self.bound {
+            Bound::Committed(n) => n + (w.end - w.committed()),
+            Bound::End(n) => n,
+        }
+        .min(self.sb.len())
+    }
+
+    /// One record at `at` with bytes up to `to`: its end and timestamp.
+    fn record(&self, at: usize, to: usize, prev: u64) -> Option<(usize, u64)> {
+        let sb = self.sb;
+        let h = read_event_header(sb.get(at..to)?, self.stream.header)?;
+        let class = self
+            .desc
+            .events
+            .iter()
+            .find(|c| c.stream_id == self.stream.id && c.id == h.id)?;
+        let ts = extend_timestamp(prev, h.ts, h.ts_bits);
+        if ts < prev {
+            return None;
+        }
+        let mut off = at + h.len;
+        for f in self.stream.context.iter().chain(&class.fields) {
+            ctf::value::decode(&f.ty, &sb[..to], &mut off).ok()?;
+        }
+        // Zeros from its header to its end: a reservation whose writer died
+        // before it wrote anything, not a record (see the module doc).
+        if off > to || sb[at..off].iter().all(|&b| b == 0) {
+            return None;
+        }
+        Some((off, ts))
+    }
+
+    /// Walks on from `w` until a record does not decode; `search`: an
+    /// unmarked reservation is stepped over if its length can be told.
+    fn go(&self, w: &mut Walk, search: bool) {
+        loop {
+            let to = self.to(w);
+            let word = self.sb.get(w.end..to).and_then(unfinished::first_word);
+            let hole = match word {
+                Some(FirstWord::Unfinished(n)) if self.marks => {
+                    Some(n).filter(|&n| n >= 4 && n <= self.sb.len() - w.end)
+                }
+                Some(FirstWord::Unmarked) if self.marks && search => self.unmarked_len(w),
+                Some(FirstWord::Unfinished(_) | FirstWord::Unmarked) if self.marks => None,
+                _ => match self.record(w.end, to, w.last_ts) {
+                    Some((end, ts)) => {
+                        let len = end - w.end;
+                        if w.lengths.len() < LENGTHS_KEPT && !w.lengths.contains(&len) {
+                            w.lengths.push(len);
+                        }
+                        w.end = end;
+                        w.last_ts = ts;
+                        w.events += 1;
+                        continue;
+                    }
+                    None => None,
+                },
+            };
+            let Some(n) = hole else {
+                return;
+            };
+            w.holes.push(w.end..w.end + n);
+            w.end += n;
+        }
+    }
+
+    /// The length of the unmarked reservation at `w.end`: the one length
+    /// after which the records decode, in time order, up to the bound
+    /// exactly (committed records come after it, else it is the end).
+    /// `None` if no length or more than one does. The lengths tried are
+    /// each class's with its fields read from zeros (its length when they
+    /// are fixed, its shortest otherwise), with a compact or an extended
+    /// header, and those of the records walked so far: a reservation of
+    /// another length is a gap.
+    fn unmarked_len(&self, w: &Walk) -> Option<usize> {
+        if self.bound.reached_by(w) {
+            return None;
+        }
+        let at = w.end;
+        let skipped = w.end - w.committed();
+        let mut found = None;
+        for len in self.lengths(w) {
+            if len < 4 || len > self.sb.len() - at {
+                continue;
+            }
+            let start = at + len;
+            let to = match self.bound {
+                Bound::Committed(n) => n + skipped + len,
+                Bound::End(n) => n,
+            }
+            .min(self.sb.len());
+            if start > to {
+                continue;
+            }
+            let mut t = w.clone();
+            t.holes.push(at..start);
+            t.end = start;
+            self.go(&mut t, false);
+            if self.bound.reached_by(&t) {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(len);
+            }
+        }
+        found
+    }
+
+    /// The record lengths [`Walker::unmarked_len`] tries, in order.
+    fn lengths(&self, w: &Walk) -> Vec<usize> {
+        let zeros = [0u8; 4096];
+        let context = self.stream.context.iter();
+        let mut v: Vec<usize> = w.lengths.clone();
+        for class in self
+            .desc
+            .events
+            .iter()
+            .filter(|c| c.stream_id == self.stream.id)
+        {
+            let mut off = 0;
+            let fixed = context
+                .clone()
+                .chain(&class.fields)
+                .all(|f| ctf::value::decode(&f.ty, &zeros, &mut off).is_ok());
+            if fixed {
+                v.extend([4 + off, 13 + off]);
+            }
+        }
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
 }
