@@ -219,10 +219,14 @@ fn a_killed_flight_recorder_is_recovered_up_to_its_last_heartbeat() {
         |f: fn(&ringtrace::recover::FileReport) -> u64| -> u64 { report.files.iter().map(f).sum() };
     let (gaps, headless, unfinished) =
         (sum(|f| f.gaps), sum(|f| f.headless), sum(|f| f.unfinished));
+    let uncounted = sum(|f| f.uncounted);
     assert!(gaps + headless <= 1, "{}", report.table());
     let per = seqs(&out);
     check_workers(&per, &beat, gaps + headless == 0, &report.table());
-    println!("unfinished records stepped over: {unfinished}, gaps: {gaps}, headless: {headless}");
+    println!(
+        "unfinished records stepped over: {unfinished}, gaps: {gaps}, headless: {headless}, \
+         uncounted records kept: {uncounted}"
+    );
     assert_streams_ordered(&out);
     check_with_babeltrace2(&out, per.iter().map(Vec::len).sum());
     // The buffer directory is left as it was: recovering again gives the same.

@@ -218,3 +218,21 @@ fn records_under_a_header_never_written_are_counted_headless() {
     assert_eq!(v, [0u64; 0], "{r:?}");
     assert_eq!(r.headless, 1, "{r:?}");
 }
+
+#[test]
+fn a_finished_record_whose_commit_never_came_is_kept_with_those_after_it() {
+    // Killed between its header and its commit: record 3 is whole, the
+    // count is one record short, and record 4 (committed) lies past it.
+    let desc = standalone_desc_from(1);
+    let (v, discarded, r) = recovered(&desc, crashed_at_record_3("uncounted", |_| {}));
+    assert_eq!(
+        v,
+        [1, 2, 3, 4],
+        "every finished record, in a first lap: {r:?}"
+    );
+    assert_eq!(
+        (r.uncounted, r.unfinished, r.gaps, discarded),
+        (1, 0, 0, 0),
+        "{r:?}"
+    );
+}

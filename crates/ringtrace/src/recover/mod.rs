@@ -30,7 +30,14 @@
 //!   over too. Where that cannot tell (no such length, or more than one;
 //!   in a later lap, the previous lap's bytes), the walk keeps the prefix
 //!   that decodes and stops at the first record that does not (one more
-//!   discarded event for the gap; the records behind it are lost). Marks
+//!   discarded event for the gap; the records behind it are lost). A
+//!   writer killed between its record's header and its commit leaves the
+//!   record whole but uncounted: the count then stops a record short of
+//!   the committed ones. In a sub-buffer's first lap (zeros follow the
+//!   reservations) the walk goes on past the count over every finished
+//!   record (`uncounted`); in a later lap the previous lap's records
+//!   follow, which nothing tells from new ones, and the count's cut stands
+//!   (the last committed record is lost). Marks
 //!   are trusted where a finished header cannot read as one (compact
 //!   headers, no event of id 0, sub-buffers of at most 128 MiB); in other
 //!   streams (buffer files written before event ids began at 1), a record
@@ -93,6 +100,11 @@ pub struct FileReport {
     /// is counted in its packet's discarded events; the records after it
     /// are kept).
     pub unfinished: u64,
+    /// Finished records past the committed count, kept: a writer died
+    /// between its record's header and its commit while later records
+    /// were committed (a sub-buffer's first lap, where zeros follow the
+    /// reservations; in a later lap the count cuts the last record).
+    pub uncounted: u64,
     /// Ring positions whose last lap committed records under a packet
     /// header that is not in the file: the writer that entered the
     /// sub-buffer died or stalled between its reservation and its header
@@ -125,12 +137,13 @@ impl Report {
     /// An aligned table of the report.
     pub fn table(&self) -> String {
         let mut s = format!(
-            "{:<20} {:>9} {:>8} {:>15} {:>10} {:>6} {:>8} {:>12} {:>5} {:>8}  {}\n",
+            "{:<20} {:>9} {:>8} {:>15} {:>10} {:>9} {:>6} {:>8} {:>12} {:>5} {:>8}  {}\n",
             "buffer file",
             "complete",
             "partial",
             "partial events",
             "unfinished",
+            "uncounted",
             "gaps",
             "headless",
             "undecodable",
@@ -140,12 +153,13 @@ impl Report {
         );
         for f in &self.files {
             s += &format!(
-                "{:<20} {:>9} {:>8} {:>15} {:>10} {:>6} {:>8} {:>12} {:>5} {:>8}  {}\n",
+                "{:<20} {:>9} {:>8} {:>15} {:>10} {:>9} {:>6} {:>8} {:>12} {:>5} {:>8}  {}\n",
                 f.name,
                 f.complete,
                 f.partial,
                 f.partial_events,
                 f.unfinished,
+                f.uncounted,
                 f.gaps,
                 f.headless,
                 f.undecodable_bytes,
@@ -331,7 +345,16 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
         };
         let (_, _, ctx) = read_packet_context(sb).expect("checked above");
         let marks = marks_trusted(desc, ctx.stream_id, s);
-        let w = walk(desc, ctx.stream_id, ctx.timestamp_begin, sb, limit, marks);
+        let first_lap = p.seq < n;
+        let w = walk(
+            desc,
+            ctx.stream_id,
+            ctx.timestamp_begin,
+            sb,
+            limit,
+            marks,
+            first_lap,
+        );
         let mut bytes = w.bytes(sb);
         let content = bytes.len();
         bytes.resize(content.next_multiple_of(8), 0);
@@ -353,6 +376,7 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
             r.undecodable_bytes += limit.left_by(&w) as u64;
             r.gaps += gap as u64;
             r.unfinished += w.holes.len() as u64;
+            r.uncounted += w.past_count;
         }
         out.push(bytes);
     }

@@ -128,6 +128,7 @@ fn cut_to_valid(desc: &TraceDesc, p: &[u8]) -> Option<Vec<u8>> {
         p,
         Bound::End(content),
         false,
+        false,
     );
     if w.events == 0 {
         return None;

@@ -19,6 +19,8 @@ pub(super) struct Walk {
     /// The distinct lengths of the records walked (at most
     /// `LENGTHS_KEPT`), which an unmarked reservation may have.
     lengths: Vec<usize>,
+    /// Records kept past the committed count (first laps).
+    pub(super) past_count: u64,
 }
 
 /// How many distinct record lengths a walk keeps.
@@ -93,7 +95,9 @@ impl Bound {
 /// with `marks`, steps over unfinished records: marked ones by their
 /// mark's length, an unmarked one (zeros: its writer died between its
 /// reservation and its mark) by the one length that puts the records after
-/// it in sequence up to the bound exactly, if exactly one does.
+/// it in sequence up to the bound exactly, if exactly one does; and in a
+/// sub-buffer's `first_lap`, goes on past a committed count over finished
+/// records up to the zeros.
 pub(super) fn walk(
     desc: &TraceDesc,
     stream_id: u32,
@@ -101,6 +105,7 @@ pub(super) fn walk(
     sb: &[u8],
     bound: Bound,
     marks: bool,
+    first_lap: bool,
 ) -> Walk {
     let stream = desc
         .streams
@@ -120,8 +125,23 @@ pub(super) fn walk(
         events: 0,
         holes: Vec::new(),
         lengths: Vec::new(),
+        past_count: 0,
     };
     walker.go(&mut w, true);
+    if marks && first_lap && matches!(bound, Bound::Committed(_)) && bound.reached_by(&w) {
+        // Finished records past the committed count: a writer that died
+        // between its header and its commit left its record whole but
+        // uncounted, so the count stops one record short of the committed
+        // ones. In a sub-buffer's first lap zeros follow the reservations,
+        // so every finished record up to them is one: kept.
+        let before = w.events;
+        let past = Walker {
+            bound: Bound::End(sb.len()),
+            ..walker
+        };
+        past.go(&mut w, false);
+        w.past_count = w.events - before;
+    }
     // An unfinished record with no committed record after it is the end,
     // not a gap (within a bound that includes unfinished records, it is
     // the last record of a closed sub-buffer: stepped over).
@@ -137,6 +157,7 @@ pub(super) fn walk(
 }
 
 /// What a walk reads and against what.
+#[derive(Clone, Copy)]
 struct Walker<'a> {
     desc: &'a TraceDesc,
     stream: &'a StreamClass,
