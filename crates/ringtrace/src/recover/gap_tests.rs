@@ -150,7 +150,16 @@ fn a_reservation_killed_before_its_mark_is_stepped_over_by_the_one_length_that_f
     // Zeros: its length is not written anywhere, but only one length puts
     // record 4 after it, ending where the commit count says.
     let desc = standalone_desc_from(1);
-    let (v, discarded, r) = recovered(&desc, crashed_at_record_3("zeros", |rec| rec.fill(0)));
+    let bytes = crashed_at_record_3("zeros", |rec| rec.fill(0));
+    // Record 4's header with timestamp bits such that its bytes 2 and 3
+    // and its value's first two read as another record of event 1 (12
+    // bytes, ending 2 bytes past it, in zeros): a second length that fits
+    // the count, unless the reservation must be zeros.
+    let f = BufferFile::from_bytes(bytes.clone()).unwrap();
+    let at = f.subbuf_offset(0) as usize + ctf::layout::PACKET_HEADER_SIZE + 3 * 12;
+    let mut bytes = bytes;
+    bytes[at..at + 4].copy_from_slice(&(1u32 | 1 << 16).to_le_bytes());
+    let (v, discarded, r) = recovered(&desc, bytes);
     assert_eq!(v, [1, 2, 4], "no phantom, nothing committed lost: {r:?}");
     assert_eq!((r.unfinished, r.gaps, discarded), (1, 0, 1), "{r:?}");
 }

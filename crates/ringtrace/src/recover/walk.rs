@@ -239,7 +239,8 @@ impl Walker<'_> {
     /// The length of the unmarked reservation at `w.end`: the one length
     /// after which the records decode, in time order, up to the bound
     /// exactly (committed records come after it, else it is the end).
-    /// `None` if no length or more than one does. The lengths tried are
+    /// `None` if no length or more than one does. The reservation's bytes
+    /// must all be zeros (its writer wrote nothing). The lengths tried are
     /// each class's with its fields read from zeros (its length when they
     /// are fixed, its shortest otherwise), with a compact or an extended
     /// header, and those of the records walked so far: a reservation of
@@ -256,6 +257,12 @@ impl Walker<'_> {
                 continue;
             }
             let start = at + len;
+            // Killed before its mark, its writer wrote nothing: zeros from
+            // end to end (a longer length would take in the next record's
+            // header, whose id bits are never zero).
+            if self.sb[at..start].iter().any(|&b| b != 0) {
+                continue;
+            }
             let to = match self.bound {
                 Bound::Committed(n) => n + skipped + len,
                 Bound::End(n) => n,
