@@ -19,18 +19,23 @@
 //!    the collector numbers event classes from 1, and 31 marks the
 //!    extended header).
 //!
-//! Each marked step is one store instruction, and compiler fences keep
-//! the steps in program order; a process is killed between instructions,
+//! Each marked step is one store instruction that the compiler keeps in
+//! program order (inline assembly on x86-64, volatile stores between
+//! compiler fences elsewhere); a process is killed between instructions,
 //! and every store it executed reaches the (shared, file-backed) page. So
 //! a record whose first word has zero id bits is unfinished, and its mark
 //! says how long it is: recovery steps over it and keeps the records
-//! committed after it (`ringtrace::recover`). A mark of length 0 is a
-//! reservation killed before its mark (zeros on a sub-buffer's first lap):
-//! its length is unknown and the walk ends there. After a lap, that same
-//! window leaves the previous lap's bytes, which nothing can tell from a
-//! record; it is two instructions long.
+//! committed after it (`ringtrace::recover`). A first word of zeros is a
+//! reservation killed before its mark (a sub-buffer's first lap): recovery
+//! takes the one length that leaves it all zeros and fits the records
+//! after it to the commit count, if exactly one does. After a lap, that
+//! same window leaves the previous lap's bytes, which nothing can tell
+//! from a record; it is a few instructions long. A record killed after its
+//! header and before its commit is whole: only the commit count misses it.
 //!
-//! The cost is the mark's one store: the header is stored once either way.
+//! The cost: the mark's store, its length's shift and the header's form
+//! tested again after the payload, 8 instructions per event (BENCHMARKS.md,
+//! "Instructions per event").
 
 #[cfg(not(all(target_arch = "x86_64", not(miri))))]
 use std::sync::atomic::{compiler_fence, Ordering::SeqCst};

@@ -90,10 +90,10 @@ pub struct FileReport {
     /// Committed bytes of cut packets that could not be decoded.
     pub undecodable_bytes: u64,
     /// Cut packets whose committed bytes did not all decode: a writer died
-    /// or stalled between its reservation and its mark (or in a lap whose
-    /// marks cannot be trusted) while later records were committed; the
-    /// records behind it are lost, and the gap is counted as one in the
-    /// packet's discarded events.
+    /// or stalled between its reservation and its mark and no one length
+    /// told its zeros (or in a lap whose marks cannot be trusted) while
+    /// later records were committed; the records behind it are lost, and
+    /// the gap is counted as one in the packet's discarded events.
     pub gaps: u64,
     /// Unfinished records stepped over: a writer died or stalled between
     /// its mark and its commit while later records were committed (each
