@@ -28,7 +28,8 @@ mkdir -p "$RUSTUP_HOME" "$CARGO_HOME"
 # no toolchain installed behind the user's back (recent rustup's default).
 export PATH="$CARGO_HOME/bin:/usr/local/bin:/usr/bin:/bin"
 export RUSTUP_AUTO_INSTALL=0
-unset RUSTUP_TOOLCHAIN RUSTC RUSTC_WRAPPER RUSTFLAGS CARGO_TARGET_DIR CARGO_BUILD_TARGET RINGTRACE_SESSION
+unset RUSTUP_TOOLCHAIN RUSTC RUSTC_WRAPPER RUSTFLAGS CARGO_TARGET_DIR CARGO_BUILD_TARGET RINGTRACE_SESSION \
+  CARGO_INCREMENTAL CARGO_PROFILE_DEV_DEBUG CARGO_PROFILE_TEST_DEBUG
 
 # rustup-init: the rustup binary of this machine is the same program (it
 # acts by the name it is called by); without one, the official download.
