@@ -4,6 +4,7 @@
 //!
 //! ```text
 //!   0      FileHeader (magic, layout version, geometry, offsets)     one page
+//!   2048   the write count `W` and its timestamp (version 4)
 //!   4096   N sub-buffer states (commit count CC[i] first: version 1 one
 //!          word; version 2 its shared word, then its local word; version
 //!          3 its local word, the records committed through it, then its
@@ -22,17 +23,26 @@ use std::mem::offset_of;
 
 use crate::counters::Geometry;
 use crate::state::{CloseRecord, CommitCount, SubbufState};
-use crate::sync::CacheAligned;
+use crate::sync::{CacheAligned, Head};
 
 /// First bytes of every buffer file.
 pub const MAGIC: [u8; 8] = *b"RTRBUF\0\x01";
 /// Layout version of this module's format. Version 2 splits each commit
 /// count into a shared and a local word (rseq buffers); version 3 puts the
-/// local word first, beside a count of the records committed through it.
-/// Versions 1 (one word) and 2 are still read.
-pub const VERSION: u32 = 3;
+/// local word first, beside a count of the records committed through it;
+/// version 4 adds the write count `W`, which says where the last
+/// reservation ended. Versions 1 to 3 are still read.
+pub const VERSION: u32 = 4;
 /// Bytes reserved for the header.
 pub const HEADER_PAGE: usize = 4096;
+
+/// Where the write count and its timestamp are, in the header page.
+pub const HEAD_OFFSET: usize = 2048;
+const _: () = assert!(
+    at::END <= HEAD_OFFSET
+        && HEAD_OFFSET + std::mem::size_of::<CacheAligned<Head>>() <= HEADER_PAGE
+        && HEAD_OFFSET.is_multiple_of(std::mem::align_of::<CacheAligned<Head>>())
+);
 
 /// Bytes between two sub-buffer states in the file.
 pub const STATE_STRIDE: usize = std::mem::size_of::<CacheAligned<SubbufState>>();
@@ -58,8 +68,10 @@ pub struct FileHeader {
     pub buffer_id: u32,
     /// Process that wrote the file.
     pub pid: u32,
-    /// Layout version (1 to 3).
+    /// Layout version (1 to 4).
     pub version: u32,
+    /// Where the write count is (version 4; 0 before).
+    pub head_offset: u64,
 }
 
 /// Byte offsets of the header fields (after the 8-byte magic).
@@ -74,7 +86,8 @@ mod at {
     pub const STRIDE: usize = 56;
     pub const DATA: usize = 64;
     pub const PID: usize = 72;
-    pub const END: usize = 76;
+    pub const HEAD: usize = 76;
+    pub const END: usize = 84;
 }
 
 impl FileHeader {
@@ -96,6 +109,7 @@ impl FileHeader {
             // SAFETY: getpid cannot fail.
             pid: unsafe { libc::getpid() } as u32,
             version: VERSION,
+            head_offset: HEAD_OFFSET as u64,
         }
     }
 
@@ -114,13 +128,14 @@ impl FileHeader {
         put(at::STRIDE, &self.state_stride.to_le_bytes());
         put(at::DATA, &self.data_offset.to_le_bytes());
         put(at::PID, &self.pid.to_le_bytes());
+        put(at::HEAD, &self.head_offset.to_le_bytes());
         b
     }
 
     /// Decodes and checks a header against the file's length; the error
     /// names the field and its offset.
     pub fn decode(b: &[u8], file_len: u64) -> Result<FileHeader, String> {
-        if b.len() < at::END {
+        if b.len() < at::HEAD {
             return Err(format!(
                 "offset 0: file too short for a header ({} bytes)",
                 b.len()
@@ -138,6 +153,12 @@ impl FileHeader {
                 at::VERSION
             ));
         }
+        if v >= 4 && b.len() < at::END {
+            return Err(format!(
+                "offset 0: file too short for a version {v} header ({} bytes)",
+                b.len()
+            ));
+        }
         let h = FileHeader {
             subbuf_size: u64_at(at::SUBBUF_SIZE),
             num_subbuf: u64_at(at::NUM_SUBBUF),
@@ -149,6 +170,7 @@ impl FileHeader {
             buffer_id: u32_at(at::BUFFER_ID),
             pid: u32_at(at::PID),
             version: v,
+            head_offset: if v >= 4 { u64_at(at::HEAD) } else { 0 },
         };
         if Geometry::new(h.subbuf_size as usize, h.num_subbuf as usize).is_err() {
             return Err(format!(
@@ -164,6 +186,19 @@ impl FileHeader {
             return Err(format!(
                 "offset {}: bad state stride or client header",
                 at::CLIENT_HEADER
+            ));
+        }
+        if v >= 4
+            && (h.head_offset < at::END as u64
+                || !h.head_offset.is_multiple_of(8)
+                || h.head_offset
+                    .checked_add(16)
+                    .is_none_or(|e| e > h.states_offset))
+        {
+            return Err(format!(
+                "offset {}: the write count at {} overlaps the header or the states",
+                at::HEAD,
+                h.head_offset
             ));
         }
         let states_end = h
@@ -258,6 +293,15 @@ impl BufferFile {
             at(offset_of!(CloseRecord, end_ts)),
             at(offset_of!(CloseRecord, data_size)),
         )
+    }
+
+    /// The write count `W` when the process stopped: where the last
+    /// reservation ended (version 4; `None` before).
+    pub fn write_count(&self) -> Option<u64> {
+        (self.header.version >= 4).then(|| {
+            let at = self.header.head_offset as usize + Head::W_OFFSET;
+            u64::from_le_bytes(self.bytes[at..at + 8].try_into().unwrap())
+        })
     }
 
     /// What ring position `i`'s commit count says about its current lap.

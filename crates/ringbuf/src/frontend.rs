@@ -9,8 +9,8 @@ use crate::backend::{Store, Table};
 use crate::config::{ChannelAttr, Config, ConfigError, LostCounts, Mode, Sync};
 use crate::counters::Geometry;
 use crate::read_side::ReadSide;
-use crate::state::{CloseRecord, CommitCount, States, SubbufState};
-use crate::sync::{AtomicBool, AtomicU64, CacheAligned, Counter, Fail, Head, Ordering};
+use crate::state::{At, CloseRecord, CommitCount, States, SubbufState, WriterSide};
+use crate::sync::{AtomicBool, AtomicU64, CacheAligned, Fail, Head, Ordering};
 use crate::Error;
 
 use Ordering::Relaxed;
@@ -77,27 +77,6 @@ impl SlotCtx {
     pub fn last_ts(&self) -> u64 {
         self.last_ts
     }
-}
-
-/// The writers' hot counters, alone on their cache line.
-#[derive(Debug)]
-pub(crate) struct WriterSide {
-    /// Write count `W` and the last reservation's timestamp.
-    pub(crate) head: Head,
-    pub(crate) records: Counter,
-    pub(crate) lost_full: Counter,
-    pub(crate) lost_wrap: Counter,
-    pub(crate) lost_big: Counter,
-    /// Clock readings earlier than the buffer's last timestamp, raised to
-    /// it (see [`BufferStats::clock_clamps`]).
-    clamps: Counter,
-    /// Rseq buffers: critical sections the kernel aborted, and tries made
-    /// from another CPU (see [`BufferStats::rseq_aborts`]).
-    pub(crate) rseq_aborts: Counter,
-    pub(crate) rseq_moves: Counter,
-    /// Rseq buffers: commits made from another CPU (see
-    /// [`BufferStats::rseq_shared_commits`]).
-    pub(crate) rseq_shared: Counter,
 }
 
 /// The reader's counters, alone on their cache line.
@@ -315,13 +294,17 @@ impl<C: Config> Buffer<C> {
             crate::Alloc::PerThread => (id as usize) < crate::cpu::online_count(),
         };
         let store = Store::new(&attr.backing, prefix, (n + 1) * s, name, populate)?;
-        let sb = match file {
+        let (sb, head) = match file {
             Some(h) => {
                 let bytes = h.encode();
                 // SAFETY: the prefix is this buffer's own fresh mapping: the
-                // header page at 0, then `n` states of `STATE_STRIDE` bytes at
+                // header page at 0 (the writers' counters at
+                // `head_offset`, 128-byte aligned, after the header's
+                // bytes), then `n` states of `STATE_STRIDE` bytes at
                 // `states_offset` (page aligned, so each state is 128-byte
-                // aligned), all inside `prefix`; nothing else references it.
+                // aligned), all inside `prefix`; nothing else references it,
+                // and `store` keeps it mapped for as long as the buffer
+                // lives (fields drop in order: `wr` and `sb` first).
                 unsafe {
                     std::ptr::copy_nonoverlapping(bytes.as_ptr(), store.control_at(0), bytes.len());
                     let ptr = store.control_at(h.states_offset as usize)
@@ -329,24 +312,22 @@ impl<C: Config> Buffer<C> {
                     for i in 0..n {
                         ptr.add(i).write(state());
                     }
-                    States::Mapped { ptr, n }
+                    let at = store.control_at(h.head_offset as usize) as *mut CacheAligned<Head>;
+                    let head = At::mapped(
+                        std::ptr::NonNull::new(at).expect("a mapping is not at 0"),
+                        Head::new(w0),
+                    );
+                    (States::Mapped { ptr, n }, head)
                 }
             }
-            None => States::Heap((0..n).map(|_| state()).collect()),
+            None => (
+                States::Heap((0..n).map(|_| state()).collect()),
+                At::heap(Head::new(w0)),
+            ),
         };
         let key = NEXT_KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let buffer = Buffer {
-            wr: CacheAligned(WriterSide {
-                head: Head::new(w0),
-                records: Counter::new(0),
-                lost_full: Counter::new(0),
-                lost_wrap: Counter::new(0),
-                lost_big: Counter::new(0),
-                clamps: Counter::new(0),
-                rseq_aborts: Counter::new(0),
-                rseq_moves: Counter::new(0),
-                rseq_shared: Counter::new(0),
-            }),
+            wr: CacheAligned(WriterSide::new(head)),
             rd: CacheAligned(ReaderSide {
                 r: AtomicU64::new(w0),
                 consumed: AtomicU64::new(0),
@@ -432,7 +413,9 @@ impl<C: Config> Buffer<C> {
         mut slot_size: F,
     ) -> Result<Slot<'_, C>, Refused> {
         let geo = self.geo;
-        let (w, last) = self.wr.head.load();
+        // One load of where the head is, for both of its uses.
+        let head: &Head = &self.wr.head;
+        let (w, last) = head.load();
         // Clamped: the clock read is not ordered after the loads, the CAS
         // below proves `last` current (see `Head`).
         let ts = self.clamp(now, last);
@@ -447,7 +430,7 @@ impl<C: Config> Buffer<C> {
         // arithmetic on it (a length near 2^64 fails the test, it never
         // wraps the sum).
         if off != 0 && len.wrapping_sub(1) < geo.subbuf_size() - off - 1 {
-            match self.wr.head.cas(C::SYNC, self.id, (w, last), (w + len, ts)) {
+            match head.cas(C::SYNC, self.id, (w, last), (w + len, ts)) {
                 Ok(()) => return Ok(self.slot(w, w + len, ts)),
                 Err(Fail::Changed) => {}
                 Err(f) => return Err(self.moved(f)),

@@ -1,9 +1,124 @@
-//! The counters of each sub-buffer (commit count, commit seq, close
-//! record), in their own module because two owners share them: the
-//! producer (`frontend.rs`, `switch.rs`) updates them, and a buffer file
-//! (`file.rs`) lays them out in its mapping so that they survive a crash.
+//! The writers' counters (the write count `W` first) and the counters of
+//! each sub-buffer (commit count, commit seq, close record), in their own
+//! module because two owners share them: the producer (`frontend.rs`,
+//! `switch.rs`, `commit.rs`) updates them, and a buffer file (`file.rs`)
+//! lays them out in its mapping so that they survive a crash.
 
-use crate::sync::{AtomicU64, CacheAligned, Counter};
+use std::ptr::NonNull;
+
+use crate::sync::{AtomicU64, CacheAligned, Counter, Head};
+
+/// The writers' hot counters, alone on their cache line.
+#[derive(Debug)]
+pub(crate) struct WriterSide {
+    /// Write count `W` and the last reservation's timestamp: in a buffer
+    /// file's header page for directory backing (`file.rs`, layout version
+    /// 4), so that recovery knows where the last reservation of the
+    /// sub-buffer being written ended.
+    pub(crate) head: At<Head>,
+    pub(crate) records: Counter,
+    pub(crate) lost_full: Counter,
+    pub(crate) lost_wrap: Counter,
+    pub(crate) lost_big: Counter,
+    /// Clock readings earlier than the buffer's last timestamp, raised to
+    /// it (see `BufferStats::clock_clamps`).
+    pub(crate) clamps: Counter,
+    /// Rseq buffers: critical sections the kernel aborted, and tries made
+    /// from another CPU (see `BufferStats::rseq_aborts`).
+    pub(crate) rseq_aborts: Counter,
+    pub(crate) rseq_moves: Counter,
+    /// Rseq buffers: commits made from another CPU (see
+    /// `BufferStats::rseq_shared_commits`).
+    pub(crate) rseq_shared: Counter,
+}
+
+impl WriterSide {
+    /// Counters of a new buffer whose `head` is already placed.
+    pub(crate) fn new(head: At<Head>) -> WriterSide {
+        WriterSide {
+            head,
+            records: Counter::new(0),
+            lost_full: Counter::new(0),
+            lost_wrap: Counter::new(0),
+            lost_big: Counter::new(0),
+            clamps: Counter::new(0),
+            rseq_aborts: Counter::new(0),
+            rseq_moves: Counter::new(0),
+            rseq_shared: Counter::new(0),
+        }
+    }
+}
+
+/// A value alone on its cache line, in a heap allocation of its own or in
+/// a buffer file's mapping: a pointer either way, so that reaching it is
+/// one load and no branch.
+pub(crate) struct At<T> {
+    ptr: NonNull<CacheAligned<T>>,
+    /// `ptr` came from `Box::into_raw` and is freed on drop.
+    owned: bool,
+}
+
+impl<T> At<T> {
+    /// `v` in a heap allocation of its own.
+    pub(crate) fn heap(v: T) -> At<T> {
+        let ptr = Box::into_raw(Box::new(CacheAligned(v)));
+        At {
+            // SAFETY: `Box::into_raw` never returns null.
+            ptr: unsafe { NonNull::new_unchecked(ptr) },
+            owned: true,
+        }
+    }
+
+    /// `v` written at `at`, in a buffer file's mapping.
+    ///
+    /// # Safety
+    /// `at` is aligned for and valid for reads and writes of a
+    /// `CacheAligned<T>`, used by nothing else, and stays mapped for as
+    /// long as the returned value lives.
+    #[cfg_attr(any(loom, miri), allow(dead_code))]
+    pub(crate) unsafe fn mapped(at: NonNull<CacheAligned<T>>, v: T) -> At<T> {
+        // SAFETY: the caller's contract: aligned, writable, unshared.
+        unsafe { at.as_ptr().write(CacheAligned(v)) };
+        At {
+            ptr: at,
+            owned: false,
+        }
+    }
+}
+
+impl<T> std::ops::Deref for At<T> {
+    type Target = T;
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        // SAFETY: `ptr` holds an initialized value (written by `heap` or
+        // `mapped`) that lives as long as `self`, reached only through
+        // shared references.
+        unsafe { &self.ptr.as_ref().0 }
+    }
+}
+
+impl<T> Drop for At<T> {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: `ptr` came from `Box::into_raw` in `heap`, and this
+            // is its only owner; no reference to it outlives `self`.
+            drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+        }
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for At<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+// SAFETY: `At<T>` owns or borrows its `T` as a `Box<T>` or a `&T` would;
+// the values placed in it (counters of atomics) are shared between
+// threads exactly as they would be inline.
+unsafe impl<T: Send + std::marker::Sync> Send for At<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + std::marker::Sync> std::marker::Sync for At<T> {}
 
 /// Written by the reservation that closes a sub-buffer, read by the
 /// committer that delivers it. The delivering commit is ordered after the

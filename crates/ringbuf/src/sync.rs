@@ -166,6 +166,9 @@ pub(crate) struct Head {
 }
 
 impl Head {
+    /// Where `W` is in the pair (a buffer file's reader finds it there).
+    pub(crate) const W_OFFSET: usize = std::mem::offset_of!(Head, w);
+
     pub(crate) fn new(w: u64) -> Self {
         Head {
             w: Counter::new(w),

@@ -148,12 +148,22 @@ fn buffer_file_keeps_header_and_commit_counts() {
     assert_eq!(f.header.client_header, HEADER as u64);
     assert_eq!(f.header.pid, std::process::id());
     assert_eq!(
-        f.header.version, 3,
-        "commit counts in two words, local first"
+        f.header.version, 4,
+        "commit counts in two words, local first; the write count"
     );
     assert_eq!(f.committed(0), Committed::Complete);
     let per_sb = (4096 - HEADER) / 100;
     let in_1 = 53 - per_sb;
+    // Where the last reservation ended, the stuck one counted: sub-buffer
+    // 1's header and its records.
+    assert_eq!(
+        f.write_count(),
+        Some(b.stats().bytes_written + f.header.initial_count)
+    );
+    assert_eq!(
+        f.write_count().unwrap() - f.header.initial_count,
+        4096 + (HEADER + in_1 * 100) as u64
+    );
     // Header + every record but the stuck one.
     assert_eq!(
         f.committed(1),
@@ -196,6 +206,14 @@ fn buffer_file_keeps_header_and_commit_counts() {
     assert!(FileHeader::decode(&bytes, len)
         .unwrap_err()
         .contains("offset 8: layout version 9"));
+    // A write count placed over the sub-buffer states.
+    bytes[8] = 4;
+    let good = bytes[76..84].to_vec();
+    bytes[76..84].copy_from_slice(&(h.states_offset - 8).to_le_bytes());
+    assert!(FileHeader::decode(&bytes, len)
+        .unwrap_err()
+        .contains("offset 76: the write count at"));
+    bytes[76..84].copy_from_slice(&good);
     // Version 1 (one commit word, before rseq's local counts) still reads.
     bytes[8] = 1;
     assert_eq!(FileHeader::decode(&bytes, len).unwrap().version, 1);

@@ -50,24 +50,46 @@ fn values(desc: &TraceDesc, pkts: Vec<Vec<u8>>) -> (Vec<u64>, u64) {
 /// bytes are passed to `crash` and its commit is taken back. The buffer
 /// file's bytes.
 fn crashed_at_record_3(name: &str, crash: impl Fn(&mut [u8])) -> Vec<u8> {
-    crashed_at_record_3_then(name, crash, false)
+    crashed_at_record_3_then(name, crash, After::Nothing)
 }
 
-/// [`crashed_at_record_3`], with the sub-buffer closed after record 4 when
-/// `close` is set (a forced switch: its close record and padding commit).
-fn crashed_at_record_3_then(name: &str, crash: impl Fn(&mut [u8]), close: bool) -> Vec<u8> {
+/// Where record 3's crash happens.
+#[derive(Clone, Copy, PartialEq)]
+enum After {
+    /// Records 1 to 4 are the first of a new buffer file.
+    Nothing,
+    /// The sub-buffer is closed after record 4 (a forced switch: its close
+    /// record and padding commit).
+    Close,
+    /// Records 1 to 4 follow the first record of ring position 0's second
+    /// lap: after them, the first lap's records of the same length.
+    FirstLap,
+}
+
+/// [`crashed_at_record_3`], in the case `case` says.
+fn crashed_at_record_3_then(name: &str, crash: impl Fn(&mut [u8]), case: After) -> Vec<u8> {
     let dir = std::env::temp_dir().join(format!("ringtrace-gap-{name}-{}", std::process::id()));
     let (ch, file) = super::file_channel(&dir, 4096, true);
-    let count = || BufferFile::open(&file).unwrap().commit_count(0);
+    let read = || BufferFile::open(&file).unwrap();
+    let count = || read().commit_count(0);
     let record =
         |v: u64| assert!(ch.record(1, 8, &|b: &mut [u8]| b.copy_from_slice(&v.to_le_bytes())));
+    if case == After::FirstLap {
+        let h = read().header;
+        let second_lap = h.initial_count + h.num_subbuf * h.subbuf_size;
+        let mut v = 1000;
+        while read().write_count().unwrap() < second_lap {
+            record(v);
+            v += 1;
+        }
+    }
     record(1);
     record(2);
     let before = count();
     record(3);
     let after = count();
     record(4);
-    if close {
+    if case == After::Close {
         // No other thread writes the channel: it may be switched.
         assert_eq!(ch.flush_quiescent(), 1);
     }
@@ -75,8 +97,14 @@ fn crashed_at_record_3_then(name: &str, crash: impl Fn(&mut [u8]), close: bool) 
     let mut bytes = std::fs::read(&file).unwrap();
     let f = BufferFile::from_bytes(bytes.clone()).unwrap();
     let s = f.header.subbuf_size;
-    let data = f.subbuf_offset(0) as usize;
-    crash(&mut bytes[data + (before % s) as usize..data + (after % s) as usize]);
+    let (start, end) = ((before % s) as usize, (after % s) as usize);
+    // The physical sub-buffer that holds record 3 (value 3 after its
+    // 4-byte header).
+    let data = (0..=f.header.num_subbuf as usize)
+        .map(|p| f.subbuf_offset(p) as usize)
+        .find(|&d| bytes[d + start + 4..d + start + 12] == 3u64.to_le_bytes())
+        .expect("record 3 in the file");
+    crash(&mut bytes[data + start..data + end]);
     drop(ch);
     let _ = std::fs::remove_dir_all(&dir);
     uncommit(bytes, after - before, last)
@@ -138,7 +166,7 @@ fn an_unfinished_record_of_a_closed_sub_buffer_is_stepped_over_to_its_end() {
             ringtrace_core::unfinished::mark(rec);
             rec[4..].fill(0);
         },
-        true,
+        After::Close,
     );
     let (v, discarded, r) = recovered(&desc, bytes);
     assert_eq!(v, [1, 2, 4], "{r:?}");
@@ -244,4 +272,48 @@ fn a_finished_record_whose_commit_never_came_is_kept_with_those_after_it() {
         (1, 0, 0, 0),
         "{r:?}"
     );
+}
+
+#[test]
+fn in_a_later_lap_the_write_count_bounds_the_walk_past_a_finished_uncommitted_record() {
+    // As above, in ring position 0's second lap: the first lap's records
+    // follow record 4, and decode as well as new ones would. The commit
+    // count stops one record short (record 4 lies past it); the write
+    // count the file holds (layout version 4) says where the reservations
+    // end, and every finished record up to there is kept.
+    let desc = standalone_desc_from(1);
+    let bytes = crashed_at_record_3_then("later-lap", |_| {}, After::FirstLap);
+    let (v, discarded, r) = recovered(&desc, bytes.clone());
+    assert_eq!(v[v.len() - 4..], [1, 2, 3, 4], "{r:?}");
+    assert_eq!(
+        (r.uncounted, r.unfinished, r.gaps, discarded),
+        (1, 0, 0, 0),
+        "{r:?}"
+    );
+    // The same file as layout version 3 (no write count): the count's cut
+    // stands and record 4 is lost.
+    let mut old = bytes;
+    old[8..12].copy_from_slice(&3u32.to_le_bytes());
+    let (v, _, r) = recovered(&desc, old);
+    assert_eq!(v[v.len() - 3..], [1, 2, 3], "{r:?}");
+    assert_eq!(r.uncounted, 0, "{r:?}");
+}
+
+#[test]
+fn in_a_later_lap_an_unfinished_record_is_stepped_over_up_to_the_write_count() {
+    // Killed in its payload in the second lap: its mark says its length,
+    // and record 4, the last reservation, ends the walk.
+    let desc = standalone_desc_from(1);
+    let bytes = crashed_at_record_3_then(
+        "later-lap-marked",
+        |rec| {
+            ringtrace_core::unfinished::mark(rec);
+            rec[4..].fill(0);
+        },
+        After::FirstLap,
+    );
+    let (v, discarded, r) = recovered(&desc, bytes);
+    assert_eq!(v[v.len() - 3..], [1, 2, 4], "{r:?}");
+    assert!(!v.contains(&3), "{r:?}");
+    assert_eq!((r.unfinished, r.gaps, discarded), (1, 0, 1), "{r:?}");
 }

@@ -15,8 +15,11 @@
 //!   buffer file's sub-buffer state);
 //! - the latest packet of a position whose count is partial had `n` bytes
 //!   committed: its records are walked from the header and kept while they
-//!   end within `n` bytes, decode with the metadata and have
-//!   non-decreasing timestamps. Commits are counted in bytes, not per
+//!   end within `n` bytes, or, for the sub-buffer being written when the
+//!   process stopped, within where its last reservation ended (the write
+//!   count `W` in the buffer file, layout version 4), and while they
+//!   decode with the metadata and have non-decreasing timestamps. Commits
+//!   are counted in bytes, not per
 //!   record, so a writer that died between reserve and commit while later
 //!   records were committed leaves a record the count did not hold among
 //!   records it did. Records are stored mark, payload, header
@@ -33,11 +36,15 @@
 //!   discarded event for the gap; the records behind it are lost). A
 //!   writer killed between its record's header and its commit leaves the
 //!   record whole but uncounted: the count then stops a record short of
-//!   the committed ones. In a sub-buffer's first lap (zeros follow the
-//!   reservations) the walk goes on past the count over every finished
-//!   record (`uncounted`); in a later lap the previous lap's records
-//!   follow, which nothing tells from new ones, and the count's cut stands
-//!   (the last committed record is lost). Marks
+//!   the committed ones. Walked up to `W`, every finished record is kept
+//!   (`uncounted`: those past the count's cut); in a file without `W`
+//!   (layout versions 1 to 3), the walk goes on past the count over
+//!   finished records in a sub-buffer's first lap only (zeros follow the
+//!   reservations), and in a later lap, where the previous lap's records
+//!   follow and nothing tells them from new ones, the count's cut stands
+//!   (the last committed record is lost). Zeros from a record's end to
+//!   `W` are unmarked reservations with nothing after them (counted as
+//!   one unfinished record). Marks
 //!   are trusted where a finished header cannot read as one (compact
 //!   headers, no event of id 0, sub-buffers of at most 128 MiB); in other
 //!   streams (buffer files written before event ids began at 1), a record
@@ -102,8 +109,9 @@ pub struct FileReport {
     pub unfinished: u64,
     /// Finished records past the committed count, kept: a writer died
     /// between its record's header and its commit while later records
-    /// were committed (a sub-buffer's first lap, where zeros follow the
-    /// reservations; in a later lap the count cuts the last record).
+    /// were committed (walked up to the write count; in a buffer file
+    /// without it, only in a sub-buffer's first lap, where zeros follow
+    /// the reservations: in a later lap the count cuts the last record).
     pub uncounted: u64,
     /// Ring positions whose last lap committed records under a packet
     /// header that is not in the file: the writer that entered the
@@ -180,18 +188,36 @@ struct Found {
     packet_bits: u64,
 }
 
-/// How far to walk a partly committed sub-buffer: its committed bytes, or
-/// the close record's data size if it was closed in this lap (its close
-/// record is newer than the packet's begin) and that is less: the bytes
-/// after it are padding, not records.
-fn committed_end(f: &BufferFile, i: usize, sb: &[u8], committed: u64) -> Bound {
+/// How far to walk a partly committed sub-buffer: the close record's data
+/// size if it was closed in this lap (its close record is newer than the
+/// packet's begin) and that is less than its committed bytes (the bytes
+/// after it are padding, not records); else where its reservations end,
+/// `reserved` (from the write count, when the last reservation is in this
+/// packet and the file says); else its committed bytes.
+fn committed_end(
+    f: &BufferFile,
+    i: usize,
+    sb: &[u8],
+    committed: u64,
+    reserved: Option<u64>,
+) -> Bound {
     let begin = read_packet_context(sb).map_or(u64::MAX, |(_, _, c)| c.timestamp_begin);
     let (end_ts, data) = f.close_record(i);
     if end_ts >= begin && data >= PACKET_HEADER_SIZE as u64 && data < committed {
-        Bound::End(data as usize)
-    } else {
-        Bound::Committed(committed as usize)
+        return Bound::End(data as usize);
     }
+    match reserved {
+        Some(e) if e >= committed => Bound::End(e as usize),
+        _ => Bound::Committed(committed as usize),
+    }
+}
+
+/// Where the reservations of the packet whose lap starts at write count
+/// `x` end, if the write count `W` the process left is in that lap: `W`'s
+/// place in the sub-buffer (header included), `S` if `W` is at the end.
+fn reserved_end(f: &BufferFile, x: u64) -> Option<u64> {
+    let d = f.write_count()?.wrapping_sub(x);
+    (d > 0 && d <= f.header.subbuf_size).then_some(d)
 }
 
 /// Rebuilds the trace of buffer directory `bufdir` into `out` (a new
@@ -302,8 +328,9 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
     // (commits of a lap run from `lap(x)` to `lap(x) + S`, `x` the packet's
     // place in the write count).
     let geo = f.header.geometry();
+    let start = |p: &Found| (f.header.initial_count).wrapping_add(p.seq.wrapping_mul(s as u64));
     let of_counted_lap = |p: &Found| {
-        let x = (f.header.initial_count).wrapping_add(p.seq.wrapping_mul(s as u64));
+        let x = start(p);
         let cc = f.commit_count((p.seq % n) as usize);
         cc.wrapping_sub(geo.lap(x)) & geo.mask() <= s as u64
     };
@@ -333,7 +360,10 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
             (true, _) if !of_counted_lap(p) => (None, true),
             (true, Committed::Complete) if delivered => (None, true),
             (true, Committed::Complete) => (Some(Bound::End(f.close_record(i).1 as usize)), true),
-            (true, Committed::Partial(c)) => (Some(committed_end(f, i, sb, c)), false),
+            (true, Committed::Partial(c)) => {
+                let reserved = reserved_end(f, start(p));
+                (Some(committed_end(f, i, sb, c, reserved)), false)
+            }
         };
         let Some(limit) = limit.map(|b| match b {
             Bound::End(n) => Bound::End(n.clamp(PACKET_HEADER_SIZE, s)),
@@ -376,7 +406,23 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
             r.undecodable_bytes += limit.left_by(&w) as u64;
             r.gaps += gap as u64;
             r.unfinished += w.holes.len() as u64;
-            r.uncounted += w.past_count;
+            r.uncounted += match (limit, f.committed(i)) {
+                // Reserved bytes walked: the records past the count's cut.
+                (Bound::End(_), Committed::Partial(c)) if w.committed() > c as usize => {
+                    let cut = Bound::Committed(c as usize);
+                    let at_cut = walk(
+                        desc,
+                        ctx.stream_id,
+                        ctx.timestamp_begin,
+                        sb,
+                        cut,
+                        marks,
+                        false,
+                    );
+                    w.events.saturating_sub(at_cut.events)
+                }
+                _ => w.past_count,
+            };
         }
         out.push(bytes);
     }

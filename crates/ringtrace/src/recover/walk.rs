@@ -250,6 +250,18 @@ impl Walker<'_> {
             return None;
         }
         let at = w.end;
+        // Zeros up to where the reservations end: what is left is
+        // unmarked reservations with nothing committed after them (one, or
+        // more killed at once: counted as one).
+        if let Bound::End(n) = self.bound {
+            if self
+                .sb
+                .get(at..n)
+                .is_some_and(|z| z.iter().all(|&b| b == 0))
+            {
+                return Some(n - at);
+            }
+        }
         let skipped = w.end - w.committed();
         let mut found = None;
         for len in self.lengths(w) {
