@@ -16,7 +16,7 @@ mkdir -p "$cg"
 echo 100000 >"$cg/cpu.cfs_period_us"
 echo "$q" >"$cg/cpu.cfs_quota_us"
 out=$(mktemp -d)/trace
-target/debug/ringtrace demo -o "$out" --seconds 10 >/dev/null 2>&1 &
+target/debug/ringtrace demo -o "$out" --seconds 10 --show 0 >"$out.summary" 2>&1 &
 demo=$!
 moved=0
 for _ in $(seq 500); do
@@ -31,5 +31,8 @@ for _ in $(seq 500); do
 done
 wait "$demo"
 [ "$moved" -ge 2 ] || echo "starve_readers: the reader threads were not all found" >&2
-target/debug/ringtrace stats "$out" | awk -v q="$q" '$1 == "total" { print "quota " q " us per 100 ms: " $2 " events, " $3 " discarded" }'
+# The trace's counts, and the demo's own: how long its channels went
+# unread and its longest read (what a loss comes from).
+target/debug/ringtrace stats "$out" | awk -v q="$q" '$1 == "total" { printf "quota %s us per 100 ms: %s events, %s discarded", q, $2, $3 }'
+awk '/^longest unread/ { u = $NF } /^longest read/ { r = $NF } END { printf ", longest unread %s ms, longest read %s ms\n", u, r }' "$out.summary"
 rm -rf "$(dirname "$out")"

@@ -277,6 +277,21 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     outln!();
     outln!("{:<26} {:>14}", "events recorded", recorded);
     outln!("{:<26} {:>14}", "events lost", st.lost());
+    if st.reads.reads > 0 {
+        // What a loss in discard mode comes from: the buffers waited for a
+        // reader longer than they take to fill, or a read (a write of the
+        // trace) took that long.
+        outln!(
+            "{:<26} {:>14.1}",
+            "longest unread (ms)",
+            st.reads.longest_unread.as_secs_f64() * 1e3
+        );
+        outln!(
+            "{:<26} {:>14.1}",
+            "longest read (ms)",
+            st.reads.longest_read.as_secs_f64() * 1e3
+        );
+    }
     outln!(
         "{:<26} {:>14.0}",
         "events per second",

@@ -32,6 +32,7 @@ pub fn table(st: &SessionStats) -> String {
         channel(&mut s, c);
     }
     threads(&mut s, st);
+    reads(&mut s, st);
     direct_io(&mut s, st);
     relay(&mut s, st);
     s
@@ -134,6 +135,23 @@ fn threads(s: &mut String, st: &SessionStats) {
     }
 }
 
+/// How long the buffers waited for a reader, and the longest read: a
+/// loss of `lost full` records is explained by one or the other.
+fn reads(s: &mut String, st: &SessionStats) {
+    let r = &st.reads;
+    if r.reads == 0 {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "reads: {}; longest a channel went unread {:.1} ms, longest read {:.1} ms \
+         (a buffer fills in what its size over the write rate takes)",
+        r.reads,
+        r.longest_unread.as_secs_f64() * 1e3,
+        r.longest_read.as_secs_f64() * 1e3
+    );
+}
+
 /// Direct I/O asked for (for every packet or, auto, for fast streams'):
 /// how much of it happened (buffered says nothing).
 fn direct_io(s: &mut String, st: &SessionStats) {
@@ -222,6 +240,7 @@ mod tests {
             stream_files: 0,
             stream_files_direct: 0,
             stream_writes: Default::default(),
+            reads: Default::default(),
         }
     }
 
@@ -291,6 +310,11 @@ mod tests {
         st.stream_writes.direct = 10;
         st.stream_writes.cached = 2;
         st.stream_writes.slowest = Duration::from_micros(1250);
+        st.reads = ringtrace::ReadTimes {
+            reads: 120,
+            longest_unread: Duration::from_micros(812_340),
+            longest_read: Duration::from_micros(2_050),
+        };
         st.relay = Some(ringtrace::RelayStats {
             url: "net://h:5342:5343".into(),
             path: "host/s".into(),
@@ -312,6 +336,8 @@ mod tests {
                  `per-process` in RINGTRACE_SESSION, as `ringtrace record` sets, traces each in its own sub-trace)",
                 "consumer thread: slice 0.1 ms, nice -10; CPU 2.5 ms so far",
                 "standby consumer thread (off the consumer's CPU): 3 passes for a late consumer",
+                "reads: 120; longest a channel went unread 812.3 ms, longest read 2.1 ms (a buffer fills in \
+                 what its size over the write rate takes)",
                 "stream files: 3 of 4 written with direct I/O (the others through the page cache); 10 packets \
                  direct (slowest write 1.2 ms), 2 through the page cache (behind, after a stalled write or while \
                  the page cache wrote back)",

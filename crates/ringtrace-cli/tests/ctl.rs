@@ -466,3 +466,60 @@ fn the_consumer_thread_runs_at_the_nice_value_asked_for() {
         let _ = std::fs::remove_dir_all(&d);
     }
 }
+
+/// The longest time a channel went unread and the longest read, from
+/// `ctl PID stats`: the longer of the two.
+fn longest_unread_ms(pid: u32) -> Option<f64> {
+    let o = run(&["ctl", &pid.to_string(), "stats", "demo"]);
+    let line = o.stdout.lines().find(|l| l.starts_with("reads: "))?;
+    let ms = |after: &str| -> Option<f64> {
+        line.split(after).nth(1)?.split(" ms").next()?.parse().ok()
+    };
+    Some(ms("went unread ")?.max(ms("longest read ")?))
+}
+
+/// A traced process stopped (every thread, its consumer and standby
+/// included) for 600 ms: its statistics say its channels went unread at
+/// least that long (or a read took that long, if the stop came in one),
+/// what explains a loss when the readers do not run.
+#[test]
+fn stats_say_how_long_the_buffers_went_unread() {
+    let d = tmp("unread");
+    let child = demo_command(&assert_cmd::cargo::cargo_bin("ringtrace"), &d, &[])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let _traced = Traced(child);
+    wait_for_socket(pid, &[]);
+    // Reads have begun.
+    let t = Instant::now();
+    while longest_unread_ms(pid).is_none() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "no read in 30 s: {}",
+            process_state(pid)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stop = |sig| {
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+    };
+    stop(libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(600));
+    stop(libc::SIGCONT);
+    // The first read after it notes the wait.
+    let t = Instant::now();
+    loop {
+        let ms = longest_unread_ms(pid).expect("reads");
+        if ms >= 600.0 {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "longest unread or read {ms} ms, 30 s after a 600 ms stop: {}",
+            process_state(pid)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

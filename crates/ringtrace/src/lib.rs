@@ -86,7 +86,9 @@ pub use control::pattern;
 pub use control::registry::{
     on_rules_change, register, register_all, rules_enable, rules_generation, MAX_HOOKS,
 };
-pub use control::stats::{BufferStats, ChannelStats, RelayStats, SessionStats, StandbyStats};
+pub use control::stats::{
+    BufferStats, ChannelStats, ReadTimes, RelayStats, SessionStats, StandbyStats,
+};
 pub use error::Error;
 pub use output::relay::RelayUrl;
 pub use output::FileIo;

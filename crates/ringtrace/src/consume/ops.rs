@@ -241,6 +241,7 @@ impl Recording {
             stream_files: files.count,
             stream_files_direct: files.direct,
             stream_writes: files.writes,
+            reads: sink.reads,
             channels: st
                 .channels
                 .iter()

@@ -13,6 +13,7 @@ use super::turns::in_turns;
 use super::Recording;
 use crate::control::config::Mode;
 use crate::control::state::{lock, ChannelState};
+use crate::control::stats::ReadTimes;
 use crate::error::Error;
 use crate::output;
 use ringtrace_core::ops::{Packet, PacketSink};
@@ -37,6 +38,8 @@ pub(crate) struct Sink {
     pub(crate) relay: Option<super::relay::RelaySink>,
     /// What the stream files closed by `close_files` were, for `stats`.
     closed: Files,
+    /// How long the channels waited for a read, and the longest read.
+    pub(crate) reads: ReadTimes,
 }
 
 /// The consumer's state of one channel: its timers, its read pace and its
@@ -107,6 +110,7 @@ impl Sink {
                 .collect(),
             error: None,
             closed: Files::default(),
+            reads: ReadTimes::default(),
             dropped_packets: 0,
             out_dir: None,
             relay: None,
@@ -209,6 +213,7 @@ impl Sink {
         let now = Instant::now();
         for c in &mut self.channels {
             c.next_read = now;
+            c.last_read.2 = now;
             c.pace.expect_writers(now);
         }
     }
@@ -268,6 +273,7 @@ impl Recording {
                     // The write rate since the end of the last copy, not
                     // over it: on a busy machine the copy may have kept the
                     // writers off the CPU, which is not idleness.
+                    let start = Instant::now();
                     let (written, lost) = ch.chan.written_and_lost();
                     let (before, lost_before, then) = sink.channels[ci].last_read;
                     let period = sink.channels[ci].pace.next(
@@ -287,7 +293,10 @@ impl Recording {
                     }
                     ops.recycle();
                     let (written, lost) = ch.chan.written_and_lost();
-                    sink.channels[ci].last_read = (written, lost, Instant::now());
+                    let end = Instant::now();
+                    sink.reads
+                        .note(start.saturating_duration_since(then), end - start);
+                    sink.channels[ci].last_read = (written, lost, end);
                     period
                 } else {
                     // Writers wait for these (rseq buffers, rarely).

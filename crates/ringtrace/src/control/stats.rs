@@ -159,6 +159,34 @@ pub struct StandbyStats {
     pub cpu: Option<std::time::Duration>,
 }
 
+/// How long a discard session's buffers waited for a reader: what tells
+/// why a buffer filled (its writers then lose records, `lost full`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadTimes {
+    /// Reads of a channel (a pass over its buffers) so far, by the
+    /// consumer or its standby.
+    pub reads: u64,
+    /// The longest time a channel went unread, from the end of one read to
+    /// the start of the next: the read period, and any time the consumer
+    /// and its standby did not run (a loaded machine, a CPU quota) or were
+    /// busy with other sessions.
+    pub longest_unread: std::time::Duration,
+    /// The longest read: copying a channel's ready packets to the output
+    /// (long when a write waits: a slow device, the page cache throttling
+    /// a writer of too many dirty pages).
+    pub longest_read: std::time::Duration,
+}
+
+impl ReadTimes {
+    /// One read that started `unread` after the last one ended and took
+    /// `took`.
+    pub(crate) fn note(&mut self, unread: std::time::Duration, took: std::time::Duration) {
+        self.reads += 1;
+        self.longest_unread = self.longest_unread.max(unread);
+        self.longest_read = self.longest_read.max(took);
+    }
+}
+
 /// Counters of a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionStats {
@@ -215,6 +243,9 @@ pub struct SessionStats {
     /// cache; the slowest direct write (a device stall the buffers had to
     /// outlast).
     pub stream_writes: crate::output::Writes,
+    /// How long the buffers waited for a reader (discard mode).
+    #[serde(default)]
+    pub reads: ReadTimes,
 }
 
 impl SessionStats {
@@ -331,6 +362,11 @@ mod tests {
                 direct: 3,
                 cached: 1,
                 slowest: std::time::Duration::from_millis(2),
+            },
+            reads: ReadTimes {
+                reads: 7,
+                longest_unread: std::time::Duration::from_millis(30),
+                longest_read: std::time::Duration::from_micros(900),
             },
         };
         assert!(!b.is_idle());
