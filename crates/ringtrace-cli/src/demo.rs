@@ -276,22 +276,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let (first, in_trace, discarded) = read_back(&output, args.show)?;
     outln!();
     outln!("{:<26} {:>14}", "events recorded", recorded);
-    outln!("{:<26} {:>14}", "events lost", st.lost());
-    if st.reads.reads > 0 {
-        // What a loss in discard mode comes from: the buffers waited for a
-        // reader longer than they take to fill, or a read (a write of the
-        // trace) took that long.
-        outln!(
-            "{:<26} {:>14.1}",
-            "longest unread (ms)",
-            st.reads.longest_unread.as_secs_f64() * 1e3
-        );
-        outln!(
-            "{:<26} {:>14.1}",
-            "longest read (ms)",
-            st.reads.longest_read.as_secs_f64() * 1e3
-        );
-    }
+    losses(&st);
     outln!(
         "{:<26} {:>14.0}",
         "events per second",
@@ -318,6 +303,25 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     session.destroy()?;
     Ok(())
+}
+
+/// Records lost, and what a loss in discard mode comes from: the buffers
+/// waited for a reader longer than they take to fill, or a read (a write
+/// of the trace) took that long.
+fn losses(st: &ringtrace::SessionStats) {
+    outln!("{:<26} {:>14}", "events lost", st.lost());
+    if st.reads.reads > 0 {
+        outln!(
+            "{:<26} {:>14.1}",
+            "longest unread (ms)",
+            st.reads.longest_unread.as_secs_f64() * 1e3
+        );
+        outln!(
+            "{:<26} {:>14.1}",
+            "longest read (ms)",
+            st.reads.longest_read.as_secs_f64() * 1e3
+        );
+    }
 }
 
 /// Reads the whole trace back: the first `n` lines, the number of events,

@@ -22,12 +22,27 @@ pub enum FieldKind {
     Str,
     /// Byte sequence: a 32-bit length, then the bytes.
     Bytes,
+    /// A field another tracer's probe serializes (an LTTng-UST provider's):
+    /// its CTF declaration, whole (alignment, length field), written as is.
+    Ctf(&'static ctf::types::Field),
 }
 
 impl FieldKind {
+    /// The field named `name` of this kind, as the metadata declares it.
+    pub fn ctf_field(self, name: &str) -> ctf::types::Field {
+        match self {
+            FieldKind::Ctf(f) => ctf::types::Field {
+                name: name.to_string(),
+                ..f.clone()
+            },
+            _ => ctf::types::Field::new(name, self.ctf_type()),
+        }
+    }
+
     /// The CTF type of the field.
     pub fn ctf_type(self) -> FieldType {
         match self {
+            FieldKind::Ctf(f) => f.ty.clone(),
             FieldKind::Unsigned(b) => FieldType::Int(IntType::unsigned(b)),
             FieldKind::Signed(b) => FieldType::Int(IntType::signed(b)),
             FieldKind::F32 => FieldType::F32,

@@ -49,6 +49,8 @@ fn fixed_len(kind: FieldKind) -> usize {
         FieldKind::Bool => 1,
         FieldKind::Str => 1,
         FieldKind::Bytes => 4,
+        // Never a C API field (`event.rs` makes none).
+        FieldKind::Ctf(_) => 0,
     }
 }
 

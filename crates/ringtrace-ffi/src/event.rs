@@ -167,7 +167,7 @@ pub(crate) fn packed_len(fields: &[FieldDesc]) -> Option<usize> {
         FieldKind::F32 => Some(n + 4),
         FieldKind::F64 => Some(n + 8),
         FieldKind::Bool => Some(n + 1),
-        FieldKind::Str | FieldKind::Bytes => None,
+        FieldKind::Str | FieldKind::Bytes | FieldKind::Ctf(_) => None,
     })
 }
 

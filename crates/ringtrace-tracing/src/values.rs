@@ -138,6 +138,8 @@ impl Values {
                 (FieldKind::F64, _) => 8,
                 (FieldKind::Bool, _) => 1,
                 (FieldKind::Bytes, _) => 4,
+                // Never a `tracing` field (the layer's classes have none).
+                (FieldKind::Ctf(_), _) => 0,
             })
             .sum()
     }
@@ -191,6 +193,7 @@ impl Values {
                     out[o..o + 4].copy_from_slice(&0u32.to_le_bytes());
                     o += 4;
                 }
+                FieldKind::Ctf(_) => {}
             }
         }
         o

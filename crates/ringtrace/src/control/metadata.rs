@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
-use ctf::types::{ClockDesc, EnvValue, EventClass, Field, StreamClass, TraceDesc};
+use ctf::types::{ClockDesc, EnvValue, EventClass, StreamClass, TraceDesc};
 use traceclock::TraceClock;
 
 use crate::output;
@@ -78,7 +78,7 @@ pub fn event_class(desc: &EventDesc, id: u32, stream_id: u32) -> EventClass {
         fields: desc
             .fields
             .iter()
-            .map(|f| Field::new(f.name, f.kind.ctf_type()))
+            .map(|f| f.kind.ctf_field(f.name))
             .collect(),
     }
 }

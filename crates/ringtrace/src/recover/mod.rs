@@ -294,9 +294,10 @@ pub fn recover_with_progress(
     Ok(report)
 }
 
-/// The packets of one buffer file, in sequence order, each cut and closed
-/// as the module doc says.
-pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<u8>> {
+/// The packets of `f`'s physical sub-buffers whose header is of this
+/// trace and consistent (the others counted `empty`), in sequence order,
+/// one per sequence number.
+fn found(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Found> {
     let n = f.header.num_subbuf;
     let s = f.header.subbuf_size as usize;
     let mut found = Vec::new();
@@ -324,6 +325,15 @@ pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<
     }
     found.sort_by_key(|p| p.seq);
     found.dedup_by_key(|p| p.seq);
+    found
+}
+
+/// The packets of one buffer file, in sequence order, each cut and closed
+/// as the module doc says.
+pub fn packets(desc: &TraceDesc, f: &BufferFile, r: &mut FileReport) -> Vec<Vec<u8>> {
+    let n = f.header.num_subbuf;
+    let s = f.header.subbuf_size as usize;
+    let found = found(desc, f, r);
     // Whether a packet is of the lap its position's commit count counts
     // (commits of a lap run from `lap(x)` to `lap(x) + S`, `x` the packet's
     // place in the write count).

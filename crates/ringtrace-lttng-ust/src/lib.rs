@@ -1,0 +1,43 @@
+//! `liblttng-ust.so.1` on ringtrace: the tracer side of the LTTng-UST 2.13
+//! probe ABI, so that a program instrumented for LTTng-UST (its
+//! `TRACEPOINT_EVENT`s, `lttng_ust_tracepoint()` call sites and generated
+//! probes) and LTTng-UST's helper libraries record into ringtrace's
+//! buffers, unchanged and without a session daemon.
+//!
+//! # The parts of LTTng-UST a program loads, and which this replaces
+//!
+//! - `liblttng-ust-tracepoint.so.1`, the tracepoint registry: the program's
+//!   call sites register with it (their constructor `dlopen`s it) and test
+//!   its per-call-site state, one load and a branch when dormant. It is
+//!   kept, LTTng-UST's own: the dormant cost stays exactly LTTng's, and a
+//!   tracer attaches a probe to a call site through it
+//!   (`lttng_ust_tp_probe_register_queue_release`).
+//! - `liblttng-ust-common.so.1` (the RCU flavour the registry uses, the
+//!   clock and CPU-id overrides of the `clock-override` and
+//!   `getcpu-override` examples, the fd tracker): kept too.
+//! - `liblttng-ust.so.1`, the tracer: providers register their
+//!   descriptions with it (`lttng_ust_probe_register`, from each
+//!   provider's constructor), and their probes reserve, write and commit
+//!   through the channel operations it gives them. This crate is that
+//!   library (build.rs gives it the soname), on ringtrace's collector.
+//!
+//! # What is here
+//!
+//! - `abi.rs`: the ABI's structures, as the provider lays them out;
+//! - `convert.rs`: a provider's events read into CTF declarations of what
+//!   its probes write (x86-64's packed layout);
+//! - `register.rs`: registration, and the refusal of a provider this
+//!   library cannot serve (the program then runs untraced; LTTng-UST's
+//!   provider aborts the program when registration fails, so refusal is
+//!   never a null return).
+//!
+//! Recording (the event recorders, the channel operations, attaching the
+//! probes to enabled call sites) is built on these next; until then a
+//! registered provider's events stay dormant.
+//!
+//! `RINGTRACE_LTTNG_UST_DEBUG=1` prints each registered event with its CTF
+//! declaration on stderr.
+
+pub mod abi;
+pub mod convert;
+pub mod register;
