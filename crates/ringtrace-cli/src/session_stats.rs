@@ -104,6 +104,20 @@ fn cpu_so_far(cpu: Option<std::time::Duration>) -> String {
 
 /// Children forked while recording, the consumer and the standby threads.
 fn threads(s: &mut String, st: &SessionStats) {
+    if st.process_lost_no_reader_slot > 0 {
+        let _ = writeln!(
+            s,
+            "events lost in the process for want of a reader slot (too many threads inside probes at once): {}",
+            st.process_lost_no_reader_slot
+        );
+    }
+    if st.process_lost_unstaged > 0 {
+        let _ = writeln!(
+            s,
+            "LTTng-UST events lost in the process, larger than the staging area or nested too deep: {}",
+            st.process_lost_unstaged
+        );
+    }
     if st.forks_untraced > 0 {
         let _ = writeln!(
             s,
@@ -229,6 +243,7 @@ mod tests {
                 buffers,
             }],
             process_lost_no_reader_slot: 0,
+            process_lost_unstaged: 0,
             forks_untraced: 0,
             relay: None,
             consumer_nice: None,
@@ -296,6 +311,7 @@ mod tests {
     fn the_process_lines_explain_losses_and_costs() {
         let mut st = stats(Sharing::PerThread, vec![buffer(0, Some(4000), 0)]);
         st.channels[0].lost_no_buffer = 9;
+        st.process_lost_unstaged = 4;
         st.forks_untraced = 1;
         st.consumer_nice = Some(-10);
         st.consumer_slice_us = Some(100);
@@ -332,6 +348,7 @@ mod tests {
             [
                 "chan              - lost for want of a free per-thread buffer: 9",
                 "chan              - buffers: per-thread",
+                "LTTng-UST events lost in the process, larger than the staging area or nested too deep: 4",
                 "children forked while recording: 1 (not traced: their events before any exec are in no trace; \
                  `per-process` in RINGTRACE_SESSION, as `ringtrace record` sets, traces each in its own sub-trace)",
                 "consumer thread: slice 0.1 ms, nice -10; CPU 2.5 ms so far",

@@ -45,6 +45,10 @@ pub struct EventDesc {
     /// A second copy of `enabled` kept where a foreign call site reads it
     /// (the C API's descriptor), or null.
     mirror: AtomicPtr<AtomicU8>,
+    /// A `fn(&EventDesc, bool)` told of each change of `enabled` (a
+    /// foreign tracer's call sites are attached and detached there), or
+    /// null.
+    watch: AtomicPtr<()>,
 }
 
 impl EventDesc {
@@ -67,6 +71,7 @@ impl EventDesc {
             enabled: AtomicBool::new(false),
             probes: Published::new(),
             mirror: AtomicPtr::new(std::ptr::null_mut()),
+            watch: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -86,6 +91,20 @@ impl EventDesc {
         if let Some(m) = unsafe { m.as_ref() } {
             m.store(on as u8, Relaxed);
         }
+        let w = self.watch.load(Acquire);
+        if !w.is_null() {
+            // SAFETY: `watch_enabled` only stores `fn(&EventDesc, bool)`s.
+            let f: fn(&EventDesc, bool) = unsafe { std::mem::transmute(w) };
+            f(self, on);
+        }
+    }
+
+    /// Calls `f` with the new state at each change of the enabled state
+    /// (from the thread that changes it, under the collector's control
+    /// lock: `f` must not call back into the collector). Call before
+    /// registering the descriptor.
+    pub fn watch_enabled(&self, f: fn(&EventDesc, bool)) {
+        self.watch.store(f as *mut (), Release);
     }
 
     /// Keeps `flag` equal to the enabled state (1 or 0) from now on: the

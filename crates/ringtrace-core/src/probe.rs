@@ -106,3 +106,19 @@ pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
         p.fire(now, len, write, &guard);
     }
 }
+
+/// Events another tracer's probe offered that could not be put together
+/// for recording (`ringtrace-lttng-ust`: larger than its per-thread
+/// staging area, or nested deeper than its levels), every session.
+static UNSTAGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts one event a foreign probe could not stage (one relaxed add:
+/// safe in a signal handler).
+pub fn count_unstaged() {
+    UNSTAGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Events counted by [`count_unstaged`] so far.
+pub fn unstaged() -> u64 {
+    UNSTAGED.load(std::sync::atomic::Ordering::Relaxed)
+}

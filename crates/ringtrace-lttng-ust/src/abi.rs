@@ -10,7 +10,9 @@
 //! sizes asserted below are those `gcc` gives the C structures (the test
 //! `tests/abi.rs` compiles them and compares).
 
-use std::ffi::{c_char, c_int, c_uint};
+use std::ffi::{c_char, c_int, c_uint, c_void};
+
+use ringtrace_core::desc::EventDesc as RingtraceEvent;
 
 /// `LTTNG_UST_PROVIDER_MAJOR`: the provider ABI this library implements.
 pub const PROVIDER_MAJOR: u32 = 3;
@@ -201,6 +203,93 @@ pub struct EnumDesc {
     pub entries: *const *const EnumEntry,
     pub nr_entries: c_uint,
     pub probe_desc: *const ProbeDesc,
+}
+
+// The tracer's side: what a probe reads when its call site fires.
+
+/// `LTTNG_UST_EVENT_TYPE_RECORDER`.
+pub const EVENT_TYPE_RECORDER: u32 = 0;
+
+/// `struct lttng_ust_event_common`.
+#[repr(C)]
+pub struct EventCommon {
+    pub struct_size: u32,
+    pub private: *mut c_void,
+    pub ty: u32,
+    pub child: *mut c_void,
+    pub enabled: c_int,
+    pub eval_filter: c_int,
+    pub run_filter: Option<unsafe extern "C" fn()>,
+}
+
+/// `struct lttng_ust_event_recorder`.
+#[repr(C)]
+pub struct EventRecorder {
+    pub struct_size: u32,
+    pub parent: *const EventCommon,
+    /// The tracer's: here the event's ringtrace descriptor.
+    pub private: *const RingtraceEvent,
+    pub chan: *const ChannelBuffer,
+}
+
+/// `struct lttng_ust_channel_buffer_ops`.
+#[repr(C)]
+pub struct ChannelOps {
+    pub struct_size: u32,
+    pub private: *mut c_void,
+    pub event_reserve: unsafe extern "C" fn(*mut RingBufferCtx) -> c_int,
+    pub event_commit: unsafe extern "C" fn(*mut RingBufferCtx),
+    pub event_write: unsafe extern "C" fn(*mut RingBufferCtx, *const c_void, usize, usize),
+    pub event_strcpy: unsafe extern "C" fn(*mut RingBufferCtx, *const c_char, usize),
+    pub event_pstrcpy_pad: unsafe extern "C" fn(*mut RingBufferCtx, *const c_char, usize),
+}
+
+/// `struct lttng_ust_channel_common`.
+#[repr(C)]
+pub struct ChannelCommon {
+    pub struct_size: u32,
+    pub private: *mut c_void,
+    pub ty: u32,
+    pub child: *const ChannelBuffer,
+    pub enabled: c_int,
+    pub session: *const Session,
+}
+
+/// `struct lttng_ust_channel_buffer`.
+#[repr(C)]
+pub struct ChannelBuffer {
+    pub struct_size: u32,
+    pub parent: *const ChannelCommon,
+    pub private: *mut c_void,
+    pub ops: *const ChannelOps,
+}
+
+/// `struct lttng_ust_session`.
+#[repr(C)]
+pub struct Session {
+    pub struct_size: u32,
+    pub private: *mut c_void,
+    pub active: c_int,
+}
+
+/// `struct lttng_ust_ring_buffer_ctx`.
+#[repr(C)]
+pub struct RingBufferCtx {
+    pub struct_size: u32,
+    /// The event recorder (`lttng_ust_ring_buffer_ctx_init`).
+    pub client_priv: *mut c_void,
+    pub data_size: usize,
+    pub largest_align: c_int,
+    pub probe_ctx: *mut ProbeCtx,
+    /// The tracer's, set by `event_reserve`: here the staging area.
+    pub private: *mut c_void,
+}
+
+/// `struct lttng_ust_probe_ctx`.
+#[repr(C)]
+pub struct ProbeCtx {
+    pub struct_size: u32,
+    pub ip: *mut c_void,
 }
 
 /// The sizes `gcc` gives the C structures on x86-64 (the base ABI: a

@@ -19,7 +19,7 @@ use crate::abi::{self, encoding, size, ty, TypeCommon};
 pub type Refusal = String;
 
 /// One event of a provider.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Event {
     /// The event's name within its provider.
     pub name: String,
@@ -29,6 +29,11 @@ pub struct Event {
     pub emf_uri: Option<String>,
     /// The fields its probe writes, in order.
     pub fields: Vec<Field>,
+    /// Its probe (what the call sites call, with the event as data).
+    pub probe: Option<unsafe extern "C" fn()>,
+    /// The probe's signature (its arguments' types and names), which the
+    /// tracepoint registry checks against the call sites'.
+    pub signature: *const c_char,
 }
 
 /// A C string of the provider (its static data), as UTF-8.
@@ -109,6 +114,8 @@ pub unsafe fn event(d: *const abi::EventDesc) -> Result<Event, Refusal> {
         level,
         emf_uri,
         fields,
+        probe: class.probe_callback,
+        signature: class.signature,
     })
 }
 

@@ -23,21 +23,39 @@
 //!
 //! # What is here
 //!
-//! - `abi.rs`: the ABI's structures, as the provider lays them out;
+//! - `abi.rs`: the ABI's structures, both the provider's (its
+//!   descriptions) and the tracer's (the event, recorder, channel and
+//!   session objects a probe reads);
 //! - `convert.rs`: a provider's events read into CTF declarations of what
 //!   its probes write (x86-64's packed layout);
 //! - `register.rs`: registration, and the refusal of a provider this
 //!   library cannot serve (the program then runs untraced; LTTng-UST's
 //!   provider aborts the program when registration fails, so refusal is
-//!   never a null return).
+//!   never a null return);
+//! - `recorder.rs`: each event as a ringtrace descriptor registered with
+//!   the collector (enabled by sessions' patterns and levels like a native
+//!   one), and its recorder objects;
+//! - `tracepoint.rs`: attaching a probe to its call sites through
+//!   LTTng-UST's tracepoint registry while its event is enabled, and only
+//!   then;
+//! - `ops.rs`: the channel operations, staging the payload per thread and
+//!   recording it through the descriptor at the commit.
 //!
-//! Recording (the event recorders, the channel operations, attaching the
-//! probes to enabled call sites) is built on these next; until then a
-//! registered provider's events stay dormant.
+//! Sessions come from the collector: `RINGTRACE_SESSION` in the program's
+//! environment starts one when the first provider registers.
+//!
+//! Not yet here: `lttng_ust__tracef` and the `tracelog` family, the
+//! context and clock plugins, LTTng-UST's levels between `DEBUG_SYSTEM`
+//! and `DEBUG_LINE` (recorded as `debug`), `ringtrace record` loading this
+//! library in place of LTTng-UST's, and filters (`run_filter` is never
+//! asked: `eval_filter` stays 0).
 //!
 //! `RINGTRACE_LTTNG_UST_DEBUG=1` prints each registered event with its CTF
 //! declaration on stderr.
 
 pub mod abi;
 pub mod convert;
+pub mod ops;
+pub mod recorder;
 pub mod register;
+pub mod tracepoint;

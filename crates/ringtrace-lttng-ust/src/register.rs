@@ -13,8 +13,11 @@
 
 use std::sync::Mutex;
 
+use ringtrace_core::desc::EventDesc;
+
 use crate::abi::{self, ProbeDesc, PROVIDER_MAJOR, PROVIDER_MAJOR_OLDEST};
 use crate::convert::{self, Event, Refusal};
+use crate::recorder::{self, Recorded};
 
 /// `struct lttng_ust_registered_probe`, opaque to the provider: what its
 /// registration kept.
@@ -28,6 +31,8 @@ pub struct Registered {
     pub events: Vec<Event>,
     /// Why the provider, or which of its events, could not be served.
     pub refused: Vec<Refusal>,
+    /// Its events as the collector records them.
+    recorded: Vec<&'static Recorded>,
 }
 
 /// The registrations, in order (boxed: their address is the handle the
@@ -49,6 +54,7 @@ pub unsafe fn read(desc: *const ProbeDesc) -> Registered {
         provider: "?".into(),
         events: Vec::new(),
         refused: Vec::new(),
+        recorded: Vec::new(),
     };
     // SAFETY: the caller's contract.
     let Some(d) = (unsafe { desc.as_ref() }) else {
@@ -103,10 +109,34 @@ pub unsafe fn read(desc: *const ProbeDesc) -> Registered {
 #[no_mangle]
 pub unsafe extern "C" fn lttng_ust_probe_register(desc: *const ProbeDesc) -> *mut Registered {
     // SAFETY: the caller's contract.
-    let r = Box::new(unsafe { read(desc) });
+    let mut r = Box::new(unsafe { read(desc) });
+    let mut all = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+    if !r.events.is_empty()
+        && all
+            .iter()
+            .any(|o| o.provider == r.provider && !o.events.is_empty())
+    {
+        r.refused = vec![
+            "a provider of this name is already registered (two copies in the process?)".into(),
+        ];
+        r.events.clear();
+    }
     report(&r);
+    // The environment's session first, so that its rules enable the
+    // events as they are registered.
+    rt::env::start_from_env();
+    r.recorded = r
+        .events
+        .iter()
+        .filter_map(|e| Some(recorder::record(&r.provider, e, e.probe?, e.signature)))
+        .collect();
+    let descs: Vec<&'static EventDesc> = r.recorded.iter().map(|x| &x.desc).collect();
     let ptr = &*r as *const Registered as *mut Registered;
-    REGISTERED.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+    all.push(r);
+    drop(all);
+    if !descs.is_empty() {
+        rt::register_all(&descs);
+    }
     ptr
 }
 
@@ -118,7 +148,10 @@ pub unsafe extern "C" fn lttng_ust_probe_register(desc: *const ProbeDesc) -> *mu
 #[no_mangle]
 pub unsafe extern "C" fn lttng_ust_probe_unregister(reg: *mut Registered) {
     let mut all = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
-    all.retain(|r| !std::ptr::eq(&**r, reg));
+    if let Some(k) = all.iter().position(|r| std::ptr::eq(&**r, reg)) {
+        let r = all.remove(k);
+        r.recorded.iter().for_each(|x| x.forget());
+    }
 }
 
 /// The providers registered now, with their events.

@@ -230,6 +230,7 @@ impl Recording {
             output_error: sink.error.clone(),
             packets_dropped_by_output: sink.dropped_packets,
             process_lost_no_reader_slot: ringtrace_core::rcu::no_slot_drops(),
+            process_lost_unstaged: ringtrace_core::probe::unstaged(),
             forks_untraced: st.forks_untraced.load(Relaxed),
             relay: sink.relay.as_ref().map(|r| r.stats()),
             consumer_nice: priority::nice(),

@@ -205,6 +205,11 @@ pub struct SessionStats {
     /// Events dropped in the whole process (every session) because more
     /// than [`ringtrace_core::rcu::SLOTS`] threads were inside probes at once.
     pub process_lost_no_reader_slot: u64,
+    /// Events of LTTng-UST probes dropped in the whole process (every
+    /// session) because they did not fit the per-thread staging area
+    /// (`ringtrace-lttng-ust`'s `ops.rs`).
+    #[serde(default)]
+    pub process_lost_unstaged: u64,
     /// Children forked while the session recorded: they record nothing
     /// into it (their events until an `exec` are in no trace, unless the
     /// session is the environment's `per-process` one).
@@ -341,6 +346,7 @@ mod tests {
                 buffers: vec![b],
             }],
             process_lost_no_reader_slot: 5,
+            process_lost_unstaged: 2,
             forks_untraced: 1,
             relay: Some(RelayStats {
                 url: "net://h".into(),
