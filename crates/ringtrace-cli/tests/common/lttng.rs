@@ -1,0 +1,80 @@
+//! LTTng itself, for the tests that record with it: `lttng`, a session
+//! daemon, and the interop program (`tests/lttng/`, a tracepoint of every
+//! field kind) built against LTTng-UST.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn lttng(args: &[&str]) -> String {
+    let o = Command::new("lttng").args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "lttng {}: {text}", args.join(" "));
+    text
+}
+
+/// A session daemon: the one running, or one of ours, stopped on drop.
+pub struct Daemon(Option<Child>);
+
+impl Daemon {
+    pub fn start() -> Daemon {
+        let up = || {
+            Command::new("lttng")
+                .arg("list")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if up() {
+            return Daemon(None);
+        }
+        let child = Command::new("lttng-sessiond")
+            .arg("--no-kernel")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while !up() {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "lttng-sessiond did not come up"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Daemon(Some(child))
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            // SIGTERM: the daemon stops its consumer daemons itself.
+            // SAFETY: signals our own child, not yet reaped.
+            unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+            let t = Instant::now();
+            while c.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Builds `tests/lttng/prog.c` with its tracepoint provider.
+pub fn build(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lttng");
+    let exe = dir.join("interop");
+    let o = Command::new("cc")
+        .args(["-O1", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(src.join("prog.c"))
+        .arg(src.join("tp.c"))
+        .arg("-I")
+        .arg(&src)
+        .args(["-llttng-ust", "-ldl", "-lpthread"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    exe
+}
