@@ -4,6 +4,9 @@
 #
 #   PREFIX/bin/ringtrace                      the command
 #   PREFIX/lib/libringtrace.so, .a            the C and C++ API
+#   PREFIX/lib/ringtrace/liblttng-ust.so.1    what `ringtrace record` gives programs instrumented
+#                                             for LTTng-UST (a folder of its own: nothing else
+#                                             finds it in place of LTTng-UST's)
 #   PREFIX/include/ringtrace.h
 #   PREFIX/lib/pkgconfig/ringtrace.pc         links with a run path, so programs
 #                                             find libringtrace.so without LD_LIBRARY_PATH
@@ -21,7 +24,7 @@ profile="release"
 for arg in "$@"; do
   case "$arg" in
     --debug) profile="debug" ;;
-    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "install.sh: unknown option $arg (PREFIX, --debug)" >&2; exit 2 ;;
     *) prefix="$arg" ;;
   esac
@@ -36,7 +39,7 @@ version="$(sed -n 's/^version = "\(.*\)"/\1/p' crates/ringtrace-ffi/Cargo.toml |
 flags=()
 [ "$profile" = "release" ] && flags=(--release)
 echo "install.sh: building ($profile)"
-cargo build "${flags[@]}" -q -p ringtrace-cli -p ringtrace-ffi --bin ringtrace --lib
+cargo build "${flags[@]}" -q -p ringtrace-cli -p ringtrace-ffi -p ringtrace-lttng-ust --bin ringtrace --lib
 target="${CARGO_TARGET_DIR:-target}/$profile"
 
 install -d -m 0755 "$prefix/bin" "$prefix/include" "$prefix/lib/pkgconfig" "$prefix/share/man/man1" \
@@ -46,6 +49,8 @@ install -m 0755 "$target/ringtrace" "$prefix/bin/"
 install -m 0644 crates/ringtrace-ffi/include/ringtrace.h "$prefix/include/"
 install -m 0644 "$target/libringtrace.a" "$prefix/lib/"
 install -m 0755 "$target/libringtrace.so" "$prefix/lib/"
+install -d -m 0755 "$prefix/lib/ringtrace"
+install -m 0755 "$target/liblttng_ust.so" "$prefix/lib/ringtrace/liblttng-ust.so.1"
 sed -e "s|@INCLUDEDIR@|$prefix/include|" -e "s|@LIBDIR@|$prefix/lib|" -e "s|@VERSION@|$version|" \
   crates/ringtrace-ffi/ringtrace.pc.in >"$prefix/lib/pkgconfig/ringtrace.pc"
 chmod 0644 "$prefix/lib/pkgconfig/ringtrace.pc"

@@ -55,7 +55,7 @@ LAYERS = {
         ["fuzz_entry"],
     ],
     "ringtrace-cli": [
-        ["out", "who", "filter", "read", "outdir", "babeltrace", "session_opts", "session_stats"],
+        ["out", "who", "filter", "read", "outdir", "babeltrace", "session_opts", "session_stats", "lttng_ust"],
         ["pretty", "select"],
         ["follow"],
         ["demo", "record", "view", "stats", "export", "recover", "ctl", "docs"],

@@ -13,7 +13,8 @@
 //!         read (open traces, progress), outdir (-o folders the user owns),
 //!         out (aligned tables, errors), who (process and thread columns),
 //!         filter (--filter), babeltrace (its text format), session_opts
-//!         (demo's and record's session flags), session_stats (ctl stats)
+//!         (demo's and record's session flags), session_stats (ctl stats),
+//!         lttng_ust (record's liblttng-ust.so.1)
 //! ```
 
 #[macro_use]
@@ -26,6 +27,7 @@ mod docs;
 mod export;
 mod filter;
 mod follow;
+mod lttng_ust;
 mod outdir;
 mod pretty;
 mod read;

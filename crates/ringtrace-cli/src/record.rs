@@ -1,4 +1,5 @@
-//! `ringtrace record`: runs a program built with ringtrace under a session
+//! `ringtrace record`: runs a program built with ringtrace (or
+//! instrumented for LTTng-UST: `lttng_ust.rs`) under a session
 //! (passed to it through the environment), every process it starts too —
 //! each writes its own sub-trace of the output folder (`per-process`), all
 //! on one clock calibrated here —, then summarizes the trace and
@@ -43,6 +44,11 @@ pub struct Args {
     buffer_dir: Option<PathBuf>,
     #[command(flatten)]
     session: SessionOpts,
+    /// Programs instrumented for LTTng-UST (tracepoint providers, its
+    /// helper libraries) load ringtrace's liblttng-ust.so.1 and record
+    /// into this session (`on`), or LTTng-UST's own (`off`).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    lttng_ust: String,
     /// The program and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -115,15 +121,23 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
     // One clock for every process: calibrated once here, handed to each
     // (their sub-traces get identical clock blocks and merge exactly).
     let clock = ringtrace::clock().description();
-    let mut child = Command::new(program)
-        .args(&a.command[1..])
+    let mut cmd = Command::new(program);
+    cmd.args(&a.command[1..])
         .env(ringtrace::env::VAR, &spec)
-        .env("RINGTRACE_CLOCK", &clock)
-        .spawn()
-        .map_err(|e| {
-            remove_if_unused();
-            format!("cannot run '{program}': {e}")
-        })?;
+        .env("RINGTRACE_CLOCK", &clock);
+    // Programs instrumented for LTTng-UST record here too (lttng_ust.rs);
+    // why not, if they cannot, is said if no trace comes.
+    let lttng = match a.lttng_ust.as_str() {
+        "on" => crate::lttng_ust::library_dir(),
+        _ => Err("--lttng-ust=off".into()),
+    };
+    if let Ok(d) = &lttng {
+        cmd.env("LD_LIBRARY_PATH", crate::lttng_ust::library_path(d));
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        remove_if_unused();
+        format!("cannot run '{program}': {e}")
+    })?;
     // Ctrl-C and Ctrl-\ reach the program (same process group); this
     // process waits for it and summarizes what it recorded.
     ignore_interrupts();
@@ -140,8 +154,16 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
     let parts = ctf::read::find_traces(&dir).unwrap_or_default();
     if parts.is_empty() {
         remove_if_unused();
+        let lttng = match &lttng {
+            Ok(d) => format!(
+                "ringtrace's liblttng-ust.so.1 was offered from {}",
+                d.display()
+            ),
+            Err(why) => format!("LTTng-UST programs did not record: {why}"),
+        };
         return Err(format!(
-            "no trace in {}: is '{program}' (or a program it runs) built with ringtrace? (it {})",
+            "no trace in {}: is '{program}' (or a program it runs) built with ringtrace or \
+             instrumented for LTTng-UST? (it {}; {lttng})",
             dir.display(),
             describe(status)
         )

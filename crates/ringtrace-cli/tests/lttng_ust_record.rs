@@ -14,38 +14,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::lttng::{build, lttng, Daemon};
+use common::lttng::{build, lttng, ringtrace_lttng_ust, Daemon};
 use common::*;
 
 /// Rounds of the three events, per thread (two threads).
 const ROUNDS: u64 = 300;
-
-/// `liblttng_ust.so` (built now, with this test's profile), linked into
-/// `dir` as the `liblttng-ust.so.1` a program linked with `-llttng-ust`
-/// loads.
-fn ringtrace_lttng_ust(dir: &Path) -> PathBuf {
-    let built = assert_cmd::cargo::cargo_bin("ringtrace")
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "-q", "-p", "ringtrace-lttng-ust", "--lib"]);
-    if built.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    assert!(
-        cmd.status().unwrap().success(),
-        "cargo build -p ringtrace-lttng-ust"
-    );
-    let lib = dir.join("lib");
-    std::fs::create_dir_all(&lib).unwrap();
-    std::os::unix::fs::symlink(built.join("liblttng_ust.so"), lib.join("liblttng-ust.so.1"))
-        .unwrap();
-    lib
-}
 
 /// The (event name, payload) of each line babeltrace2 prints for `trace`,
 /// sorted, and babeltrace2's warnings.
@@ -125,4 +101,62 @@ fn the_same_events_recorded_by_lttng_ust_and_by_ringtrace() {
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g, w, "event {k} of {} (sorted)", want.len());
     }
+}
+
+#[test]
+fn record_traces_an_lttng_ust_program_unless_told_not_to() {
+    if !(tool_present("cc", "build-essential") && tool_present("lttng", "lttng-tools")) {
+        return;
+    }
+    let dir = tmp("lttng-ust-via-record");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = build(&dir);
+    // Built beside the command, where `record` finds it.
+    ringtrace_lttng_ust(&dir);
+    let trace = dir.join("trace");
+    let o = run(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+        "10",
+        "1",
+    ]);
+    assert!(o.ok, "{}{}", o.stdout, o.stderr);
+    let said = format!("{}{}", o.stdout, o.stderr);
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("trace events") && l.ends_with(" 30")),
+        "{said}"
+    );
+    let o = run(&["stats", trace.to_str().unwrap()]);
+    for name in ["interop:ints", "interop:floats", "interop:texts"] {
+        assert!(
+            o.stdout
+                .lines()
+                .any(|l| l.contains(name) && l.split_whitespace().any(|w| w == "10")),
+            "{name} 10 times:\n{}",
+            o.stdout
+        );
+    }
+    // Off: LTTng-UST's own library, which records nothing without its
+    // daemon; the command says why there is no trace.
+    let off = dir.join("off");
+    let o = run(&[
+        "record",
+        "--lttng-ust=off",
+        "-o",
+        off.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+        "10",
+        "1",
+    ]);
+    assert!(!o.ok);
+    assert!(
+        o.stderr.contains("instrumented for LTTng-UST? (it exited with status 0; LTTng-UST programs did not record: --lttng-ust=off)"),
+        "{}",
+        o.stderr
+    );
 }

@@ -60,6 +60,7 @@ fn install_puts_a_working_command_library_and_docs_under_a_prefix() {
         "lib/libringtrace.so",
         "lib/libringtrace.a",
         "lib/pkgconfig/ringtrace.pc",
+        "lib/ringtrace/liblttng-ust.so.1",
         "share/man/man1/ringtrace.1",
         "share/man/man1/ringtrace-record.1",
         "share/man/man1/ringtrace-ctl-snapshot.1",

@@ -78,3 +78,27 @@ pub fn build(dir: &Path) -> PathBuf {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     exe
 }
+
+/// `liblttng_ust.so` (built now, with this test's profile), linked into
+/// `dir` as the `liblttng-ust.so.1` a program linked with `-llttng-ust`
+/// loads.
+pub fn ringtrace_lttng_ust(dir: &Path) -> PathBuf {
+    let built = assert_cmd::cargo::cargo_bin("ringtrace")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-q", "-p", "ringtrace-lttng-ust", "--lib"]);
+    if built.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    assert!(
+        cmd.status().unwrap().success(),
+        "cargo build -p ringtrace-lttng-ust"
+    );
+    let lib = dir.join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    std::os::unix::fs::symlink(built.join("liblttng_ust.so"), lib.join("liblttng-ust.so.1"))
+        .unwrap();
+    lib
+}
