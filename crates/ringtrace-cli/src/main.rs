@@ -68,8 +68,9 @@ pub struct Cli {
 enum Cmd {
     /// Record the built-in demo workload and show a summary and its first events.
     Demo(demo::Args),
-    /// Run a program built with ringtrace under a session configured through
-    /// the environment; print a summary when it exits.
+    /// Run a program built with ringtrace (or instrumented for LTTng-UST)
+    /// under a session configured through the environment; print a
+    /// summary when it exits.
     Record(record::Args),
     /// Print events merged by time, one per line.
     View(view::Args),
