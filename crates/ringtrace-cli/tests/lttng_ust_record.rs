@@ -101,6 +101,22 @@ fn the_same_events_recorded_by_lttng_ust_and_by_ringtrace() {
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g, w, "event {k} of {} (sorted)", want.len());
     }
+    // The classes' names and levels as LTTng-UST declares them (13,
+    // `DEBUG_LINE`, for events that declare none).
+    let classes = |t: &Path| {
+        let t = ctf::read::Trace::open(t).unwrap_or_else(|e| panic!("{e}"));
+        let mut v: Vec<(String, u8)> = t
+            .desc
+            .events
+            .iter()
+            .map(|e| (e.name.clone(), e.loglevel))
+            .collect();
+        v.sort();
+        v
+    };
+    let theirs = classes(&theirs);
+    assert_eq!(theirs.len(), 3, "{theirs:?}");
+    assert_eq!(classes(&ours), theirs);
 }
 
 #[test]

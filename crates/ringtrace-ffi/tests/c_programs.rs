@@ -341,7 +341,7 @@ fn descriptors_the_library_cannot_read_stay_dormant_with_a_message() {
 static const struct ringtrace_field f[] = {{"x", 99}};
 static struct ringtrace_event bad_kind = {0, {0, 0, 0}, RINGTRACE_ABI, 0, "p", "bad_kind", f, 1, 6, "bad.c", 3};
 static struct ringtrace_event bad_abi = {0, {0, 0, 0}, 99, 0, "p", "bad_abi", 0, 0, 6, "bad.c", 4};
-static struct ringtrace_event bad_level = {0, {0, 0, 0}, RINGTRACE_ABI, 0, "p", "bad_level", 0, 0, 7, "bad.c", 5};
+static struct ringtrace_event bad_level = {0, {0, 0, 0}, RINGTRACE_ABI, 0, "p", "bad_level", 0, 0, 15, "bad.c", 5};
 static struct ringtrace_event *const list[] = {&bad_kind, &bad_abi, &bad_level};
 int main(void) {
     ringtrace_register_events(list, list + 3);
@@ -365,7 +365,7 @@ int main(void) {
         "ringtrace: event at bad.c:3 not registered: field 'x': unknown kind 99\n\
          ringtrace: event at bad.c:4 not registered: layout version 99 (this library reads 1): \
          rebuild with this library's ringtrace.h\n\
-         ringtrace: event at bad.c:5 not registered: unknown level 7\n"
+         ringtrace: event at bad.c:5 not registered: unknown level 15\n"
     );
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),

@@ -44,11 +44,11 @@
 //! Sessions come from the collector: `RINGTRACE_SESSION` in the program's
 //! environment starts one when the first provider registers.
 //!
-//! Not yet here: `lttng_ust__tracef` and the `tracelog` family, the
-//! context and clock plugins, LTTng-UST's levels between `DEBUG_SYSTEM`
-//! and `DEBUG_LINE` (recorded as `debug`), `ringtrace record` loading this
-//! library in place of LTTng-UST's, and filters (`run_filter` is never
-//! asked: `eval_filter` stays 0).
+//! `ringtrace record` offers this library in place of LTTng-UST's (first
+//! in `LD_LIBRARY_PATH`). Not yet here: `lttng_ust__tracef` and the
+//! `tracelog` family, the context and clock plugins, LTTng-UST's helper
+//! libraries, and filters (`run_filter` is never asked: `eval_filter`
+//! stays 0).
 //!
 //! `RINGTRACE_LTTNG_UST_DEBUG=1` prints each registered event with its CTF
 //! declaration on stderr.

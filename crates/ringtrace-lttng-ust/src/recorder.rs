@@ -111,16 +111,8 @@ pub fn record(
             kind: FieldKind::Ctf(Box::leak(Box::new(f.clone()))),
         })
         .collect();
-    let level = match e.level.unwrap_or(LEVEL_DEFAULT) {
-        0 => Level::Emergency,
-        1 => Level::Alert,
-        2 => Level::Critical,
-        3 => Level::Error,
-        4 => Level::Warning,
-        5 => Level::Notice,
-        6 => Level::Info,
-        _ => Level::Debug,
-    };
+    // Checked to be 0 to 14 when read (`convert.rs`).
+    let level = Level::from_lttng(e.level.unwrap_or(LEVEL_DEFAULT)).unwrap_or(Level::Debug);
     let r: &'static mut Recorded = Box::leak(Box::new(Recorded {
         desc: EventDesc::new(
             leak(provider),

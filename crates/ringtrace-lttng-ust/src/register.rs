@@ -189,7 +189,7 @@ pub fn declaration(provider: &str, e: &Event) -> String {
     let class = ctf::types::EventClass {
         id: 0,
         name: format!("{provider}:{}", e.name),
-        loglevel: e.level.unwrap_or(14),
+        loglevel: e.level.unwrap_or(13),
         stream_id: 0,
         fields: e.fields.clone(),
     };
