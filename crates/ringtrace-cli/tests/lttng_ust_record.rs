@@ -1,20 +1,25 @@
-//! The same LTTng-UST program (`tests/lttng/`: a tracepoint of every field
-//! kind, two threads), built once against LTTng-UST and recorded twice:
-//! by LTTng-UST with a session daemon, and by ringtrace's
+//! LTTng-UST programs, each built once against LTTng-UST and recorded
+//! twice: by LTTng-UST with a session daemon, and by ringtrace's
 //! `liblttng-ust.so.1` (crate `ringtrace-lttng-ust`) under
-//! `RINGTRACE_SESSION`, with no daemon. babeltrace2 prints the same events,
-//! as many, with the same field values.
+//! `RINGTRACE_SESSION`, with no daemon. babeltrace2 prints the same
+//! events, as many, with the same field values, and the traces declare the
+//! same classes with the same levels. The programs: this crate's interop
+//! program (`tests/lttng/`: every field kind, two threads), and the
+//! examples `liblttng-ust-dev` ships, built with their own Makefiles:
+//! `easy-ust` (100,000 events of a provider linked into the program) and
+//! `demo` (three providers in two libraries its script preloads).
 //!
 //! Masked, and why: the timestamps and deltas (two runs), the host name
 //! (LTTng's trace says it, ringtrace's packet header does not name the
 //! same), the `cpu_id` packet context (where each run's threads ran) and
 //! the event contexts (the sessions ask for different ones); the events
-//! are compared as (name, payload) pairs, sorted (the two threads
-//! interleave differently in each run).
+//! are compared as (name, payload) pairs, sorted (threads interleave
+//! differently in each run). `record` offers the library to a program:
+//! the last test.
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::lttng::{build, lttng, ringtrace_lttng_ust, Daemon};
@@ -34,7 +39,12 @@ fn events(trace: &Path) -> (Vec<(String, String)>, String) {
         .map(|l| {
             let name = l
                 .split_whitespace()
-                .find(|w| w.starts_with("interop:"))
+                .find(|w| {
+                    !w.starts_with('[')
+                        && w.len() > 1
+                        && w.ends_with(':')
+                        && w[..w.len() - 1].contains(':')
+                })
                 .unwrap_or_else(|| panic!("no event name in {l}"));
             let payload = l
                 .rsplit_once("}, { ")
@@ -47,62 +57,70 @@ fn events(trace: &Path) -> (Vec<(String, String)>, String) {
     (v, err)
 }
 
-#[test]
-fn the_same_events_recorded_by_lttng_ust_and_by_ringtrace() {
-    if !(tool_present("lttng", "lttng-tools")
-        && tool_present("lttng-sessiond", "lttng-tools")
-        && tool_present("cc", "build-essential")
-        && babeltrace2_present())
-    {
-        return;
-    }
-    let dir = tmp("lttng-ust-record");
+/// Runs `cmd` (in `cwd`) once under an LTTng-UST session of the events
+/// matching `pattern` and once under a ringtrace session of the same
+/// (ringtrace's `liblttng-ust.so.1` first in `LD_LIBRARY_PATH`), then
+/// checks that babeltrace2 prints the same events with the same payloads,
+/// `expect` of them, and that both traces declare the same classes with
+/// the same levels.
+fn both_ways(name: &str, cwd: &Path, cmd: &[&str], pattern: &str, expect: usize) {
+    let dir = tmp(&format!("lttng-ust-both-{name}"));
     std::fs::create_dir_all(&dir).unwrap();
-    let exe = build(&dir);
+    let run = |envs: &[(&str, &std::ffi::OsStr)]| {
+        let o = Command::new(cmd[0])
+            .args(&cmd[1..])
+            .current_dir(cwd)
+            .envs(envs.iter().copied())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o
+    };
     // LTTng-UST's own library, a session daemon.
     let theirs = dir.join("lttng");
     {
         let _daemon = Daemon::start();
-        let session = format!("rtrec{}", std::process::id());
+        let session = format!("rt{name}{}", std::process::id()).replace('-', "");
         let out = format!("--output={}", theirs.display());
         lttng(&["create", &session, &out]);
-        lttng(&["enable-event", "-u", "-s", &session, "interop:*"]);
+        lttng(&["enable-event", "-u", "-s", &session, pattern]);
         lttng(&["start", &session]);
-        let o = Command::new(&exe)
-            .args([ROUNDS.to_string(), "2".into()])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        run(&[]);
         lttng(&["stop", &session]);
         lttng(&["destroy", &session]);
     }
     // The same program with ringtrace's library, no daemon.
     let ours = dir.join("ringtrace");
-    let o = Command::new(&exe)
-        .args([ROUNDS.to_string(), "2".into()])
-        .env("LD_LIBRARY_PATH", ringtrace_lttng_ust(&dir))
-        .env(
-            "RINGTRACE_SESSION",
-            format!("{},discard,interop:*", ours.display()),
-        )
-        .output()
-        .unwrap();
+    let lib = ringtrace_lttng_ust(&dir);
+    let spec = format!("{},discard,{pattern}", ours.display());
+    let o = run(&[
+        ("LD_LIBRARY_PATH", lib.as_os_str()),
+        ("RINGTRACE_SESSION", std::ffi::OsStr::new(&spec)),
+    ]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success() && err.is_empty(), "{err}");
+    assert!(!err.contains("ringtrace"), "{name}: {err}");
     let (want, their_warnings) = events(&theirs);
     let (got, our_warnings) = events(&ours);
     assert_eq!(
-        want.len() as u64,
-        ROUNDS * 3 * 2,
-        "LTTng-UST recorded every event: {their_warnings}"
+        want.len(),
+        expect,
+        "{name}: LTTng-UST recorded every event: {their_warnings}"
     );
-    assert!(our_warnings.is_empty(), "nothing discarded: {our_warnings}");
-    assert_eq!(got.len(), want.len(), "as many events");
+    assert!(
+        our_warnings.is_empty(),
+        "{name}: nothing discarded: {our_warnings}"
+    );
+    assert_eq!(got.len(), want.len(), "{name}: as many events");
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(g, w, "event {k} of {} (sorted)", want.len());
+        assert_eq!(g, w, "{name}: event {k} of {} (sorted)", want.len());
     }
     // The classes' names and levels as LTTng-UST declares them (13,
-    // `DEBUG_LINE`, for events that declare none).
+    // `DEBUG_LINE`, for events that declare none). LTTng declares the
+    // classes its session enabled; ours, those the program registered.
     let classes = |t: &Path| {
         let t = ctf::read::Trace::open(t).unwrap_or_else(|e| panic!("{e}"));
         let mut v: Vec<(String, u8)> = t
@@ -115,8 +133,84 @@ fn the_same_events_recorded_by_lttng_ust_and_by_ringtrace() {
         v
     };
     let theirs = classes(&theirs);
-    assert_eq!(theirs.len(), 3, "{theirs:?}");
-    assert_eq!(classes(&ours), theirs);
+    assert!(!theirs.is_empty(), "{name}");
+    let ours = classes(&ours);
+    for c in &theirs {
+        assert!(ours.contains(c), "{name}: {c:?} not among {ours:?}");
+    }
+}
+
+fn tools() -> bool {
+    tool_present("lttng", "lttng-tools")
+        && tool_present("lttng-sessiond", "lttng-tools")
+        && tool_present("cc", "build-essential")
+        && tool_present("make", "build-essential")
+        && babeltrace2_present()
+}
+
+#[test]
+fn the_same_events_recorded_by_lttng_ust_and_by_ringtrace() {
+    if !tools() {
+        return;
+    }
+    let dir = tmp("lttng-ust-record");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = build(&dir);
+    let exe = exe.to_str().unwrap();
+    both_ways(
+        "interop",
+        &dir,
+        &[exe, &ROUNDS.to_string(), "2"],
+        "interop:*",
+        (ROUNDS * 3 * 2) as usize,
+    );
+}
+
+/// One of the examples `liblttng-ust-dev` ships, copied and built with its
+/// own Makefile.
+fn example(name: &str) -> PathBuf {
+    let src = Path::new("/usr/share/doc/liblttng-ust-dev/examples").join(name);
+    let dir = tmp(&format!("lttng-ust-example-{name}"));
+    let o = Command::new("cp")
+        .arg("-r")
+        .arg(&src)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("make").current_dir(&dir).output().unwrap();
+    assert!(
+        o.status.success(),
+        "make {name}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    dir
+}
+
+#[test]
+fn the_shipped_examples_record_the_same_events_both_ways() {
+    if !tools() {
+        return;
+    }
+    // easy-ust: a provider linked into the program, 100,000 events.
+    let easy = example("easy-ust");
+    both_ways(
+        "easy-ust",
+        &easy,
+        &["./sample"],
+        "sample_component:*",
+        100_000,
+    );
+    // demo: three providers in two libraries the program does not link,
+    // preloaded by its script (dynamic linkage of the call sites).
+    let demo = example("demo");
+    both_ways(
+        "demo",
+        &demo,
+        &["sh", "./demo-trace", "0"],
+        "ust_tests_demo*",
+        8,
+    );
 }
 
 #[test]
