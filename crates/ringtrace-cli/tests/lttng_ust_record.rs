@@ -6,8 +6,10 @@
 //! same classes with the same levels. The programs: this crate's interop
 //! program (`tests/lttng/`: every field kind, two threads), and the
 //! examples `liblttng-ust-dev` ships, built with their own Makefiles:
-//! `easy-ust` (100,000 events of a provider linked into the program) and
-//! `demo` (three providers in two libraries its script preloads).
+//! `easy-ust` (100,000 events of a provider linked into the program),
+//! `demo` (three providers in two libraries its script preloads),
+//! `demo-tracef` and `demo-tracelog` (`tracef`, `vtracef`, `tracelog` and
+//! `vtracelog`, whose tracepoints the tracer library holds).
 //!
 //! Masked, and why: the timestamps and deltas (two runs), the host name
 //! (LTTng's trace says it, ringtrace's packet header does not name the
@@ -211,6 +213,16 @@ fn the_shipped_examples_record_the_same_events_both_ways() {
         "ust_tests_demo*",
         8,
     );
+    // tracef and tracelog, whose tracepoints the tracer library holds:
+    // five messages each, formatted by the library.
+    let tracef = example("demo-tracef");
+    for prog in ["./demo-tracef", "./demo-vtracef"] {
+        both_ways(&prog[2..], &tracef, &[prog], "lttng_ust_tracef:*", 5);
+    }
+    let tracelog = example("demo-tracelog");
+    for prog in ["./demo-tracelog", "./demo-vtracelog"] {
+        both_ways(&prog[2..], &tracelog, &[prog], "lttng_ust_tracelog:*", 5);
+    }
 }
 
 #[test]

@@ -39,15 +39,16 @@
 //!   LTTng-UST's tracepoint registry while its event is enabled, and only
 //!   then;
 //! - `ops.rs`: the channel operations, staging the payload per thread and
-//!   recording it through the descriptor at the commit.
+//!   recording it through the descriptor at the commit;
+//! - `tracef.rs` (with `c/tracef.c`): `tracef` and `tracelog`, whose
+//!   tracepoints this library holds.
 //!
 //! Sessions come from the collector: `RINGTRACE_SESSION` in the program's
 //! environment starts one when the first provider registers.
 //!
 //! `ringtrace record` offers this library in place of LTTng-UST's (first
-//! in `LD_LIBRARY_PATH`). Not yet here: `lttng_ust__tracef` and the
-//! `tracelog` family, the context and clock plugins, LTTng-UST's helper
-//! libraries, and filters (`run_filter` is never asked: `eval_filter`
+//! in `LD_LIBRARY_PATH`). Not yet here: the context and clock plugins,
+//! LTTng-UST's helper libraries, and filters (`run_filter` is never asked: `eval_filter`
 //! stays 0).
 //!
 //! `RINGTRACE_LTTNG_UST_DEBUG=1` prints each registered event with its CTF
@@ -58,4 +59,16 @@ pub mod convert;
 pub mod ops;
 pub mod recorder;
 pub mod register;
+pub mod tracef;
 pub mod tracepoint;
+
+/// At load, before the program's constructors run: this library's own
+/// events (`tracef`, `tracelog`) registered, and the environment's session
+/// (`RINGTRACE_SESSION`) started.
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn() = init;
+
+extern "C" fn init() {
+    tracef::register();
+}
