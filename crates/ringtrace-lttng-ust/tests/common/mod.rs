@@ -33,14 +33,20 @@ pub fn gcc() -> Option<&'static str> {
 /// A directory holding this library as `liblttng-ust.so.1` (and the
 /// `liblttng-ust.so` a link with `-llttng-ust` looks for).
 pub fn lib_dir(name: &str) -> PathBuf {
-    let built = std::env::current_exe()
+    // Built with this test: in `deps/` beside it (`cargo test` leaves the
+    // library there), or one folder up after a `cargo build`.
+    let deps = std::env::current_exe()
         .unwrap()
         .parent()
         .unwrap()
-        .parent()
-        .unwrap()
-        .join("liblttng_ust.so");
-    assert!(built.exists(), "{} not built", built.display());
+        .to_path_buf();
+    let built = [
+        deps.join("liblttng_ust.so"),
+        deps.join("../liblttng_ust.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .unwrap_or_else(|| panic!("liblttng_ust.so not built in {}", deps.display()));
     let dir = scratch::dir("ringtrace-lttng-ust", name);
     for link in ["liblttng-ust.so.1", "liblttng-ust.so"] {
         std::os::unix::fs::symlink(&built, dir.join(link)).unwrap();
