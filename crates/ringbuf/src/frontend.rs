@@ -298,7 +298,7 @@ impl<C: Config> Buffer<C> {
             Some(h) => {
                 let bytes = h.encode();
                 // SAFETY: the prefix is this buffer's own fresh mapping: the
-                // header page at 0 (the writers' counters at
+                // header page at 0 (the write count and its timestamp at
                 // `head_offset`, 128-byte aligned, after the header's
                 // bytes), then `n` states of `STATE_STRIDE` bytes at
                 // `states_offset` (page aligned, so each state is 128-byte

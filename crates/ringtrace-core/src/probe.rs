@@ -122,3 +122,36 @@ pub fn count_unstaged() {
 pub fn unstaged() -> u64 {
     UNSTAGED.load(std::sync::atomic::Ordering::Relaxed)
 }
+
+thread_local! {
+    /// How deep the calling thread is in the tracer's own work (always 1
+    /// or more in the tracer's threads).
+    static TRACER_WORK: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `f` as the tracer's own work: a foreign probe that fires in this
+/// thread meanwhile records nothing (LTTng-UST's libc wrapper would see
+/// the tracer's allocations as the program's).
+pub fn as_tracer<R>(f: impl FnOnce() -> R) -> R {
+    struct Depth;
+    impl Drop for Depth {
+        fn drop(&mut self) {
+            TRACER_WORK.with(|d| d.set(d.get() - 1));
+        }
+    }
+    TRACER_WORK.with(|d| d.set(d.get() + 1));
+    let _depth = Depth;
+    f()
+}
+
+/// Marks the calling thread as one of the tracer's (consumer, standby,
+/// control socket) for the rest of its life: see [`as_tracer`].
+pub fn mark_tracer_thread() {
+    TRACER_WORK.with(|d| d.set(d.get() + 1));
+}
+
+/// Whether the calling thread is doing the tracer's own work (a const
+/// thread-local read: safe in a signal handler).
+pub fn in_tracer() -> bool {
+    TRACER_WORK.with(|d| d.get() > 0)
+}

@@ -41,14 +41,17 @@
 //! - `ops.rs`: the channel operations, staging the payload per thread and
 //!   recording it through the descriptor at the commit;
 //! - `tracef.rs` (with `c/tracef.c`): `tracef` and `tracelog`, whose
-//!   tracepoints this library holds.
+//!   tracepoints this library holds;
+//! - `hooks.rs`: what the helper libraries call on a fork, a `dlopen`, a
+//!   credential change, and what each means here.
 //!
 //! Sessions come from the collector: `RINGTRACE_SESSION` in the program's
 //! environment starts one when the first provider registers.
 //!
 //! `ringtrace record` offers this library in place of LTTng-UST's (first
-//! in `LD_LIBRARY_PATH`). Not yet here: the context and clock plugins,
-//! LTTng-UST's helper libraries, and filters (`run_filter` is never asked: `eval_filter`
+//! in `LD_LIBRARY_PATH`). Not yet here: the context and clock plugins
+//! (`lttng_ust_context_provider_register`), the state dump of loaded
+//! objects, and filters (`run_filter` is never asked: `eval_filter`
 //! stays 0).
 //!
 //! `RINGTRACE_LTTNG_UST_DEBUG=1` prints each registered event with its CTF
@@ -56,6 +59,7 @@
 
 pub mod abi;
 pub mod convert;
+pub mod hooks;
 pub mod ops;
 pub mod recorder;
 pub mod register;
@@ -70,5 +74,6 @@ pub mod tracepoint;
 static INIT: extern "C" fn() = init;
 
 extern "C" fn init() {
+    hooks::libc_wrapper_ready();
     tracef::register();
 }

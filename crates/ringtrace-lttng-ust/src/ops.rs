@@ -83,6 +83,11 @@ unsafe extern "C" fn event_reserve(ctx: *mut RingBufferCtx) -> c_int {
     // SAFETY: as above, when the probe gives one.
     let ip = unsafe { ctx.probe_ctx.as_ref() }.map_or(0, |p| p.ip as u64);
     let len = ctx.data_size;
+    // The tracer's own work (its threads, its allocations while it
+    // registers or starts a session): not the program's events.
+    if ringtrace_core::probe::in_tracer() {
+        return -1;
+    }
     STAGES.with(|s| {
         let d = s.depth.get();
         if d >= LEVELS || len > STAGE {

@@ -109,6 +109,15 @@ pub unsafe fn read(desc: *const ProbeDesc) -> Registered {
 #[no_mangle]
 pub unsafe extern "C" fn lttng_ust_probe_register(desc: *const ProbeDesc) -> *mut Registered {
     // SAFETY: the caller's contract.
+    ringtrace_core::probe::as_tracer(|| unsafe { register(desc) })
+}
+
+/// [`lttng_ust_probe_register`]'s work.
+///
+/// # Safety
+/// As [`lttng_ust_probe_register`].
+unsafe fn register(desc: *const ProbeDesc) -> *mut Registered {
+    // SAFETY: the caller's contract.
     let mut r = Box::new(unsafe { read(desc) });
     let mut all = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
     if !r.events.is_empty()
@@ -147,11 +156,13 @@ pub unsafe extern "C" fn lttng_ust_probe_register(desc: *const ProbeDesc) -> *mu
 /// unregistered.
 #[no_mangle]
 pub unsafe extern "C" fn lttng_ust_probe_unregister(reg: *mut Registered) {
-    let mut all = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(k) = all.iter().position(|r| std::ptr::eq(&**r, reg)) {
-        let r = all.remove(k);
-        r.recorded.iter().for_each(|x| x.forget());
-    }
+    ringtrace_core::probe::as_tracer(|| {
+        let mut all = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = all.iter().position(|r| std::ptr::eq(&**r, reg)) {
+            let r = all.remove(k);
+            r.recorded.iter().for_each(|x| x.forget());
+        }
+    })
 }
 
 /// The providers registered now, with their events.

@@ -186,9 +186,11 @@ fn on_change(desc: &EventDesc, on: bool) {
 pub fn register() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        rt::env::start_from_env();
-        let descs: Vec<&'static EventDesc> = events().iter().map(|p| &p.desc).collect();
-        rt::register_all(&descs);
+        ringtrace_core::probe::as_tracer(|| {
+            rt::env::start_from_env();
+            let descs: Vec<&'static EventDesc> = events().iter().map(|p| &p.desc).collect();
+            rt::register_all(&descs);
+        })
     });
 }
 

@@ -63,7 +63,7 @@ enum After {
     Close,
     /// Records 1 to 4 follow the first record of ring position 0's second
     /// lap: after them, the first lap's records of the same length.
-    FirstLap,
+    SecondLap,
 }
 
 /// [`crashed_at_record_3`], in the case `case` says.
@@ -74,7 +74,7 @@ fn crashed_at_record_3_then(name: &str, crash: impl Fn(&mut [u8]), case: After) 
     let count = || read().commit_count(0);
     let record =
         |v: u64| assert!(ch.record(1, 8, &|b: &mut [u8]| b.copy_from_slice(&v.to_le_bytes())));
-    if case == After::FirstLap {
+    if case == After::SecondLap {
         let h = read().header;
         let second_lap = h.initial_count + h.num_subbuf * h.subbuf_size;
         let mut v = 1000;
@@ -282,7 +282,7 @@ fn in_a_later_lap_the_write_count_bounds_the_walk_past_a_finished_uncommitted_re
     // count the file holds (layout version 4) says where the reservations
     // end, and every finished record up to there is kept.
     let desc = standalone_desc_from(1);
-    let bytes = crashed_at_record_3_then("later-lap", |_| {}, After::FirstLap);
+    let bytes = crashed_at_record_3_then("later-lap", |_| {}, After::SecondLap);
     let (v, discarded, r) = recovered(&desc, bytes.clone());
     assert_eq!(v[v.len() - 4..], [1, 2, 3, 4], "{r:?}");
     assert_eq!(
@@ -310,7 +310,7 @@ fn in_a_later_lap_an_unfinished_record_is_stepped_over_up_to_the_write_count() {
             ringtrace_core::unfinished::mark(rec);
             rec[4..].fill(0);
         },
-        After::FirstLap,
+        After::SecondLap,
     );
     let (v, discarded, r) = recovered(&desc, bytes);
     assert_eq!(v[v.len() - 3..], [1, 2, 4], "{r:?}");

@@ -199,7 +199,7 @@ fn split_items(value: &str) -> Vec<String> {
 /// untraced.
 pub fn start_from_env() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(start_now);
+    ONCE.call_once(|| ringtrace_core::probe::as_tracer(start_now));
 }
 
 fn start_now() {
@@ -253,7 +253,7 @@ pub fn finish_env_session() -> Result<(), Error> {
 }
 
 extern "C" fn at_exit() {
-    let r = std::panic::catch_unwind(finish_env_session);
+    let r = std::panic::catch_unwind(|| ringtrace_core::probe::as_tracer(finish_env_session));
     match r {
         Ok(Ok(())) => {}
         Ok(Err(e)) => eprintln!("ringtrace: {e}"),

@@ -126,6 +126,10 @@ pub(crate) fn cpu_time(clock: u32) -> Option<std::time::Duration> {
 }
 
 extern "C" fn start(arg: *mut c_void) -> *mut c_void {
+    // The tracer's own thread, from its first instruction (taking the body
+    // out of its box frees it): a foreign probe (LTTng-UST's libc wrapper)
+    // records nothing of it.
+    ringtrace_core::probe::mark_tracer_thread();
     // SAFETY: `arg` is the `Box<Body>` that `spawn` leaked for this thread,
     // taken back once, here.
     let (name, body) = *unsafe { Box::from_raw(arg.cast::<Body>()) };
