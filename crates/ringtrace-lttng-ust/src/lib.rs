@@ -75,5 +75,6 @@ static INIT: extern "C" fn() = init;
 
 extern "C" fn init() {
     hooks::libc_wrapper_ready();
+    tracepoint::prepare();
     tracef::register();
 }

@@ -63,6 +63,15 @@ fn registry() -> Result<&'static Registry, &'static str> {
             ) else {
                 return Err("liblttng-ust-tracepoint.so.1 lacks the tracer's functions".into());
             };
+            // The call sites' destructors would tear their view of the
+            // registry down at exit while the tracer's threads still run
+            // (and may fire a call site: the libc wrapper's, on their
+            // allocations) until the session stops after them: a call
+            // through a cleared pointer. LTTng-UST's tracer turns them
+            // off the same way.
+            if let Some(d) = find(h, c"lttng_ust_tp_disable_destructors") {
+                std::mem::transmute::<*mut c_void, unsafe extern "C" fn()>(d)();
+            }
             Ok(Registry {
                 register: std::mem::transmute::<*mut c_void, Register>(r),
                 unregister: std::mem::transmute::<*mut c_void, Unregister>(u),
@@ -72,6 +81,13 @@ fn registry() -> Result<&'static Registry, &'static str> {
     })
     .as_ref()
     .map_err(|e| e.as_str())
+}
+
+/// Finds the registry now (at load: see `lib.rs`), so that the call
+/// sites' destructors are off before any session can start.
+pub fn prepare() {
+    // A failure is said per event, if a session enables one.
+    let _ = registry();
 }
 
 /// Attaches (`on`) or detaches probe `callback` with `data` to the call

@@ -111,8 +111,11 @@ int main(void) {
         &[],
     );
     // Many starts: the wrapper looks the real allocator up on its first
-    // call, which the tracer's threads starting at once used to race
-    // (1 crash in about 350 starts, before `hooks::libc_wrapper_ready`).
+    // call, which the tracer's threads starting at once used to race (1
+    // crash in about 350 starts, before `hooks::libc_wrapper_ready`), and
+    // its call sites' destructors cleared their registry pointers at exit
+    // while the tracer's threads still allocated (1 in about 1,000, before
+    // `tracepoint::prepare` turned them off).
     let repeat: usize = std::env::var("RINGTRACE_STRESS_REPEAT")
         .ok()
         .and_then(|v| v.parse().ok())
