@@ -42,7 +42,8 @@ PACKAGES=(
   "python3-venv"    # the Python checkers' own environment (below): Perfetto's protos
   "babeltrace2"     # interoperability tests: babeltrace2 must read every trace
   "lttng-tools"     # the LTTng-UST reading test records with a real session daemon
-  "liblttng-ust-dev" # ... and builds a program with LTTng-UST tracepoints
+  "liblttng-ust-dev" # ... and builds a program with LTTng-UST tracepoints (and its shipped examples)
+  "liblttng-ust1"    # LTTng-UST's helper libraries (libc, pthread, cyg-profile, dl) the ringtrace-lttng-ust tests preload
   "liburcu-dev"     # the RCU benchmark links liburcu (benchmarks are built)
   "mount"           # the full-disk tests mount a tmpfs
   "passwd"          # useradd: the hostile-directory and setuid tests make a second user
