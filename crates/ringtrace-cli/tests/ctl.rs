@@ -11,16 +11,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn ctl_controls_a_running_process_and_survives_bad_requests() {
     let d = tmp("ctl");
-    let child = demo_command(
-        &assert_cmd::cargo::cargo_bin("ringtrace"),
-        &d,
-        &["--mode", "flight-recorder"],
-    )
-    .spawn()
-    .unwrap();
-    let pid = child.id();
-    let traced = Traced(child);
-    wait_for_socket(pid, &[]);
+    let (pid, traced) = traced_demo(&d, &["--mode", "flight-recorder"]);
     let p = pid.to_string();
     let o = run(&["ctl", &p, "sessions"]);
     assert!(
@@ -218,12 +209,7 @@ fn slow_clients_do_not_block_control() {
     use std::io::{Read, Write};
     use std::os::unix::net::UnixStream;
     let d = tmp("ctl-slow");
-    let child = demo_command(&assert_cmd::cargo::cargo_bin("ringtrace"), &d, &[])
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let _traced = Traced(child);
-    wait_for_socket(pid, &[]);
+    let (pid, _traced) = traced_demo(&d, &[]);
     let sock = ringtrace::ctl::find_socket(pid).expect("the traced process's socket");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let slow: Vec<_> = (0..8)
@@ -485,12 +471,7 @@ fn longest_unread_ms(pid: u32) -> Option<f64> {
 #[test]
 fn stats_say_how_long_the_buffers_went_unread() {
     let d = tmp("unread");
-    let child = demo_command(&assert_cmd::cargo::cargo_bin("ringtrace"), &d, &[])
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let _traced = Traced(child);
-    wait_for_socket(pid, &[]);
+    let (pid, _traced) = traced_demo(&d, &[]);
     // Reads have begun.
     let t = Instant::now();
     while longest_unread_ms(pid).is_none() {

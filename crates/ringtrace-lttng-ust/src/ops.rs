@@ -186,7 +186,9 @@ unsafe extern "C" fn event_commit(ctx: *mut RingBufferCtx) {
     // A probe writes what it reserved; were it short, zeros, not stale
     // bytes of an earlier event.
     let (len, at) = (st.len, st.at);
-    st.buf[at..len].fill(0);
+    if at < len {
+        st.buf[at..len].fill(0);
+    }
     // SAFETY: set by `event_reserve` from the recorder: a leaked
     // descriptor, alive for the process's lifetime.
     let desc = unsafe { &*st.desc };
@@ -201,6 +203,17 @@ unsafe extern "C" fn event_commit(ctx: *mut RingBufferCtx) {
 mod tests {
     use super::*;
     use crate::abi::{EventRecorder, ProbeCtx};
+
+    /// A recorder of `desc` on no channel (the tests call the operations
+    /// directly).
+    fn recorder(desc: &'static EventDesc) -> EventRecorder {
+        EventRecorder {
+            struct_size: std::mem::size_of::<EventRecorder>() as u32,
+            parent: std::ptr::null(),
+            private: desc,
+            chan: std::ptr::null(),
+        }
+    }
 
     fn ctx(rec: &EventRecorder, len: usize) -> RingBufferCtx {
         RingBufferCtx {
@@ -217,12 +230,7 @@ mod tests {
     fn a_payload_larger_than_the_stage_or_nested_too_deep_is_counted_not_recorded() {
         static DESC: EventDesc =
             EventDesc::new("t", "e", ringtrace_core::level::Level::Info, &[], "", 0);
-        let rec = EventRecorder {
-            struct_size: std::mem::size_of::<EventRecorder>() as u32,
-            parent: std::ptr::null(),
-            private: &DESC,
-            chan: std::ptr::null(),
-        };
+        let rec = recorder(&DESC);
         let before = ringtrace_core::probe::unstaged();
         let mut big = ctx(&rec, STAGE + 1);
         // SAFETY: a context initialized as a probe's.
@@ -254,12 +262,7 @@ mod tests {
     fn strings_are_copied_as_lttng_ust_writes_them() {
         static DESC: EventDesc =
             EventDesc::new("t", "s", ringtrace_core::level::Level::Info, &[], "", 0);
-        let rec = EventRecorder {
-            struct_size: std::mem::size_of::<EventRecorder>() as u32,
-            parent: std::ptr::null(),
-            private: &DESC,
-            chan: std::ptr::null(),
-        };
+        let rec = recorder(&DESC);
         // A string sized at 6 ("hello" and its NUL) that is "hi" when
         // copied: padded with '#', then its NUL; a text of 6 from "hey":
         // NUL-padded; an integer.

@@ -125,6 +125,19 @@ pub fn demo_command(exe: &Path, dir: &Path, extra: &[&str]) -> Command {
     c
 }
 
+/// `ringtrace demo` writing to `dir` (see [`demo_command`]), started and
+/// listening on its control socket: its pid, and the process, killed on
+/// drop.
+pub fn traced_demo(dir: &Path, extra: &[&str]) -> (u32, Traced) {
+    let child = demo_command(&assert_cmd::cargo::cargo_bin("ringtrace"), dir, extra)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let traced = Traced(child);
+    wait_for_socket(pid, &[]);
+    (pid, traced)
+}
+
 /// A running demo process with its pid, killed on drop.
 pub struct Traced(pub std::process::Child);
 
