@@ -44,6 +44,7 @@ PACKAGES=(
   "lttng-tools"     # the LTTng-UST reading test records with a real session daemon
   "liblttng-ust-dev" # ... and builds a program with LTTng-UST tracepoints (and its shipped examples)
   "liblttng-ust1"    # LTTng-UST's helper libraries (libc, pthread, cyg-profile, dl) the ringtrace-lttng-ust tests preload
+  "cmake"           # LTTng-UST's cmake-multiple-shared-libraries example is built with it
   "liburcu-dev"     # the RCU benchmark links liburcu (benchmarks are built)
   "mount"           # the full-disk tests mount a tmpfs
   "passwd"          # useradd: the hostile-directory and setuid tests make a second user

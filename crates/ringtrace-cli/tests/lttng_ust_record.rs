@@ -5,11 +5,15 @@
 //! events, as many, with the same field values, and the traces declare the
 //! same classes with the same levels. The programs: this crate's interop
 //! program (`tests/lttng/`: every field kind, two threads), and the
-//! examples `liblttng-ust-dev` ships, built with their own Makefiles:
+//! examples `liblttng-ust-dev` ships, built with their own Makefiles (or
+//! CMake):
 //! `easy-ust` (100,000 events of a provider linked into the program),
 //! `demo` (three providers in two libraries its script preloads),
 //! `demo-tracef` and `demo-tracelog` (`tracef`, `vtracef`, `tracelog` and
-//! `vtracelog`, whose tracepoints the tracer library holds).
+//! `vtracelog`, whose tracepoints the tracer library holds),
+//! `hello-static-lib` (a provider in a static library, a million events
+//! in a burst), `cmake-multiple-shared-libraries` (the provider in a shared
+//! library of its own, its call sites in two others).
 //!
 //! Masked, and why: the timestamps and deltas (two runs), the host name
 //! (LTTng's trace says it, ringtrace's packet header does not name the
@@ -64,14 +68,26 @@ fn events(trace: &Path) -> (Vec<(String, String)>, String) {
 /// (ringtrace's `liblttng-ust.so.1` first in `LD_LIBRARY_PATH`), then
 /// checks that babeltrace2 prints the same events with the same payloads,
 /// `expect` of them, and that both traces declare the same classes with
-/// the same levels.
-fn both_ways(name: &str, cwd: &Path, cmd: &[&str], pattern: &str, expect: usize) {
+/// the same levels. `large`: both sessions get buffers that hold every
+/// event of a million-event burst (16 MiB sub-buffers, 8 per CPU), so that
+/// neither depends on its consumer keeping up. `env`: set for both runs.
+/// Returns the two traces (LTTng-UST's, ringtrace's).
+fn both_ways(
+    name: &str,
+    cwd: &Path,
+    cmd: &[&str],
+    pattern: &str,
+    expect: usize,
+    large: bool,
+    env: &[(&str, &str)],
+) -> (PathBuf, PathBuf) {
     let dir = tmp(&format!("lttng-ust-both-{name}"));
     std::fs::create_dir_all(&dir).unwrap();
     let run = |envs: &[(&str, &std::ffi::OsStr)]| {
         let o = Command::new(cmd[0])
             .args(&cmd[1..])
             .current_dir(cwd)
+            .envs(env.iter().copied())
             .envs(envs.iter().copied())
             .output()
             .unwrap();
@@ -89,7 +105,20 @@ fn both_ways(name: &str, cwd: &Path, cmd: &[&str], pattern: &str, expect: usize)
         let session = format!("rt{name}{}", std::process::id()).replace('-', "");
         let out = format!("--output={}", theirs.display());
         lttng(&["create", &session, &out]);
-        lttng(&["enable-event", "-u", "-s", &session, pattern]);
+        if large {
+            lttng(&[
+                "enable-channel",
+                "-u",
+                "-s",
+                &session,
+                "--subbuf-size=16M",
+                "--num-subbuf=8",
+                "large",
+            ]);
+            lttng(&["enable-event", "-u", "-s", &session, "-c", "large", pattern]);
+        } else {
+            lttng(&["enable-event", "-u", "-s", &session, pattern]);
+        }
         lttng(&["start", &session]);
         run(&[]);
         lttng(&["stop", &session]);
@@ -98,7 +127,8 @@ fn both_ways(name: &str, cwd: &Path, cmd: &[&str], pattern: &str, expect: usize)
     // The same program with ringtrace's library, no daemon.
     let ours = dir.join("ringtrace");
     let lib = ringtrace_lttng_ust(&dir);
-    let spec = format!("{},discard,{pattern}", ours.display());
+    let sizes = if large { ",subbuf=16m,count=8" } else { "" };
+    let spec = format!("{},discard{sizes},{pattern}", ours.display());
     let o = run(&[
         ("LD_LIBRARY_PATH", lib.as_os_str()),
         ("RINGTRACE_SESSION", std::ffi::OsStr::new(&spec)),
@@ -134,12 +164,16 @@ fn both_ways(name: &str, cwd: &Path, cmd: &[&str], pattern: &str, expect: usize)
         v.sort();
         v
     };
-    let theirs = classes(&theirs);
-    assert!(!theirs.is_empty(), "{name}");
-    let ours = classes(&ours);
-    for c in &theirs {
-        assert!(ours.contains(c), "{name}: {c:?} not among {ours:?}");
+    let their_classes = classes(&theirs);
+    assert!(!their_classes.is_empty(), "{name}");
+    let our_classes = classes(&ours);
+    for c in &their_classes {
+        assert!(
+            our_classes.contains(c),
+            "{name}: {c:?} not among {our_classes:?}"
+        );
     }
+    (theirs, ours)
 }
 
 fn tools() -> bool {
@@ -147,6 +181,7 @@ fn tools() -> bool {
         && tool_present("lttng-sessiond", "lttng-tools")
         && tool_present("cc", "build-essential")
         && tool_present("make", "build-essential")
+        && tool_present("cmake", "cmake")
         && babeltrace2_present()
 }
 
@@ -165,6 +200,8 @@ fn the_same_events_recorded_by_lttng_ust_and_by_ringtrace() {
         &[exe, &ROUNDS.to_string(), "2"],
         "interop:*",
         (ROUNDS * 3 * 2) as usize,
+        false,
+        &[],
     );
 }
 
@@ -202,6 +239,8 @@ fn the_shipped_examples_record_the_same_events_both_ways() {
         &["./sample"],
         "sample_component:*",
         100_000,
+        false,
+        &[],
     );
     // demo: three providers in two libraries the program does not link,
     // preloaded by its script (dynamic linkage of the call sites).
@@ -212,17 +251,96 @@ fn the_shipped_examples_record_the_same_events_both_ways() {
         &["sh", "./demo-trace", "0"],
         "ust_tests_demo*",
         8,
+        false,
+        &[],
     );
     // tracef and tracelog, whose tracepoints the tracer library holds:
     // five messages each, formatted by the library.
     let tracef = example("demo-tracef");
     for prog in ["./demo-tracef", "./demo-vtracef"] {
-        both_ways(&prog[2..], &tracef, &[prog], "lttng_ust_tracef:*", 5);
+        both_ways(
+            &prog[2..],
+            &tracef,
+            &[prog],
+            "lttng_ust_tracef:*",
+            5,
+            false,
+            &[],
+        );
     }
     let tracelog = example("demo-tracelog");
     for prog in ["./demo-tracelog", "./demo-vtracelog"] {
-        both_ways(&prog[2..], &tracelog, &[prog], "lttng_ust_tracelog:*", 5);
+        both_ways(
+            &prog[2..],
+            &tracelog,
+            &[prog],
+            "lttng_ust_tracelog:*",
+            5,
+            false,
+            &[],
+        );
     }
+}
+
+#[test]
+fn a_million_events_from_a_static_provider_record_the_same_both_ways() {
+    if !tools() {
+        return;
+    }
+    // hello-static-lib: the provider in a static library linked into the
+    // program; a million events in a burst.
+    let hello = example("hello-static-lib");
+    both_ways(
+        "hello-static-lib",
+        &hello,
+        &["./hello"],
+        "ust_tests_hello:*",
+        1_000_000,
+        true,
+        &[],
+    );
+    // cmake-multiple-shared-libraries: the provider in its own shared
+    // library, the call sites in two others, built by CMake.
+    let cmake = cmake_example("cmake-multiple-shared-libraries");
+    both_ways(
+        "cmake-multiple-shared-libraries",
+        &cmake,
+        &["./tester"],
+        "gydle_om:*",
+        2,
+        false,
+        &[],
+    );
+}
+
+/// An example built with CMake, in a `build` folder beside its sources
+/// (as its README does it); returns the build folder.
+fn cmake_example(name: &str) -> PathBuf {
+    let src = Path::new("/usr/share/doc/liblttng-ust-dev/examples").join(name);
+    let dir = tmp(&format!("lttng-ust-example-{name}"));
+    let o = Command::new("cp")
+        .arg("-r")
+        .arg(&src)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let build = dir.join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    for args in [&[".."][..], &["--build", "."][..]] {
+        let o = Command::new("cmake")
+            .args(args)
+            .current_dir(&build)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "cmake {args:?} ({name}): {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    build
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 pub fn lttng(args: &[&str]) -> String {
@@ -14,10 +15,22 @@ pub fn lttng(args: &[&str]) -> String {
 }
 
 /// A session daemon: the one running, or one of ours, stopped on drop.
-pub struct Daemon(Option<Child>);
+/// One at a time in a test binary (the guard): a test's daemon is never
+/// stopped under another test's session.
+pub struct Daemon(Option<Child>, MutexGuard<'static, ()>);
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 impl Daemon {
     pub fn start() -> Daemon {
+        Self::start_with(&[])
+    }
+
+    /// A daemon of ours with `env` set (LTTng's clock and getcpu plugins
+    /// are loaded by the daemon as well as by the traced program); a
+    /// daemon already running without it is refused.
+    pub fn start_with(env: &[(&str, &str)]) -> Daemon {
+        let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let up = || {
             Command::new("lttng")
                 .arg("list")
@@ -25,10 +38,15 @@ impl Daemon {
                 .is_ok_and(|o| o.status.success())
         };
         if up() {
-            return Daemon(None);
+            assert!(
+                env.is_empty(),
+                "a session daemon is already running: stop it (lttng-sessiond) so the test can start one with {env:?}"
+            );
+            return Daemon(None, guard);
         }
         let child = Command::new("lttng-sessiond")
             .arg("--no-kernel")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -41,7 +59,7 @@ impl Daemon {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-        Daemon(Some(child))
+        Daemon(Some(child), guard)
     }
 }
 
