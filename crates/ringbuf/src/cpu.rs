@@ -7,15 +7,51 @@
 //! per-CPU buffers either use SMP-safe atomics or check it again inside a
 //! restartable sequence ([`crate::rseq`]).
 
+use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
+
 use crate::rseq;
 
-/// The CPU the calling thread is running on (possibly stale).
+/// The program's own CPU-number function, if it gave one ([`set_override`]);
+/// null for none.
+static OVERRIDE: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Makes `f` what [`current`] answers, for the rest of the process: a
+/// program that knows its CPU numbers better than the kernel's (LTTng-UST's
+/// getcpu plugins: a hardware register, a fixed answer). `f` is called on
+/// the recording path and must be safe there (no lock, no allocation,
+/// async-signal-safe); a negative answer means CPU 0. Per-CPU buffers with
+/// restartable sequences cannot follow it (their critical section checks
+/// the CPU the kernel says): channels use atomics instead
+/// ([`overridden`]).
+pub fn set_override(f: extern "C" fn() -> i32) {
+    OVERRIDE.store(f as *mut (), Relaxed);
+}
+
+/// Whether the program gave its own CPU numbers ([`set_override`]).
+pub fn overridden() -> bool {
+    !OVERRIDE.load(Relaxed).is_null()
+}
+
+/// The CPU the calling thread is running on (possibly stale), or the one
+/// the program's own function names ([`set_override`]).
 #[inline(always)]
 pub fn current() -> usize {
+    let o = OVERRIDE.load(Relaxed);
+    if !o.is_null() {
+        return from_override(o);
+    }
     match rseq::area().map(rseq::cpu_id) {
         Some(cpu) if cpu >= 0 => cpu as usize,
         _ => getcpu(),
     }
+}
+
+#[cold]
+fn from_override(o: *mut ()) -> usize {
+    // SAFETY: `o` was stored by `set_override` from a function of this
+    // type, and is never cleared.
+    let f: extern "C" fn() -> i32 = unsafe { std::mem::transmute::<*mut (), _>(o) };
+    f().max(0) as usize
 }
 
 #[cold]

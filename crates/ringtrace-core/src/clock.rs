@@ -13,6 +13,12 @@ pub fn clock() -> TraceClock {
     *CLOCK.get_or_init(TraceClock::detect)
 }
 
+/// Makes `c` the process's trace clock, if none was chosen yet (before
+/// the first channel); says whether it is now.
+pub fn set(c: TraceClock) -> bool {
+    CLOCK.set(c).is_ok()
+}
+
 /// A reading of [`clock`] (unordered: the ring buffer clamps it), or `None`
 /// before the clock exists, that is before any channel. One load and the
 /// clock read: no system call once calibrated.

@@ -43,13 +43,15 @@
 //! - `tracef.rs` (with `c/tracef.c`): `tracef` and `tracelog`, whose
 //!   tracepoints this library holds;
 //! - `hooks.rs`: what the helper libraries call on a fork, a `dlopen`, a
-//!   credential change, and what each means here.
+//!   credential change, and what each means here;
+//! - `plugins.rs`: the program's clock and CPU-number plugins, adopted by
+//!   the session.
 //!
 //! Sessions come from the collector: `RINGTRACE_SESSION` in the program's
 //! environment starts one when the first provider registers.
 //!
 //! `ringtrace record` offers this library in place of LTTng-UST's (first
-//! in `LD_LIBRARY_PATH`). Not yet here: the context and clock plugins
+//! in `LD_LIBRARY_PATH`). Not yet here: the application context providers
 //! (`lttng_ust_context_provider_register`), the state dump of loaded
 //! objects, and filters (`run_filter` is never asked: `eval_filter`
 //! stays 0).
@@ -61,6 +63,7 @@ pub mod abi;
 pub mod convert;
 pub mod hooks;
 pub mod ops;
+pub mod plugins;
 pub mod recorder;
 pub mod register;
 pub mod tracef;
@@ -75,6 +78,7 @@ static INIT: extern "C" fn() = init;
 
 extern "C" fn init() {
     hooks::libc_wrapper_ready();
+    plugins::adopt();
     tracepoint::prepare();
     tracef::register();
 }

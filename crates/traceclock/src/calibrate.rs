@@ -11,7 +11,33 @@ pub enum ClockSource {
     Tsc,
     /// CLOCK_MONOTONIC, nanoseconds.
     Monotonic,
+    /// A clock the program supplies (LTTng-UST's clock plugins).
+    Plugin(PluginClock),
 }
+
+/// A clock supplied by the program: a read function, with the identity
+/// the trace's metadata gives it. The read function is called on the
+/// recording path, so it must be as safe there as the tracer is (no lock,
+/// no allocation, async-signal-safe), which is the contract LTTng-UST's
+/// clock plugins already have.
+#[derive(Debug, Clone, Copy)]
+pub struct PluginClock {
+    /// Reads the clock: monotonic, `freq` ticks per second.
+    pub read: extern "C" fn() -> u64,
+    /// Its name in the metadata (a TSDL identifier).
+    pub name: &'static str,
+    /// Its description in the metadata.
+    pub description: &'static str,
+}
+
+impl PartialEq for PluginClock {
+    fn eq(&self, o: &PluginClock) -> bool {
+        // The same function at the same address, by the same name.
+        self.read as usize == o.read as usize && self.name == o.name
+    }
+}
+
+impl Eq for PluginClock {}
 
 /// The result of a TSC calibration.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -125,6 +151,9 @@ impl TraceClock {
         let source = match self.source {
             ClockSource::Tsc => "tsc",
             ClockSource::Monotonic => "monotonic",
+            // Not a clock another process can read: `from_description`
+            // refuses it, and that process chooses its own.
+            ClockSource::Plugin(_) => "plugin",
         };
         let ppm = self.calibration.map_or(0.0, |c| c.error_ppm);
         format!(
@@ -166,6 +195,12 @@ impl TraceClock {
         })
     }
 
+    /// A clock the program supplies, `freq` ticks per second (its offset
+    /// from the epoch measured here, as for the others).
+    pub fn plugin(clock: PluginClock, freq: u64) -> TraceClock {
+        Self::with(ClockSource::Plugin(clock), freq.max(1), None)
+    }
+
     /// CLOCK_MONOTONIC, no calibration needed.
     pub fn monotonic() -> TraceClock {
         Self::with(ClockSource::Monotonic, 1_000_000_000, None)
@@ -190,11 +225,17 @@ impl TraceClock {
         }
     }
 
+    #[inline(never)]
+    fn read_call(source: ClockSource) -> u64 {
+        Self::read(source)
+    }
+
     #[inline(always)]
     fn read(source: ClockSource) -> u64 {
         match source {
             ClockSource::Tsc => rdtsc_ordered(),
             ClockSource::Monotonic => monotonic_ns(),
+            ClockSource::Plugin(p) => (p.read)(),
         }
     }
 
@@ -207,9 +248,11 @@ impl TraceClock {
     /// Now, unordered: what ring-buffer writers read (the buffer clamps it).
     #[inline(always)]
     pub fn now_unordered(&self) -> u64 {
+        // The TSC inline; the others are calls anyway (the vDSO, the
+        // program's function), made from one place out of line.
         match self.source {
             ClockSource::Tsc => rdtsc(),
-            ClockSource::Monotonic => monotonic_ns(),
+            other => Self::read_call(other),
         }
     }
 

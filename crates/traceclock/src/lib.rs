@@ -7,7 +7,9 @@
 //! start) are what trace metadata needs so readers show wall time.
 //! `RINGTRACE_CLOCK=monotonic` (or `tsc`) overrides the choice; a whole
 //! clock description (`TraceClock::description`, which `ringtrace record`
-//! hands to every process it traces) is used as it is, uncalibrated.
+//! hands to every process it traces) is used as it is, uncalibrated. A
+//! program may supply its own clock ([`PluginClock`]: LTTng-UST's clock
+//! plugins, through `ringtrace-lttng-ust`).
 //!
 //! [`synthetic`] is the wait-free synthetic clock of M. Desnoyers and
 //! M. Dagenais, *Synchronization for fast and reentrant operating system
@@ -28,4 +30,4 @@ pub mod calibrate;
 pub mod synthetic;
 pub mod tsc;
 
-pub use calibrate::{Calibration, ClockSource, TraceClock};
+pub use calibrate::{Calibration, ClockSource, PluginClock, TraceClock};

@@ -122,3 +122,34 @@ fn a_clock_description_reads_back_to_the_same_clock() {
         assert!(TraceClock::from_description(bad).is_none(), "{bad}");
     }
 }
+
+/// A program's own clock: milliseconds of CLOCK_MONOTONIC, as LTTng-UST's
+/// clock-override example counts.
+extern "C" fn millis() -> u64 {
+    monotonic_ns() / 1_000_000
+}
+
+#[test]
+fn a_plugin_clock_is_read_through_its_function_and_maps_to_wall_time() {
+    let p = traceclock::PluginClock {
+        read: millis,
+        name: "my_clock",
+        description: "milliseconds",
+    };
+    let c = TraceClock::plugin(p, 1000);
+    assert_eq!(
+        (c.source, c.freq, c.calibration),
+        (ClockSource::Plugin(p), 1000, None)
+    );
+    let (a, b) = (c.now(), c.now_unordered());
+    let m = millis();
+    assert!(a <= b && b <= m && m - a < 1000, "{a} {b} {m}");
+    assert!((0..1000).contains(&c.offset));
+    // Its wall time is the realtime clock's, to its tick and the bracket.
+    let wall = c.to_epoch_ns(c.now());
+    let rt = realtime_ns() as i128;
+    assert!((wall - rt).abs() < 5_000_000, "{wall} vs {rt}");
+    // No other process can read it from a description.
+    assert!(c.description().starts_with("plugin:"));
+    assert_eq!(TraceClock::from_description(&c.description()), None);
+}

@@ -9,12 +9,7 @@ use crate::types::{
     EnumMapping, Field, FieldType, HeaderKind, IntType, PacketLayout, PlainHeader, Slot,
 };
 
-pub(super) fn is_identifier(s: &str) -> bool {
-    let mut c = s.chars();
-    c.next()
-        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
-        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
-}
+pub(super) use crate::tsdl::is_identifier;
 
 fn is_uint(t: &Ty, bits: u32) -> bool {
     matches!(t, Ty::Int { size, signed: false, .. } if *size == bits)

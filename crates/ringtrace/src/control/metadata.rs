@@ -26,9 +26,22 @@ pub fn trace_desc(
     session: &str,
     channels: &[Contexts],
 ) -> TraceDesc {
-    let source = match clock.source {
-        traceclock::ClockSource::Tsc => "TSC, invariant, calibrated against CLOCK_MONOTONIC",
-        traceclock::ClockSource::Monotonic => "CLOCK_MONOTONIC",
+    let (name, source) = match clock.source {
+        traceclock::ClockSource::Tsc => (
+            CLOCK_NAME,
+            "TSC, invariant, calibrated against CLOCK_MONOTONIC",
+        ),
+        traceclock::ClockSource::Monotonic => (CLOCK_NAME, "CLOCK_MONOTONIC"),
+        // The program's own clock, under its own name where that is an
+        // identifier (as LTTng-UST declares a plugin's).
+        traceclock::ClockSource::Plugin(p) => (
+            if ctf::tsdl::is_identifier(p.name) {
+                p.name
+            } else {
+                CLOCK_NAME
+            },
+            p.description,
+        ),
     };
     let precision = match clock.calibration {
         // Calibration error in ticks over one second, at least one tick.
@@ -38,7 +51,7 @@ pub fn trace_desc(
     TraceDesc {
         uuid,
         clock: ClockDesc {
-            name: CLOCK_NAME.into(),
+            name: name.into(),
             freq: clock.freq,
             offset_s: clock.offset_s,
             offset: clock.offset,

@@ -296,6 +296,17 @@ fn sharing(cfg: &ChannelConfig) -> Result<Sharing, Error> {
         return Ok(Sharing::PerThread);
     }
     let rseq = ringbuf::rseq::available();
+    // The program names its own CPUs (LTTng-UST's getcpu plugin): a record
+    // goes to the buffer of the CPU it names, which only atomics allow.
+    if ringbuf::cpu::overridden() {
+        return match cfg.cpu_sync {
+            CpuSync::Rseq => Err(Error::Config(format!(
+                "channel '{}': rseq asked for, but the program names its own CPUs (a getcpu                  plugin, LTTNG_UST_GETCPU_PLUGIN): restartable sequences record into the buffer                  of the CPU the kernel says; use rseq=auto or rseq=atomics",
+                cfg.name
+            ))),
+            CpuSync::Auto | CpuSync::Atomics => Ok(Sharing::PerCpuAtomics),
+        };
+    }
     match cfg.cpu_sync {
         CpuSync::Atomics => Ok(Sharing::PerCpuAtomics),
         CpuSync::Auto if !rseq => Ok(Sharing::PerCpuAtomics),
