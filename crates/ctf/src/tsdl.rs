@@ -491,15 +491,6 @@ fn mappings(maps: &[EnumMapping]) -> String {
     m.join(", ")
 }
 
-/// Whether `s` is a TSDL identifier (a letter or `_`, then letters,
-/// digits and `_`).
-pub fn is_identifier(s: &str) -> bool {
-    let mut c = s.chars();
-    c.next()
-        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
-        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
-}
-
 fn escape(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")

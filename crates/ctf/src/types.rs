@@ -507,3 +507,12 @@ pub fn parse_uuid(s: &str) -> Option<[u8; 16]> {
     }
     Some(u)
 }
+
+/// Whether `s` is a TSDL identifier (a letter or `_`, then letters,
+/// digits and `_`).
+pub fn is_identifier(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}

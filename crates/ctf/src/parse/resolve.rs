@@ -9,7 +9,7 @@ use crate::types::{
     EnumMapping, Field, FieldType, HeaderKind, IntType, PacketLayout, PlainHeader, Slot,
 };
 
-pub(super) use crate::tsdl::is_identifier;
+pub(super) use crate::types::is_identifier;
 
 fn is_uint(t: &Ty, bits: u32) -> bool {
     matches!(t, Ty::Int { size, signed: false, .. } if *size == bits)

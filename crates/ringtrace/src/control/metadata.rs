@@ -35,7 +35,7 @@ pub fn trace_desc(
         // The program's own clock, under its own name where that is an
         // identifier (as LTTng-UST declares a plugin's).
         traceclock::ClockSource::Plugin(p) => (
-            if ctf::tsdl::is_identifier(p.name) {
+            if ctf::types::is_identifier(p.name) {
                 p.name
             } else {
                 CLOCK_NAME
