@@ -72,6 +72,7 @@ LAYERS = {
             "overhead",
             "reading",
             "ring",
+            "ust_abi",
             "wake",
         ],
         ["tracers"],

@@ -1,9 +1,9 @@
 /* The LTTng-UST side of bench/compare: THREADS threads each emit
- * EVENTS/THREADS events (u64 or str16) as fast as they can, or at RATE
+ * EVENTS/THREADS events (u64, str16, or every: every field kind) as fast as they can, or at RATE
  * events per second per thread (paced every 256 events, sleeping when
  * ahead); prints the wall time of the slowest thread's loop in
  * nanoseconds.
- * usage: workload EVENTS THREADS u64|str16 [RATE] */
+ * usage: workload EVENTS THREADS u64|str16|every [RATE] */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,7 +14,7 @@
 
 static uint64_t per_thread;
 static uint64_t rate;
-static int use_str;
+static int use_str, use_every;
 static pthread_barrier_t start;
 
 static uint64_t now_ns(void)
@@ -43,6 +43,10 @@ static void *run(void *arg)
 				}
 			}
 		}
+	} else if (use_every) {
+		const int32_t xs[3] = {1, -2, 3};
+		for (i = 0; i < per_thread; i++)
+			tracepoint(bench, every, i, s, xs, 1 + (size_t)(i % 3));
 	} else if (use_str)
 		for (i = 0; i < per_thread; i++)
 			tracepoint(bench, str16, s);
@@ -60,13 +64,14 @@ int main(int argc, char **argv)
 	int threads, k;
 
 	if (argc != 4 && argc != 5) {
-		fprintf(stderr, "usage: %s EVENTS THREADS u64|str16 [RATE]\n", argv[0]);
+		fprintf(stderr, "usage: %s EVENTS THREADS u64|str16|every [RATE]\n", argv[0]);
 		return 2;
 	}
 	rate = argc == 5 ? strtoull(argv[4], NULL, 10) : 0;
 	events = strtoull(argv[1], NULL, 10);
 	threads = atoi(argv[2]);
 	use_str = strcmp(argv[3], "str16") == 0;
+	use_every = strcmp(argv[3], "every") == 0;
 	if (threads < 1 || threads > 64 || events == 0) {
 		fprintf(stderr, "bad arguments\n");
 		return 2;

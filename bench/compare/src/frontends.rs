@@ -166,7 +166,7 @@ pub fn table(
                 3 => fmt_layer(n, &dir)?,
                 _ => crate::lttng::run(
                     lttng_bin,
-                    Payload::U64,
+                    Payload::U64.name(),
                     Mode::Discard,
                     1,
                     n,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cell::{Mode, Payload, Run};
+use crate::cell::{Mode, Run};
 
 /// A session daemon started for the comparison; stopped on drop.
 pub struct Daemon {
@@ -174,11 +174,12 @@ fn stream_bytes(dir: &Path) -> u64 {
 }
 
 /// One LTTng-UST run at `rate` events per second per thread (0: as fast
-/// as it goes; u64 payload only when paced).
+/// as it goes; u64 payload only when paced). `payload`: the workload's
+/// event (`u64`, `str16`, `every`).
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     bin: &Path,
-    payload: Payload,
+    payload: &str,
     mode: Mode,
     threads: usize,
     events: u64,
@@ -231,11 +232,7 @@ pub fn run(
         lttng(&["enable-event", "-u", "-s", &name, "-c", "ch", "bench:*"])?;
         lttng(&["start", &name])?;
     }
-    let mut args = vec![
-        events.to_string(),
-        threads.to_string(),
-        payload.name().to_string(),
-    ];
+    let mut args = vec![events.to_string(), threads.to_string(), payload.to_string()];
     if rate > 0 {
         args.push(rate.to_string());
     }

@@ -9,10 +9,14 @@
 //! tracepoint: `frontends.rs`), losses of 8 writer threads paced to equal
 //! event rates (`losses.rs`) and the ring buffer tables of the 002 paper
 //! (`ring.rs`), and the reading speed of `ringtrace view` and `stats`
-//! against babeltrace2 on an LTTng-UST and a ringtrace trace (`reading.rs`).
+//! against babeltrace2 on an LTTng-UST and a ringtrace trace (`reading.rs`),
+//! and an LTTng-UST program under LTTng-UST's tracer and ringtrace's
+//! `liblttng-ust.so.1` (`ust_abi.rs`).
 //!
 //! `cargo run --release -p compare -- [--quick] [--json FILE]`; the last
-//! line printed is `ratio lttng-ust/ringtrace (1 thread, discard, u64): X.XX`.
+//! lines printed are the ratio lines, ending with
+//! `ratio lttng-ust/ringtrace-ust (1 thread, discard, u64): X.XX` and
+//! `ratio lttng-ust/ringtrace-ust (1 thread, discard, every field kind): X.XX`.
 //!
 //! Module map (each row imports only from the rows below it, as
 //! `scripts/module_graph.py` checks):
@@ -23,6 +27,7 @@
 //!       tracers                             the tracer tables: plan, measure, print
 //!         baselines c_interleaved interleaved scaling_interleaved
 //!         drain overhead reading ring wake  one table or measurement each
+//!         ust_abi                           (LTTng-UST programs, both tracers)
 //!           ours  lttng  contexts           ringtrace's and LTTng-UST's runs
 //!             cell  cpus  disk  c_build     a cell's runs; CPU pinning; the scratch
 //!                                           disk; C programs against libringtrace.a
@@ -48,6 +53,7 @@ mod ring;
 mod scaling;
 mod scaling_interleaved;
 mod tracers;
+mod ust_abi;
 mod wake;
 
 use std::path::PathBuf;
@@ -75,7 +81,9 @@ struct Args {
     scratch: PathBuf,
     /// Only these tables (comma-separated): tracers, frontends, losses,
     /// overhead, ring, reading, contexts, wake (how late a thread wakes on
-    /// an idle CPU and a busy one). Default: all.
+    /// an idle CPU and a busy one), lttng-ust-programs (an LTTng-UST
+    /// program under LTTng-UST and under ringtrace's liblttng-ust.so.1).
+    /// Default: all.
     #[arg(long, value_delimiter = ',')]
     tables: Vec<String>,
     /// Keep the `reading` table's traces in SCRATCH/reading (to profile
@@ -174,6 +182,13 @@ fn run() -> Result<(), String> {
     if want("wake") {
         more.push(wake::table()?);
     }
+    // Printed last of the ratio lines.
+    let mut ust_lines = Vec::new();
+    if want("lttng-ust-programs") {
+        let (rows, lines) = ust_abi::table(&bin, n, runs, &scratch)?;
+        more.extend(rows);
+        ust_lines = lines;
+    }
     if let Some(path) = &a.json {
         write_json(path, &cells, more)?;
     }
@@ -181,16 +196,17 @@ fn run() -> Result<(), String> {
         drain::drain_table(&cells, dd);
     }
     ratios::lines(&cells, &bin, n, runs, &scratch, &mut ratios)?;
-    if !ratios.is_empty() {
-        println!();
-        for r in &ratios {
-            println!("{r}");
-        }
-    }
     if !ctx_cells.is_empty() {
         println!();
         if contexts::print(&ctx_cells).is_none() {
             eprintln!("compare: a contexts cell is missing");
+        }
+    }
+    ratios.extend(ust_lines);
+    if !ratios.is_empty() {
+        println!();
+        for r in &ratios {
+            println!("{r}");
         }
     }
     Ok(())

@@ -67,7 +67,7 @@ pub fn table(
     eprintln!("reading: recording {events} events with LTTng-UST and ringtrace");
     let lt = crate::lttng::run(
         lttng_bin,
-        Payload::U64,
+        Payload::U64.name(),
         Mode::Discard,
         1,
         events,

@@ -34,7 +34,7 @@ pub fn measure(
         return ours::run(bufs, p, m, t, n, rate, scratch, ctx);
     }
     match tracer {
-        "lttng-ust" => lttng::run(bin, p, m, t, n, rate, scratch, ctx),
+        "lttng-ust" => lttng::run(bin, p.name(), m, t, n, rate, scratch, ctx),
         "mutex ring" => Ok(baselines::mutex_ring(p, t, n)),
         _ => Ok(baselines::crossbeam(p, t, n)),
     }

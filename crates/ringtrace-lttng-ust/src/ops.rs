@@ -33,6 +33,9 @@ const LEVELS: usize = 4;
 /// One nesting level's payload in the making.
 pub struct Staged {
     desc: *const EventDesc,
+    /// The thread's nesting depth, given back at the commit (reached
+    /// through here: one thread-local lookup per event, at the reserve).
+    depth: *const Cell<usize>,
     ip: u64,
     len: usize,
     at: usize,
@@ -46,6 +49,7 @@ struct Stage {
 
 const EMPTY: Staged = Staged {
     desc: std::ptr::null(),
+    depth: std::ptr::null(),
     ip: 0,
     len: 0,
     at: 0,
@@ -100,6 +104,7 @@ unsafe extern "C" fn event_reserve(ctx: *mut RingBufferCtx) -> c_int {
         // levels in use; a nested reservation takes the next one).
         unsafe {
             (*st).desc = rec.private;
+            (*st).depth = &s.depth;
             (*st).ip = ip;
             (*st).len = len;
             (*st).at = 0;
@@ -128,12 +133,49 @@ unsafe extern "C" fn event_write(
     // SAFETY: a reserved context (the probe's order of calls).
     let st = unsafe { staged(ctx) };
     let n = len.min(st.len - st.at);
-    if n > 0 {
-        // SAFETY: `src` holds `len` bytes (the probe's field), `n <= len`.
-        let from = unsafe { std::slice::from_raw_parts(src as *const u8, n) };
-        st.buf[st.at..st.at + n].copy_from_slice(from);
-    }
+    // SAFETY: `src` holds `len` bytes (the probe's field), `n <= len`.
+    let from = unsafe { std::slice::from_raw_parts(src as *const u8, n) };
+    copy(&mut st.buf[st.at..st.at + n], from);
     st.at += n;
+}
+
+/// `dst.copy_from_slice(src)`, with the sizes of fields (up to 16 bytes)
+/// copied inline rather than through a call to `memcpy`.
+#[inline(always)]
+fn copy(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    assert_eq!(dst.len(), n);
+    let (d, s) = (dst.as_mut_ptr(), src.as_ptr());
+    // SAFETY: both are `n` bytes long (asserted); each copy below stays
+    // within them (two overlapping halves cover sizes between powers of
+    // two), unaligned reads and writes of plain bytes.
+    unsafe {
+        match n {
+            0 => {}
+            1..=3 => {
+                for k in 0..n {
+                    *d.add(k) = *s.add(k);
+                }
+            }
+            4..=7 => {
+                let (a, b) = (
+                    s.cast::<u32>().read_unaligned(),
+                    s.add(n - 4).cast::<u32>().read_unaligned(),
+                );
+                d.cast::<u32>().write_unaligned(a);
+                d.add(n - 4).cast::<u32>().write_unaligned(b);
+            }
+            8..=16 => {
+                let (a, b) = (
+                    s.cast::<u64>().read_unaligned(),
+                    s.add(n - 8).cast::<u64>().read_unaligned(),
+                );
+                d.cast::<u64>().write_unaligned(a);
+                d.add(n - 8).cast::<u64>().write_unaligned(b);
+            }
+            _ => std::ptr::copy_nonoverlapping(s, d, n),
+        }
+    }
 }
 
 /// A string of `len` bytes with its NUL: the characters of `src` up to its
@@ -194,9 +236,12 @@ unsafe extern "C" fn event_commit(ctx: *mut RingBufferCtx) {
     let desc = unsafe { &*st.desc };
     if desc.is_enabled() {
         let payload = &st.buf[..len];
-        desc.emit_at(len, st.ip, |out: &mut [u8]| out.copy_from_slice(payload));
+        desc.emit_at(len, st.ip, |out: &mut [u8]| copy(out, payload));
     }
-    STAGES.with(|s| s.depth.set(s.depth.get() - 1));
+    // SAFETY: `depth` is this thread's (set by the reserve, on this
+    // thread: a probe reserves and commits on the same one).
+    let depth = unsafe { &*st.depth };
+    depth.set(depth.get() - 1);
 }
 
 #[cfg(test)]
@@ -256,6 +301,18 @@ mod tests {
         assert_eq!(unsafe { event_reserve(&mut again) }, 0);
         // SAFETY: reserved above.
         unsafe { event_commit(&mut again) };
+    }
+
+    #[test]
+    fn small_copies_are_exact_at_every_size() {
+        let src: Vec<u8> = (1..=40).collect();
+        for n in 0..=40 {
+            let mut dst = vec![0u8; n + 2];
+            copy(&mut dst[1..n + 1], &src[..n]);
+            assert_eq!(dst[0], 0, "{n}");
+            assert_eq!(&dst[1..n + 1], &src[..n], "{n}");
+            assert_eq!(dst[n + 1], 0, "{n}");
+        }
     }
 
     #[test]
