@@ -49,3 +49,66 @@ pub fn library_path(dir: &Path) -> std::ffi::OsString {
     }
     v
 }
+
+/// LTTng-UST's helper libraries `--preload` names, with their files: what
+/// each traces in a program that was not changed for it.
+pub const HELPERS: [(&str, &str); 7] = [
+    ("libc", "liblttng-ust-libc-wrapper.so.1"),
+    ("pthread", "liblttng-ust-pthread-wrapper.so.1"),
+    ("cyg-profile", "liblttng-ust-cyg-profile.so.1"),
+    ("cyg-profile-fast", "liblttng-ust-cyg-profile-fast.so.1"),
+    ("dl", "liblttng-ust-dl.so.1"),
+    ("fd", "liblttng-ust-fd.so.1"),
+    ("fork", "liblttng-ust-fork.so.1"),
+];
+
+/// Folders where LTTng-UST's helper libraries are installed.
+const HELPER_DIRS: [&str; 6] = [
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib64",
+    "/usr/local/lib",
+    "/usr/lib",
+    "/lib",
+];
+
+/// The path of the helper library `name` names (`libc`, `pthread`, …):
+/// in `LD_LIBRARY_PATH`'s folders first, then the system's. The error says
+/// what to install.
+pub fn helper(name: &str) -> Result<PathBuf, String> {
+    let file = HELPERS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| {
+            let names: Vec<&str> = HELPERS.iter().map(|(n, _)| *n).collect();
+            format!("--preload {name}: not one of {}", names.join(", "))
+        })?;
+    let from_env = std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default();
+    std::env::split_paths(&from_env)
+        .filter(|d| !d.as_os_str().is_empty())
+        .chain(HELPER_DIRS.iter().map(PathBuf::from))
+        .map(|d| d.join(file))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            format!(
+                "--preload {name}: {file} is not installed (Debian: apt-get install liblttng-ust1)"
+            )
+        })
+}
+
+/// `LD_PRELOAD` with `libs` first (then what the environment preloads).
+pub fn preload(libs: &[PathBuf]) -> std::ffi::OsString {
+    let mut v = std::ffi::OsString::new();
+    for (k, l) in libs.iter().enumerate() {
+        if k > 0 {
+            v.push(":");
+        }
+        v.push(l);
+    }
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
+        v.push(":");
+        v.push(old);
+    }
+    v
+}

@@ -25,7 +25,8 @@ const COUNT: u32 = 4;
     after_help = "Examples:\n  ringtrace record -- ./myserver --port 8080\n  \
                   ringtrace record -o /tmp/t -e 'myapp:*' -e 'db:query_*' -- ./myserver\n  \
                   ringtrace record --mode flight-recorder --buffer-dir /dev/shm/b -- ./myserver\n  \
-                  ringtrace record --relay net://collector --live 1000 -- ./myserver\n\
+                  ringtrace record --relay net://collector --live 1000 -- ./myserver\n  \
+                  ringtrace record --preload libc,pthread --loglevel warning -- ./lttng-ust-program\n\
                   The exit status is the program's (128+N if signal N killed it)."
 )]
 pub struct Args {
@@ -49,9 +50,28 @@ pub struct Args {
     /// into this session (`on`), or LTTng-UST's own (`off`).
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
     lttng_ust: String,
+    /// Only events of this level or a more severe one, as `lttng
+    /// enable-event --loglevel`: emerg, alert, crit, err, warning, notice,
+    /// info, debug_system, debug_program, debug_process, debug_module,
+    /// debug_unit, debug_function, debug_line, debug (LTTng's TRACE_ names
+    /// too). Default: every level.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    loglevel: Option<ringtrace::Level>,
+    /// LTTng-UST's helper libraries to load into the program (and the
+    /// programs it runs), comma-separated: libc (malloc, free, …), pthread
+    /// (mutex lock requests, acquisitions, unlocks), cyg-profile and
+    /// cyg-profile-fast (function entries and exits of programs built with
+    /// -finstrument-functions), dl (dlopen, dlclose), fd, fork.
+    #[arg(long, value_name = "HELPERS", value_delimiter = ',')]
+    preload: Vec<String>,
     /// The program and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
+}
+
+fn parse_level(s: &str) -> Result<ringtrace::Level, String> {
+    s.parse()
+        .map_err(|e: ringtrace::UnknownLevel| e.to_string())
 }
 
 /// A path as one item of the session description the program is handed.
@@ -134,6 +154,15 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
     if let Ok(d) = &lttng {
         cmd.env("LD_LIBRARY_PATH", crate::lttng_ust::library_path(d));
     }
+    if !a.preload.is_empty() {
+        let libs = a
+            .preload
+            .iter()
+            .map(|h| crate::lttng_ust::helper(h.trim()))
+            .collect::<Result<Vec<_>, _>>()
+            .inspect_err(|_| remove_if_unused())?;
+        cmd.env("LD_PRELOAD", crate::lttng_ust::preload(&libs));
+    }
     let mut child = cmd.spawn().map_err(|e| {
         remove_if_unused();
         format!("cannot run '{program}': {e}")
@@ -189,6 +218,9 @@ fn check(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             )
             .into());
         }
+    }
+    for h in &a.preload {
+        crate::lttng_ust::helper(h.trim())?;
     }
     if let Some(b) = &a.buffer_dir {
         if std::fs::read_dir(b).is_ok_and(|mut rd| rd.next().is_some()) {
@@ -316,6 +348,9 @@ fn session_spec(
         format!("count={}", o.count(COUNT)),
         format!("context={}", o.contexts(Contexts::DEFAULT)),
     ];
+    if let Some(l) = a.loglevel {
+        spec.push(format!("level={}", l.name()));
+    }
     let bufdir = match &a.buffer_dir {
         Some(b) => {
             spec.push(format!("bufdir={}", spec_path("--buffer-dir", b)?));

@@ -488,3 +488,124 @@ fn record_traces_an_lttng_ust_program_unless_told_not_to() {
         o.stderr
     );
 }
+
+/// The events `ringtrace stats` counts in `trace`, by name.
+fn counts(trace: &Path) -> std::collections::BTreeMap<String, u64> {
+    let o = run(&["stats", trace.to_str().unwrap()]);
+    assert!(o.ok, "{}", o.stderr);
+    o.stdout
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let name = w.iter().find(|x| x.contains(':') && !x.ends_with(':'))?;
+            let n = w.iter().rev().find_map(|x| x.parse::<u64>().ok())?;
+            Some((name.to_string(), n))
+        })
+        .collect()
+}
+
+#[test]
+fn record_preloads_lttng_ust_helpers_and_keeps_the_levels_asked_for() {
+    if !(tool_present("cc", "build-essential") && tool_present("lttng", "lttng-tools")) {
+        return;
+    }
+    let dir = tmp("lttng-ust-record-options");
+    std::fs::create_dir_all(&dir).unwrap();
+    ringtrace_lttng_ust(&dir);
+    // Ten rounds of four log levels, and ten allocations of sizes no other
+    // code of the program asks for.
+    let src = dir.join("levels.c");
+    std::fs::write(
+        &src,
+        "#include <stdlib.h>\n#include <lttng/tracelog.h>\n\
+         int main(void) {\n\
+           for (int i = 0; i < 10; i++) {\n\
+             lttng_ust_tracelog(LTTNG_UST_TRACEPOINT_LOGLEVEL_ERR, \"e %d\", i);\n\
+             lttng_ust_tracelog(LTTNG_UST_TRACEPOINT_LOGLEVEL_WARNING, \"w %d\", i);\n\
+             lttng_ust_tracelog(LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO, \"i %d\", i);\n\
+             lttng_ust_tracelog(LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG, \"d %d\", i);\n\
+             free(malloc(777000 + i));\n\
+           }\n\
+           return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let exe = dir.join("levels");
+    let o = Command::new("cc")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .args(["-llttng-ust", "-ldl"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // --loglevel warning: the errors and the warnings, as LTTng's
+    // `enable-event --loglevel TRACE_WARNING` keeps them.
+    let trace = dir.join("warning");
+    let o = run(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--loglevel",
+        "warning",
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    assert!(o.ok, "{}{}", o.stdout, o.stderr);
+    let c = counts(&trace);
+    assert_eq!(
+        c.get("lttng_ust_tracelog:LTTNG_UST_TRACEPOINT_LOGLEVEL_ERR"),
+        Some(&10),
+        "{c:?}"
+    );
+    assert_eq!(
+        c.get("lttng_ust_tracelog:LTTNG_UST_TRACEPOINT_LOGLEVEL_WARNING"),
+        Some(&10),
+        "{c:?}"
+    );
+    assert!(
+        !c.keys().any(|k| k.contains("INFO") || k.contains("DEBUG")),
+        "{c:?}"
+    );
+    // --preload libc: the libc wrapper's events, the program's ten
+    // allocations among them (and none of the tracer's own).
+    let trace = dir.join("libc");
+    let o = run(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--preload",
+        "libc",
+        "-e",
+        "lttng_ust_libc:*",
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    assert!(o.ok, "{}{}", o.stdout, o.stderr);
+    let o = run(&["view", trace.to_str().unwrap()]);
+    assert!(o.ok, "{}", o.stderr);
+    let ours = o
+        .stdout
+        .lines()
+        .filter(|l| l.contains("lttng_ust_libc:malloc") && l.contains("size = 7770"))
+        .count();
+    assert_eq!(ours, 10, "{}", o.stdout);
+    // A helper that is not one is refused before the program runs.
+    let o = run(&[
+        "record",
+        "-o",
+        dir.join("no").to_str().unwrap(),
+        "--preload",
+        "libz",
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    assert!(!o.ok);
+    assert!(
+        o.stderr
+            .contains("--preload libz: not one of libc, pthread, cyg-profile"),
+        "{}",
+        o.stderr
+    );
+    assert!(!dir.join("no").exists());
+}
