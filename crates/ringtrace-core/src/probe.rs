@@ -123,10 +123,13 @@ pub fn unstaged() -> u64 {
     UNSTAGED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-thread_local! {
+ringbuf::ie_words! {
     /// How deep the calling thread is in the tracer's own work (always 1
-    /// or more in the tracer's threads).
-    static TRACER_WORK: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// or more in the tracer's threads): one initial-exec word, read by
+    /// every event a foreign probe offers (`ringtrace-lttng-ust`), where a
+    /// `thread_local!` would cost a shared library a call to
+    /// `__tls_get_addr`.
+    mod tracer_work = ("__ringtrace_tracer_work", 1);
 }
 
 /// Runs `f` as the tracer's own work: a foreign probe that fires in this
@@ -136,10 +139,10 @@ pub fn as_tracer<R>(f: impl FnOnce() -> R) -> R {
     struct Depth;
     impl Drop for Depth {
         fn drop(&mut self) {
-            TRACER_WORK.with(|d| d.set(d.get() - 1));
+            tracer_work::set(0, tracer_work::get(0) - 1);
         }
     }
-    TRACER_WORK.with(|d| d.set(d.get() + 1));
+    tracer_work::set(0, tracer_work::get(0) + 1);
     let _depth = Depth;
     f()
 }
@@ -147,11 +150,12 @@ pub fn as_tracer<R>(f: impl FnOnce() -> R) -> R {
 /// Marks the calling thread as one of the tracer's (consumer, standby,
 /// control socket) for the rest of its life: see [`as_tracer`].
 pub fn mark_tracer_thread() {
-    TRACER_WORK.with(|d| d.set(d.get() + 1));
+    tracer_work::set(0, tracer_work::get(0) + 1);
 }
 
-/// Whether the calling thread is doing the tracer's own work (a const
-/// thread-local read: safe in a signal handler).
+/// Whether the calling thread is doing the tracer's own work (one
+/// thread-local load: safe in a signal handler).
+#[inline]
 pub fn in_tracer() -> bool {
-    TRACER_WORK.with(|d| d.get() > 0)
+    tracer_work::get(0) > 0
 }

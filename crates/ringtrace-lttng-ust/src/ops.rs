@@ -65,6 +65,36 @@ thread_local! {
     };
 }
 
+ringbuf::ie_words! {
+    /// The address of the calling thread's [`STAGES`], once its first
+    /// event found it (0 before): one `%fs`-relative load per event where
+    /// the `thread_local!` costs this shared library a call to
+    /// `__tls_get_addr`. A thread's storage stays where it is while the
+    /// thread lives (and in a `fork` child, whose one thread is a copy of
+    /// the caller); a new thread's word starts at 0.
+    mod stage_at = ("__ringtrace_lttng_ust_stage", 1);
+}
+
+/// The calling thread's staging areas.
+#[inline(always)]
+fn stages() -> &'static Stage {
+    let at = stage_at::get(0) as usize;
+    if at != 0 {
+        // SAFETY: set below from this thread's `STAGES`, which lives as
+        // long as the thread (no destructor: const-initialized, no Drop).
+        return unsafe { &*(at as *const Stage) };
+    }
+    first_stages()
+}
+
+#[cold]
+fn first_stages() -> &'static Stage {
+    let p = STAGES.with(|s| s as *const Stage);
+    stage_at::set(0, p as u64);
+    // SAFETY: as above.
+    unsafe { &*p }
+}
+
 /// The operations every recorder's channel points to.
 pub const OPS: ChannelOps = ChannelOps {
     struct_size: std::mem::size_of::<ChannelOps>() as u32,
@@ -92,7 +122,8 @@ unsafe extern "C" fn event_reserve(ctx: *mut RingBufferCtx) -> c_int {
     if ringtrace_core::probe::in_tracer() {
         return -1;
     }
-    STAGES.with(|s| {
+    let s = stages();
+    {
         let d = s.depth.get();
         if d >= LEVELS || len > STAGE {
             ringtrace_core::probe::count_unstaged();
@@ -111,7 +142,7 @@ unsafe extern "C" fn event_reserve(ctx: *mut RingBufferCtx) -> c_int {
         }
         ctx.private = st as *mut c_void;
         0
-    })
+    }
 }
 
 /// The staged area of a reserved context.
