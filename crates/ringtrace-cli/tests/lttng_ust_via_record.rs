@@ -1,0 +1,360 @@
+//! `ringtrace record` and programs instrumented for LTTng-UST: the
+//! library offered by default and not with `--lttng-ust=off`; `--loglevel`
+//! and `--preload`; and a program's life under it: a provider in a shared
+//! object opened after the session started and closed again, a `fork`
+//! whose child records into its own sub-trace, in discard and in
+//! flight-recorder mode.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::lttng::{build, ringtrace_lttng_ust};
+use common::*;
+
+#[test]
+fn record_traces_an_lttng_ust_program_unless_told_not_to() {
+    if !(tool_present("cc", "build-essential") && tool_present("lttng", "lttng-tools")) {
+        return;
+    }
+    let dir = tmp("lttng-ust-via-record");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = build(&dir);
+    // Built beside the command, where `record` finds it.
+    ringtrace_lttng_ust(&dir);
+    let trace = dir.join("trace");
+    let o = run(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+        "10",
+        "1",
+    ]);
+    assert!(o.ok, "{}{}", o.stdout, o.stderr);
+    let said = format!("{}{}", o.stdout, o.stderr);
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("trace events") && l.ends_with(" 30")),
+        "{said}"
+    );
+    let o = run(&["stats", trace.to_str().unwrap()]);
+    for name in ["interop:ints", "interop:floats", "interop:texts"] {
+        assert!(
+            o.stdout
+                .lines()
+                .any(|l| l.contains(name) && l.split_whitespace().any(|w| w == "10")),
+            "{name} 10 times:\n{}",
+            o.stdout
+        );
+    }
+    // Off: LTTng-UST's own library, which records nothing without its
+    // daemon; the command says why there is no trace.
+    let off = dir.join("off");
+    let o = run(&[
+        "record",
+        "--lttng-ust=off",
+        "-o",
+        off.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+        "10",
+        "1",
+    ]);
+    assert!(!o.ok);
+    assert!(
+        o.stderr.contains("instrumented for LTTng-UST? (it exited with status 0; LTTng-UST programs did not record: --lttng-ust=off)"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// The events `ringtrace stats` counts in `trace`, by name.
+fn counts(trace: &Path) -> std::collections::BTreeMap<String, u64> {
+    let o = run(&["stats", trace.to_str().unwrap()]);
+    assert!(o.ok, "{}", o.stderr);
+    o.stdout
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let name = w.iter().find(|x| x.contains(':') && !x.ends_with(':'))?;
+            let n = w.iter().rev().find_map(|x| x.parse::<u64>().ok())?;
+            Some((name.to_string(), n))
+        })
+        .collect()
+}
+
+#[test]
+fn record_preloads_lttng_ust_helpers_and_keeps_the_levels_asked_for() {
+    if !(tool_present("cc", "build-essential") && tool_present("lttng", "lttng-tools")) {
+        return;
+    }
+    let dir = tmp("lttng-ust-record-options");
+    std::fs::create_dir_all(&dir).unwrap();
+    ringtrace_lttng_ust(&dir);
+    // Ten rounds of four log levels, and ten allocations of sizes no other
+    // code of the program asks for.
+    let src = dir.join("levels.c");
+    std::fs::write(
+        &src,
+        "#include <stdlib.h>\n#include <lttng/tracelog.h>\n\
+         int main(void) {\n\
+           for (int i = 0; i < 10; i++) {\n\
+             lttng_ust_tracelog(LTTNG_UST_TRACEPOINT_LOGLEVEL_ERR, \"e %d\", i);\n\
+             lttng_ust_tracelog(LTTNG_UST_TRACEPOINT_LOGLEVEL_WARNING, \"w %d\", i);\n\
+             lttng_ust_tracelog(LTTNG_UST_TRACEPOINT_LOGLEVEL_INFO, \"i %d\", i);\n\
+             lttng_ust_tracelog(LTTNG_UST_TRACEPOINT_LOGLEVEL_DEBUG, \"d %d\", i);\n\
+             free(malloc(777000 + i));\n\
+           }\n\
+           return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let exe = dir.join("levels");
+    let o = Command::new("cc")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .args(["-llttng-ust", "-ldl"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // --loglevel warning: the errors and the warnings, as LTTng's
+    // `enable-event --loglevel TRACE_WARNING` keeps them.
+    let trace = dir.join("warning");
+    let o = run(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--loglevel",
+        "warning",
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    assert!(o.ok, "{}{}", o.stdout, o.stderr);
+    let c = counts(&trace);
+    assert_eq!(
+        c.get("lttng_ust_tracelog:LTTNG_UST_TRACEPOINT_LOGLEVEL_ERR"),
+        Some(&10),
+        "{c:?}"
+    );
+    assert_eq!(
+        c.get("lttng_ust_tracelog:LTTNG_UST_TRACEPOINT_LOGLEVEL_WARNING"),
+        Some(&10),
+        "{c:?}"
+    );
+    assert!(
+        !c.keys().any(|k| k.contains("INFO") || k.contains("DEBUG")),
+        "{c:?}"
+    );
+    // --preload libc: the libc wrapper's events, the program's ten
+    // allocations among them (and none of the tracer's own).
+    let trace = dir.join("libc");
+    let o = run(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--preload",
+        "libc",
+        "-e",
+        "lttng_ust_libc:*",
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    assert!(o.ok, "{}{}", o.stdout, o.stderr);
+    let o = run(&["view", trace.to_str().unwrap()]);
+    assert!(o.ok, "{}", o.stderr);
+    let ours = o
+        .stdout
+        .lines()
+        .filter(|l| l.contains("lttng_ust_libc:malloc") && l.contains("size = 7770"))
+        .count();
+    assert_eq!(ours, 10, "{}", o.stdout);
+    // A helper that is not one is refused before the program runs.
+    let o = run(&[
+        "record",
+        "-o",
+        dir.join("no").to_str().unwrap(),
+        "--preload",
+        "libz",
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    assert!(!o.ok);
+    assert!(
+        o.stderr
+            .contains("--preload libz: not one of libc, pthread, cyg-profile"),
+        "{}",
+        o.stderr
+    );
+    assert!(!dir.join("no").exists());
+}
+
+/// A program's life under `record`: events of its own provider; a
+/// provider in a shared object it opens once the session runs, whose
+/// events it records, then closes (unregistration); a `fork` whose child
+/// records into a sub-trace of its own; more events after the child ends.
+const LIFE: &str = r#"
+#define TRACEPOINT_DEFINE
+#define TRACEPOINT_CREATE_PROBES
+#include "app_tp.h"
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+    int n = atoi(argv[1]), i, st = 0;
+    for (i = 0; i < n; i++)
+        lttng_ust_tracepoint(app, step, i, 0);
+    void *h = dlopen(argv[2], RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "%s\n", dlerror());
+        return 3;
+    }
+    void (*late)(int) = (void (*)(int))dlsym(h, "late");
+    for (i = 0; i < n; i++)
+        late(i);
+    dlclose(h);
+    pid_t c = fork();
+    if (c == 0) {
+        for (i = 0; i < n; i++)
+            lttng_ust_tracepoint(app, step, i, 1);
+        exit(0);
+    }
+    waitpid(c, &st, 0);
+    for (i = 0; i < n; i++)
+        lttng_ust_tracepoint(app, step, i, 2);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 4;
+}
+"#;
+
+/// A provider header: `PROVIDER:EVENT` with two integer fields `i`, `who`
+/// (`who` absent when `two` is false).
+fn provider_header(provider: &str, event: &str, two: bool) -> String {
+    let (args, fields) = if two {
+        (
+            "int, i, int, who",
+            "ctf_integer(int, i, i) ctf_integer(int, who, who)",
+        )
+    } else {
+        ("int, i", "ctf_integer(int, i, i)")
+    };
+    let up = provider.to_uppercase();
+    format!(
+        "#undef LTTNG_UST_TRACEPOINT_PROVIDER\n\
+         #define LTTNG_UST_TRACEPOINT_PROVIDER {provider}\n\
+         #undef LTTNG_UST_TRACEPOINT_INCLUDE\n\
+         #define LTTNG_UST_TRACEPOINT_INCLUDE \"./{provider}_tp.h\"\n\
+         #if !defined({up}_TP_H) || defined(LTTNG_UST_TRACEPOINT_HEADER_MULTI_READ)\n\
+         #define {up}_TP_H\n\
+         #include <lttng/tracepoint.h>\n\
+         LTTNG_UST_TRACEPOINT_EVENT({provider}, {event},\n\
+             LTTNG_UST_TP_ARGS({args}),\n\
+             LTTNG_UST_TP_FIELDS({fields}))\n\
+         #endif\n\
+         #include <lttng/tracepoint-event.h>\n"
+    )
+}
+
+/// Builds the program and its late provider in `dir`: (program, object).
+fn build_life(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    std::fs::write(dir.join("app_tp.h"), provider_header("app", "step", true)).unwrap();
+    std::fs::write(dir.join("late_tp.h"), provider_header("late", "ev", false)).unwrap();
+    std::fs::write(dir.join("app.c"), LIFE).unwrap();
+    std::fs::write(
+        dir.join("late.c"),
+        "#define TRACEPOINT_DEFINE\n#define TRACEPOINT_CREATE_PROBES\n#include \"late_tp.h\"\n\
+         void late(int i) { lttng_ust_tracepoint(late, ev, i); }\n",
+    )
+    .unwrap();
+    let (exe, so) = (dir.join("app"), dir.join("liblate.so"));
+    for args in [
+        vec!["-shared", "-fPIC", "-o", so.to_str().unwrap(), "late.c"],
+        vec!["-o", exe.to_str().unwrap(), "app.c"],
+    ] {
+        let o = Command::new("cc")
+            .current_dir(dir)
+            .args(&args)
+            .args(["-I.", "-llttng-ust", "-ldl"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    (exe, so)
+}
+
+#[test]
+fn a_provider_opened_late_and_a_fork_child_record_under_record() {
+    if !(tool_present("cc", "build-essential") && tool_present("lttng", "lttng-tools")) {
+        return;
+    }
+    let dir = tmp("lttng-ust-life");
+    std::fs::create_dir_all(&dir).unwrap();
+    ringtrace_lttng_ust(&dir);
+    let (exe, so) = build_life(&dir);
+    const N: usize = 50;
+    for mode in ["discard", "flight-recorder"] {
+        let trace = dir.join(mode);
+        let o = run(&[
+            "record",
+            "-o",
+            trace.to_str().unwrap(),
+            "--mode",
+            mode,
+            "--",
+            exe.to_str().unwrap(),
+            &N.to_string(),
+            so.to_str().unwrap(),
+        ]);
+        assert!(o.ok, "{mode}: {}{}", o.stdout, o.stderr);
+        // Two processes, each its own sub-trace.
+        assert!(
+            o.stdout
+                .lines()
+                .any(|l| l.starts_with("trace processes")
+                    && l.split_whitespace().last() == Some("2")),
+            "{mode}: {}",
+            o.stdout
+        );
+        let v = run(&["view", trace.to_str().unwrap()]);
+        assert!(v.ok, "{mode}: {}", v.stderr);
+        let lines: Vec<&str> = v.stdout.lines().collect();
+        // `view` says `PID/TID` of each event.
+        let pid = |l: &str| -> String {
+            l.split_whitespace()
+                .find_map(|w| {
+                    let (p, t) = w.split_once('/')?;
+                    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+                    (digits(p) && digits(t)).then(|| p.to_string())
+                })
+                .unwrap_or_else(|| panic!("no pid/tid: {l}"))
+        };
+        for who in 0..3 {
+            let mine: Vec<&&str> = lines
+                .iter()
+                .filter(|l| l.contains("app:step") && l.contains(&format!("who = {who}")))
+                .collect();
+            assert_eq!(mine.len(), N, "{mode}: app:step who={who}\n{}", v.stdout);
+            // The child's events carry its own pid, the parent's theirs.
+            let pids: std::collections::BTreeSet<String> = mine.iter().map(|l| pid(l)).collect();
+            assert_eq!(pids.len(), 1, "{mode}: {pids:?}");
+        }
+        let late = lines.iter().filter(|l| l.contains("late:ev")).count();
+        assert_eq!(late, N, "{mode}: the late provider's events\n{}", v.stdout);
+        let parent = pid(lines.iter().find(|l| l.contains("who = 0")).unwrap());
+        let child = pid(lines.iter().find(|l| l.contains("who = 1")).unwrap());
+        assert_ne!(parent, child, "{mode}");
+        assert!(
+            lines
+                .iter()
+                .filter(|l| l.contains("late:ev") || l.contains("who = 2"))
+                .all(|l| pid(l) == parent),
+            "{mode}"
+        );
+    }
+}
