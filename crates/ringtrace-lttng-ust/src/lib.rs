@@ -45,7 +45,8 @@
 //! - `hooks.rs`: what the helper libraries call on a fork, a `dlopen`, a
 //!   credential change, and what each means here;
 //! - `plugins.rs`: the program's clock and CPU-number plugins, adopted by
-//!   the session.
+//!   the session;
+//! - `strerror.rs`: the words for LTTng-UST's error codes.
 //!
 //! Sessions come from the collector: `RINGTRACE_SESSION` in the program's
 //! environment starts one when the first provider registers.
@@ -66,6 +67,7 @@ pub mod ops;
 pub mod plugins;
 pub mod recorder;
 pub mod register;
+pub mod strerror;
 pub mod tracef;
 pub mod tracepoint;
 
