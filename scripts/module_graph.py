@@ -73,6 +73,7 @@ LAYERS = {
             "reading",
             "ring",
             "ust_abi",
+            "floor",
             "wake",
         ],
         ["tracers"],

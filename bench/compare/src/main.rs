@@ -11,12 +11,15 @@
 //! (`ring.rs`), and the reading speed of `ringtrace view` and `stats`
 //! against babeltrace2 on an LTTng-UST and a ringtrace trace (`reading.rs`),
 //! and an LTTng-UST program under LTTng-UST's tracer and ringtrace's
-//! `liblttng-ust.so.1` (`ust_abi.rs`).
+//! `liblttng-ust.so.1` (`ust_abi.rs`), and ringtrace's event against the
+//! floor, a minimal record in the same process (`floor.rs`).
 //!
 //! `cargo run --release -p compare -- [--quick] [--json FILE]`; the last
 //! lines printed are the ratio lines, ending with
 //! `ratio lttng-ust/ringtrace-ust (1 thread, discard, u64): X.XX` and
-//! `ratio lttng-ust/ringtrace-ust (1 thread, discard, every field kind): X.XX`.
+//! `ratio lttng-ust/ringtrace-ust (1 thread, discard, every field kind): X.XX`,
+//! then `ratio ringtrace/floor per-thread (1 thread, flight recorder, u64): X.XX`,
+//! its per-CPU rseq line, and the two with the default contexts.
 //!
 //! Module map (each row imports only from the rows below it, as
 //! `scripts/module_graph.py` checks):
@@ -27,7 +30,7 @@
 //!       tracers                             the tracer tables: plan, measure, print
 //!         baselines c_interleaved interleaved scaling_interleaved
 //!         drain overhead reading ring wake  one table or measurement each
-//!         ust_abi                           (LTTng-UST programs, both tracers)
+//!         ust_abi floor                     (LTTng-UST programs; the floor)
 //!           ours  lttng  contexts           ringtrace's and LTTng-UST's runs
 //!             cell  cpus  disk  c_build     a cell's runs; CPU pinning; the scratch
 //!                                           disk; C programs against libringtrace.a
@@ -41,6 +44,7 @@ mod contexts;
 mod cpus;
 mod disk;
 mod drain;
+mod floor;
 mod frontends;
 mod interleaved;
 mod losses;
@@ -82,7 +86,8 @@ struct Args {
     /// Only these tables (comma-separated): tracers, frontends, losses,
     /// overhead, ring, reading, contexts, wake (how late a thread wakes on
     /// an idle CPU and a busy one), lttng-ust-programs (an LTTng-UST
-    /// program under LTTng-UST and under ringtrace's liblttng-ust.so.1).
+    /// program under LTTng-UST and under ringtrace's liblttng-ust.so.1),
+    /// floor (ringtrace's event against the least a record can cost).
     /// Default: all.
     #[arg(long, value_delimiter = ',')]
     tables: Vec<String>,
@@ -182,7 +187,11 @@ fn run() -> Result<(), String> {
     if want("wake") {
         more.push(wake::table()?);
     }
-    // Printed last of the ratio lines.
+    // Printed last of the ratio lines, the floor's at the very end.
+    let mut floor_lines = Vec::new();
+    if want("floor") {
+        floor_lines = floor::table(if a.quick { 50 } else { 300 })?;
+    }
     let mut ust_lines = Vec::new();
     if want("lttng-ust-programs") {
         let (rows, lines) = ust_abi::table(&bin, n, runs, &scratch)?;
@@ -203,6 +212,7 @@ fn run() -> Result<(), String> {
         }
     }
     ratios.extend(ust_lines);
+    ratios.extend(floor_lines);
     if !ratios.is_empty() {
         println!();
         for r in &ratios {
