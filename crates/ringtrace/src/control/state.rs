@@ -301,7 +301,9 @@ fn sharing(cfg: &ChannelConfig) -> Result<Sharing, Error> {
     if ringbuf::cpu::overridden() {
         return match cfg.cpu_sync {
             CpuSync::Rseq => Err(Error::Config(format!(
-                "channel '{}': rseq asked for, but the program names its own CPUs (a getcpu                  plugin, LTTNG_UST_GETCPU_PLUGIN): restartable sequences record into the buffer                  of the CPU the kernel says; use rseq=auto or rseq=atomics",
+                "channel '{}': rseq asked for, but the program names its own CPUs (a getcpu \
+                 plugin, LTTNG_UST_GETCPU_PLUGIN): restartable sequences record into the buffer \
+                 of the CPU the kernel says; use rseq=auto or rseq=atomics",
                 cfg.name
             ))),
             CpuSync::Auto | CpuSync::Atomics => Ok(Sharing::PerCpuAtomics),
