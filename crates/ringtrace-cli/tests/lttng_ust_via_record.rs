@@ -358,3 +358,84 @@ fn a_provider_opened_late_and_a_fork_child_record_under_record() {
         );
     }
 }
+
+/// `libringtrace.so` (ringtrace's C API), built now with this test's
+/// profile; its folder.
+fn ringtrace_c_api() -> std::path::PathBuf {
+    let built = assert_cmd::cargo::cargo_bin("ringtrace")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-q", "-p", "ringtrace-ffi", "--lib"]);
+    if built.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    assert!(
+        cmd.status().unwrap().success(),
+        "cargo build -p ringtrace-ffi"
+    );
+    built
+}
+
+#[test]
+fn a_program_with_both_runtimes_records_every_event_of_each() {
+    if !(tool_present("cc", "build-essential") && tool_present("lttng", "lttng-tools")) {
+        return;
+    }
+    // A C program with ringtrace's own events (its C API, libringtrace.so)
+    // and LTTng-UST tracepoints (ringtrace's liblttng-ust.so.1): two
+    // copies of ringtrace's runtime in one process, each starting the
+    // session `record` hands it. Each writes a sub-trace of its own for
+    // the process (a limitation: one session and one channel would be
+    // better); nothing is lost and both read as one trace.
+    let dir = tmp("lttng-ust-two-runtimes");
+    std::fs::create_dir_all(&dir).unwrap();
+    ringtrace_lttng_ust(&dir);
+    let c_api = ringtrace_c_api();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lttng");
+    std::fs::write(
+        dir.join("mix.c"),
+        "#include <ringtrace.h>\n#include \"tp.h\"\n\
+         int main(void) {\n\
+           for (int i = 0; i < 10; i++) {\n\
+             RINGTRACE_EVENT(native, tick, RT_U64(i, i));\n\
+             tracepoint(interop, ints, i);\n\
+           }\n\
+           return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let exe = dir.join("mix");
+    let include = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ringtrace-ffi/include");
+    let o = Command::new("cc")
+        .arg("-o")
+        .arg(&exe)
+        .arg(dir.join("mix.c"))
+        .arg(src.join("tp.c"))
+        .arg("-I")
+        .arg(&src)
+        .arg("-I")
+        .arg(&include)
+        .arg("-L")
+        .arg(&c_api)
+        .arg(format!("-Wl,-rpath,{}", c_api.display()))
+        .args(["-lringtrace", "-llttng-ust", "-ldl"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let trace = dir.join("trace");
+    let o = run(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    assert!(o.ok, "{}{}", o.stdout, o.stderr);
+    let c = counts(&trace);
+    assert_eq!(c.get("native:tick"), Some(&10), "{c:?}");
+    assert_eq!(c.get("interop:ints"), Some(&10), "{c:?}");
+    let subtraces = std::fs::read_dir(&trace).unwrap().count();
+    assert_eq!(subtraces, 2, "one sub-trace per runtime");
+}
