@@ -439,3 +439,53 @@ fn a_program_with_both_runtimes_records_every_event_of_each() {
     let subtraces = std::fs::read_dir(&trace).unwrap().count();
     assert_eq!(subtraces, 2, "one sub-trace per runtime");
 }
+
+#[test]
+fn a_program_without_lttng_ust_opens_a_provider_and_records() {
+    if !(tool_present("cc", "build-essential") && tool_present("lttng", "lttng-tools")) {
+        return;
+    }
+    // The program links neither LTTng-UST nor ringtrace: the provider's
+    // library brings `liblttng-ust.so.1` (ringtrace's) along when the
+    // program opens it, so the dynamic linker loads this library with
+    // `dlopen` and must find room for its thread-local storage in the
+    // static TLS block's small reserve (it did not when the staging areas
+    // were thread-local: the program's `dlopen` failed).
+    let dir = tmp("lttng-ust-dlopen-only");
+    std::fs::create_dir_all(&dir).unwrap();
+    ringtrace_lttng_ust(&dir);
+    let (_, so) = build_life(&dir);
+    std::fs::write(
+        dir.join("plain.c"),
+        "#include <dlfcn.h>\n#include <stdio.h>\n\
+         int main(int argc, char **argv) {\n\
+           void *h = dlopen(argv[1], RTLD_NOW);\n\
+           if (!h) { fprintf(stderr, \"%s\\n\", dlerror()); return 3; }\n\
+           void (*late)(int) = (void (*)(int))dlsym(h, \"late\");\n\
+           for (int i = 0; i < 10; i++) late(i);\n\
+           dlclose(h);\n\
+           return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let exe = dir.join("plain");
+    let o = Command::new("cc")
+        .arg("-o")
+        .arg(&exe)
+        .arg(dir.join("plain.c"))
+        .arg("-ldl")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let trace = dir.join("trace");
+    let o = run(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+        so.to_str().unwrap(),
+    ]);
+    assert!(o.ok, "{}{}", o.stdout, o.stderr);
+    assert_eq!(counts(&trace).get("late:ev"), Some(&10));
+}

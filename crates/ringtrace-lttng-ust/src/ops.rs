@@ -10,10 +10,10 @@
 //! signal handler's event inside a probe takes the next one), of
 //! [`STAGE`] bytes each: a larger payload, or a fifth level, is not
 //! recorded and is counted (`ringtrace_core::probe::count_unstaged`; `stats`
-//! shows it). The areas are static TLS of
-//! this library (loaded with the program, or preloaded: nothing is
-//! allocated when a thread first records), so the path stays free of
-//! allocation, locks and system calls, and safe in a signal handler.
+//! shows it). The areas are static memory of this library, one set per
+//! reader slot ([`POOL`]): nothing is allocated when a thread first
+//! records, so the path stays free of allocation, locks and system calls,
+//! and safe in a signal handler.
 //!
 //! The layout is x86-64's: a probe packs its fields (`alignment` is 1 for
 //! every write), so the staged bytes are the record's payload as they are.
@@ -22,6 +22,7 @@ use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_char, c_int, c_void};
 
 use ringtrace_core::desc::EventDesc;
+use ringtrace_core::rcu;
 
 use crate::abi::{ChannelOps, EventRecorder, RingBufferCtx};
 
@@ -42,11 +43,6 @@ pub struct Staged {
     buf: [u8; STAGE],
 }
 
-struct Stage {
-    depth: Cell<usize>,
-    levels: [UnsafeCell<Staged>; LEVELS],
-}
-
 const EMPTY: Staged = Staged {
     desc: std::ptr::null(),
     depth: std::ptr::null(),
@@ -56,43 +52,68 @@ const EMPTY: Staged = Staged {
     buf: [0; STAGE],
 };
 
-thread_local! {
-    static STAGES: Stage = const {
+/// A thread's staging areas, and which thread they are: the thread
+/// pointer of the thread that last used them.
+struct Stage {
+    owner: Cell<usize>,
+    depth: Cell<usize>,
+    levels: [UnsafeCell<Staged>; LEVELS],
+}
+
+/// Every thread's staging areas, at the index of the thread's reader slot
+/// (`ringtrace_core::rcu::thread_index`, which the thread owns while it
+/// lives): static memory, not thread-local storage. This library's
+/// thread-local storage must stay small: its initial-exec words make the
+/// dynamic linker place all of it in the static TLS block, whose reserve
+/// for libraries opened with `dlopen` (a provider's library that brings
+/// this one along) is a few hundred bytes; 33 KiB of staging there made
+/// that `dlopen` fail ("cannot allocate memory in static TLS block"). Here
+/// it costs address space (about 33 MiB of zero pages, never written
+/// until a thread records) and a thread touches only the pages it stages
+/// into.
+struct Pool([Stage; rcu::SLOTS]);
+
+// SAFETY: stage `i` is used only by the thread that owns reader slot `i`
+// (one thread at a time, for its life), and by its signal handlers, which
+// take the next nesting level.
+unsafe impl Sync for Pool {}
+
+static POOL: Pool = Pool(
+    [const {
         Stage {
+            owner: Cell::new(0),
             depth: Cell::new(0),
             levels: [const { UnsafeCell::new(EMPTY) }; LEVELS],
         }
-    };
-}
+    }; rcu::SLOTS],
+);
 
-ringbuf::ie_words! {
-    /// The address of the calling thread's [`STAGES`], once its first
-    /// event found it (0 before): one `%fs`-relative load per event where
-    /// the `thread_local!` costs this shared library a call to
-    /// `__tls_get_addr`. A thread's storage stays where it is while the
-    /// thread lives (and in a `fork` child, whose one thread is a copy of
-    /// the caller); a new thread's word starts at 0.
-    mod stage_at = ("__ringtrace_lttng_ust_stage", 1);
-}
-
-/// The calling thread's staging areas.
+/// The calling thread's identity: its thread pointer (`%fs:0`), unique
+/// among live threads.
 #[inline(always)]
-fn stages() -> &'static Stage {
-    let at = stage_at::get(0) as usize;
-    if at != 0 {
-        // SAFETY: set below from this thread's `STAGES`, which lives as
-        // long as the thread (no destructor: const-initialized, no Drop).
-        return unsafe { &*(at as *const Stage) };
+fn me() -> usize {
+    let tp: usize;
+    // SAFETY: on x86-64 Linux the thread pointer's first word holds its
+    // own address (the TCB header); a plain load.
+    unsafe {
+        std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags));
     }
-    first_stages()
+    tp
 }
 
-#[cold]
-fn first_stages() -> &'static Stage {
-    let p = STAGES.with(|s| s as *const Stage);
-    stage_at::set(0, p as u64);
-    // SAFETY: as above.
-    unsafe { &*p }
+/// The calling thread's staging areas; `None` if it has no reader slot
+/// (more than [`rcu::SLOTS`] threads record at once).
+#[inline(always)]
+fn stages() -> Option<&'static Stage> {
+    let s = &POOL.0[rcu::thread_index()?];
+    let me = me();
+    if s.owner.get() != me {
+        // A thread that took the slot of one that exited: its areas start
+        // empty (the one before could have died inside a probe).
+        s.owner.set(me);
+        s.depth.set(0);
+    }
+    Some(s)
 }
 
 /// The operations every recorder's channel points to.
@@ -122,7 +143,10 @@ unsafe extern "C" fn event_reserve(ctx: *mut RingBufferCtx) -> c_int {
     if ringtrace_core::probe::in_tracer() {
         return -1;
     }
-    let s = stages();
+    let Some(s) = stages() else {
+        ringtrace_core::probe::count_unstaged();
+        return -1;
+    };
     {
         let d = s.depth.get();
         if d >= LEVELS || len > STAGE {

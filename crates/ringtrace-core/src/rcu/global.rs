@@ -111,6 +111,18 @@ pub fn read_lock() -> Option<Guard> {
     })
 }
 
+/// The calling thread's slot index, claimed by its first call here or
+/// its first read section: the thread owns it while it lives, so per-thread
+/// state kept in a static array at that index is the thread's alone
+/// (`ringtrace-lttng-ust`'s staging areas). `None` if no slot is free.
+#[inline(always)]
+pub fn thread_index() -> Option<usize> {
+    match my_slot::get().checked_sub(1) {
+        Some(i) => Some(i),
+        None => register().map(slot_index),
+    }
+}
+
 #[cold]
 fn register() -> Option<&'static Slot> {
     match DOMAIN.claim(gettid()) {

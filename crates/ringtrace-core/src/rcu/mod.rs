@@ -281,7 +281,8 @@ pub use published::{Published, Updater};
 
 #[cfg(not(loom))]
 pub use global::{
-    after_fork_in_child, init, read_lock, slots_used, uses_membarrier, Guard, DOMAIN, SLOTS,
+    after_fork_in_child, init, read_lock, slots_used, thread_index, uses_membarrier, Guard, DOMAIN,
+    SLOTS,
 };
 
 /// Under loom only [`Domain`] is modelled (`tests/loom.rs`); the process-wide
@@ -304,6 +305,9 @@ mod loom_stubs {
     pub fn read_lock() -> Option<Guard> {
         unreachable!("the tracer does not run under loom; only rcu::Domain is modelled")
     }
+    pub fn thread_index() -> Option<usize> {
+        unreachable!("the tracer does not run under loom; only rcu::Domain is modelled")
+    }
     pub fn after_fork_in_child() {}
     pub struct Global;
     impl Global {
@@ -319,7 +323,8 @@ mod loom_stubs {
 }
 #[cfg(loom)]
 pub use loom_stubs::{
-    after_fork_in_child, init, no_slot_drops, read_lock, slots_used, Guard, DOMAIN, SLOTS,
+    after_fork_in_child, init, no_slot_drops, read_lock, slots_used, thread_index, Guard, DOMAIN,
+    SLOTS,
 };
 
 /// Records dropped because more than [`SLOTS`] threads were reading at once.
