@@ -5,9 +5,9 @@
 pub enum Tok {
     /// Identifier or keyword.
     Ident(String),
-    /// Integer literal (decimal, hex, octal; optionally negative).
+    /// Integer literal (decimal, hex, octal; optionally signed).
     Int(i128),
-    /// String literal, unescaped.
+    /// String literal (or character constant), unescaped.
     Str(String),
     /// Punctuation: `{ } ( ) [ ] < > ; , = . :=` and `...`.
     Punct(&'static str),
@@ -51,10 +51,10 @@ pub fn lex(src: &str) -> Result<Vec<Spanned>, LexError> {
         let (tok, len) = if c.is_ascii_alphabetic() || c == b'_' {
             lx.ident()
         } else if c.is_ascii_digit()
-            || (c == b'-' && lx.b.get(lx.i + 1).is_some_and(u8::is_ascii_digit))
+            || ((c == b'-' || c == b'+') && lx.b.get(lx.i + 1).is_some_and(u8::is_ascii_digit))
         {
             lx.int()?
-        } else if c == b'"' {
+        } else if c == b'"' || c == b'\'' {
             lx.string()?
         } else {
             lx.punct()?
@@ -126,11 +126,11 @@ impl Lexer<'_> {
     }
 
     /// A decimal, hexadecimal (`0x`) or octal (`0…`) integer, optionally
-    /// negative, its C suffixes (`u`, `l`) ignored.
+    /// signed (`-3`, `+3`), its C suffixes (`u`, `l`) ignored.
     fn int(&self) -> Result<(Tok, usize), LexError> {
         let i = self.i;
         let neg = self.b[i] == b'-';
-        let s = i + usize::from(neg);
+        let s = i + usize::from(neg || self.b[i] == b'+');
         let n = self.b[s..]
             .iter()
             .take_while(|x| x.is_ascii_alphanumeric())
@@ -147,14 +147,17 @@ impl Lexer<'_> {
         Ok((Tok::Int(if neg { -v } else { v }), s + n - i))
     }
 
-    /// A string literal with C escapes (`\n`, `\t`, `\0`, `\"`, `\\`).
+    /// A string literal with C escapes (`\n`, `\t`, `\0`, `\"`, `\\`), in
+    /// double quotes or, as a character constant, in single quotes
+    /// (`'a'`, which babeltrace2 takes as the string it holds).
     fn string(&self) -> Result<(Tok, usize), LexError> {
+        let quote = self.b[self.i];
         let mut s = String::new();
         let mut k = self.i + 1;
         loop {
             match self.b.get(k) {
                 None => return Err(self.err("unterminated string")),
-                Some(b'"') => break,
+                Some(&q) if q == quote => break,
                 Some(b'\\') => {
                     let e = self.src[k + 1..]
                         .chars()
@@ -238,6 +241,40 @@ mod tests {
                 (Tok::Punct("..."), 3, 22),
             ]
         );
+    }
+
+    #[test]
+    fn signed_literals_and_character_constants_read_as_babeltrace2_reads_them() {
+        // `+8` is 8; `'a'` and `'UTF8'` are the strings they hold (babeltrace2's
+        // parser makes a character constant a string expression), escapes
+        // and a single quote inside double quotes as in C.
+        assert_eq!(
+            toks("size = +8; x = -0x10; e = 'UTF8'; c = '\\''; d = \"it's\";"),
+            vec![
+                (Tok::Ident("size".into()), 1, 1),
+                (Tok::Punct("="), 1, 6),
+                (Tok::Int(8), 1, 8),
+                (Tok::Punct(";"), 1, 10),
+                (Tok::Ident("x".into()), 1, 12),
+                (Tok::Punct("="), 1, 14),
+                (Tok::Int(-16), 1, 16),
+                (Tok::Punct(";"), 1, 21),
+                (Tok::Ident("e".into()), 1, 23),
+                (Tok::Punct("="), 1, 25),
+                (Tok::Str("UTF8".into()), 1, 27),
+                (Tok::Punct(";"), 1, 33),
+                (Tok::Ident("c".into()), 1, 35),
+                (Tok::Punct("="), 1, 37),
+                (Tok::Str("'".into()), 1, 39),
+                (Tok::Punct(";"), 1, 43),
+                (Tok::Ident("d".into()), 1, 45),
+                (Tok::Punct("="), 1, 47),
+                (Tok::Str("it's".into()), 1, 49),
+                (Tok::Punct(";"), 1, 55),
+            ]
+        );
+        // A plus sign alone is still not a token.
+        assert_eq!(lex("a + b").unwrap_err().msg, "unexpected character `+`");
     }
 
     #[test]
