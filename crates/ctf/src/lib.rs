@@ -33,7 +33,7 @@ pub mod types;
 pub mod value;
 
 pub use layout::{PacketContext, MAGIC, PACKET_HEADER_SIZE};
-pub use parse::{parse_metadata, MetadataError};
+pub use parse::{parse_metadata, parse_metadata_warned, MetadataError};
 pub use types::*;
 pub use value::{DecodeError, Value};
 pub mod merge;

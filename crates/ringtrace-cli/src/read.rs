@@ -32,7 +32,13 @@ pub fn open(dir: &Path) -> Result<Trace, String> {
             dir.display()
         ));
     }
-    Trace::open(dir).map_err(|e| e.to_string())
+    let t = Trace::open(dir).map_err(|e| e.to_string())?;
+    // What the metadata declares and is ignored, said once per trace
+    // opened (babeltrace2 warns of the same), never stopping the read.
+    for w in &t.warnings {
+        eprintln!("ringtrace: warning: {w}");
+    }
+    Ok(t)
 }
 
 /// The notes processes of a whole-program trace left in `dir` when they

@@ -37,14 +37,16 @@ fn the_demo_prints_as_babeltrace2_prints_it() {
 }
 
 #[test]
-fn signed_literals_and_character_constants_in_metadata_read_as_in_babeltrace2() {
+fn metadata_as_other_producers_write_it_reads_as_in_babeltrace2() {
     if !babeltrace2_present() {
         return;
     }
-    // The demo's metadata with every `size = 8; align = 8` written
-    // `size = +8; align = +8` and its tracer's name in single quotes, as
-    // other producers write them: babeltrace2 reads both (a
-    // character constant is the string it holds), and so does ringtrace.
+    // The demo's metadata as other producers write theirs: every
+    // `size = 8; align = 8` as `size = +8; align = +8`, the tracer's name
+    // in single quotes (a character constant, the string it holds to
+    // babeltrace2), and attributes CTF 1.8 does not define in an integer,
+    // the trace, the clock and an event, which babeltrace2 ignores with a
+    // warning. ringtrace prints the same lines and warns once of each.
     let d = tmp("bt2-literals");
     let o = run(&["demo", "-o", d.to_str().unwrap(), "--seconds", "0.1"]);
     assert!(o.ok, "{}", o.stderr);
@@ -53,11 +55,47 @@ fn signed_literals_and_character_constants_in_metadata_read_as_in_babeltrace2() 
     let text = std::fs::read_to_string(&meta).unwrap();
     let patched = text
         .replace("size = 8; align = 8;", "size = +8; align = +8;")
-        .replace("tracer_name = \"ringtrace\";", "tracer_name = 'ringtrace';");
-    assert!(patched.contains("size = +8") && patched.contains("'ringtrace'"));
+        .replace("tracer_name = \"ringtrace\";", "tracer_name = 'ringtrace';")
+        .replacen("signed = false; }", "signed = false; colour = 3; }", 1)
+        .replacen("\tmajor = 1;", "\tmajor = 1;\n\tflavour = \"x\";", 1)
+        .replacen(
+            "\tabsolute = FALSE;",
+            "\tabsolute = FALSE;\n\tquality = 7;",
+            1,
+        )
+        .replacen("\tloglevel = ", "\tcategory = \"c\";\n\tloglevel = ", 1);
+    for added in [
+        "size = +8",
+        "'ringtrace'",
+        "colour",
+        "flavour",
+        "quality",
+        "category",
+    ] {
+        assert!(patched.contains(added), "{added} not patched in");
+    }
     std::fs::write(&meta, patched).unwrap();
     let (n, _) = same_as_babeltrace2(&d);
     assert!(n > 0);
     assert_eq!(n as u64, count_events(&d));
+    let o = run(&["view", d.to_str().unwrap()]);
+    assert!(o.ok, "{}", o.stderr);
+    let warned: Vec<&str> = o.stderr.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warned.len(), 4, "{}", o.stderr);
+    for (what, name) in [
+        ("integer", "colour"),
+        ("trace", "flavour"),
+        ("clock", "quality"),
+        ("event", "category"),
+    ] {
+        let want = format!("unknown {what} attribute `{name}` ignored");
+        assert!(
+            warned
+                .iter()
+                .any(|l| l.contains(&want) && l.contains("metadata: line ")),
+            "{want}: {}",
+            o.stderr
+        );
+    }
     let _ = std::fs::remove_dir_all(&d);
 }

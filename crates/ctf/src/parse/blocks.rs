@@ -72,7 +72,7 @@ impl Parser {
                 }
                 // Read before the rest (`native_byte_order` in `mod.rs`).
                 "byte_order" => {}
-                _ => return self.err_at(kp, format!("unsupported trace attribute `{k}`")),
+                _ => self.warn_at(kp, format!("unknown trace attribute `{k}` ignored")),
             }
         }
         self.expect("}")?;
@@ -130,7 +130,7 @@ impl Parser {
                 "offset" => c.offset = v.as_i64().ok_or_else(bad)?,
                 "precision" => c.precision = v.as_i64().ok_or_else(bad)? as u64,
                 "uuid" | "absolute" => {}
-                _ => return self.err_at(kp, format!("unsupported clock attribute `{k}`")),
+                _ => self.warn_at(kp, format!("unknown clock attribute `{k}` ignored")),
             }
         }
         self.expect(";")?;
@@ -192,7 +192,7 @@ impl Parser {
                         .ok_or(())
                         .or_else(|_| self.err_at(kp, "bad stream id"))?
                 }
-                _ => return self.err_at(kp, format!("unsupported stream attribute `{k}`")),
+                _ => self.warn_at(kp, format!("unknown stream attribute `{k}` ignored")),
             }
         }
         self.expect("}")?;
@@ -267,7 +267,7 @@ impl Parser {
                         .ok_or_else(bad)?
                 }
                 "model.emf.uri" => {}
-                _ => return self.err_at(kp, format!("unsupported event attribute `{k}`")),
+                _ => self.warn_at(kp, format!("unknown event attribute `{k}` ignored")),
             }
         }
         self.expect("}")?;

@@ -71,6 +71,8 @@ pub(super) struct Parser {
     pub(super) budget: usize,
     /// The trace's byte order (`native`) is big-endian.
     pub(super) native_be: bool,
+    /// What was ignored, as babeltrace2 ignores it (with a warning).
+    pub(super) warnings: Vec<MetadataError>,
 }
 
 /// Deepest nesting of types (structs, variants, arrays of them) accepted:
@@ -143,6 +145,14 @@ impl Parser {
             col: p.col,
             msg: msg.into(),
         })
+    }
+    /// Notes an attribute this reader ignores, as babeltrace2 does.
+    pub(super) fn warn_at(&mut self, p: Pos, msg: impl Into<String>) {
+        self.warnings.push(MetadataError {
+            line: p.line,
+            col: p.col,
+            msg: msg.into(),
+        });
     }
     pub(super) fn err<T>(&self, msg: impl Into<String>) -> R<T> {
         self.err_at(self.pos(), msg)

@@ -49,6 +49,13 @@ pub struct MetadataError {
 
 /// Parses metadata text.
 pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
+    parse_metadata_warned(src).map(|(d, _)| d)
+}
+
+/// Parses metadata text; with the description, the attributes it ignored
+/// (unknown to CTF 1.8 or to this reader, each where it is), which
+/// babeltrace2 ignores with a warning too.
+pub fn parse_metadata_warned(src: &str) -> Result<(TraceDesc, Vec<MetadataError>), MetadataError> {
     let toks = lex(src).map_err(|e| MetadataError {
         line: e.line,
         col: e.col,
@@ -62,6 +69,7 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
         depth: 0,
         budget: MAX_TYPE_NODES,
         native_be: false,
+        warnings: Vec::new(),
     };
     p.native_be = native_byte_order_is_be(&p.toks);
     p.budget += TYPE_NODES_PER_TOKEN * p.toks.len();
@@ -157,13 +165,16 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
     }
     // A trace without a uuid gets the nil one (its packets' are not checked).
     let uuid = uuid.unwrap_or([0; 16]);
-    Ok(TraceDesc {
-        uuid,
-        clock,
-        env,
-        streams: classes,
-        events,
-    })
+    Ok((
+        TraceDesc {
+            uuid,
+            clock,
+            env,
+            streams: classes,
+            events,
+        },
+        p.warnings,
+    ))
 }
 
 /// The trace's byte order, which `native` (and the absence of a byte

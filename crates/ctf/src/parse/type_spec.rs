@@ -97,9 +97,10 @@ impl Parser {
                         _ => return self.err_at(p, format!("unsupported integer mapping `{s}`")),
                     }
                 }
-                (k, _) => {
-                    return self.err_at(p, format!("unsupported integer attribute `{k}` or value"))
+                (k @ ("size" | "align" | "base" | "map"), _) => {
+                    return self.err_at(p, format!("unsupported integer `{k}`"))
                 }
+                (k, _) => self.warn_at(p, format!("unknown integer attribute `{k}` ignored")),
             }
         }
         let size = match size {
@@ -133,8 +134,11 @@ impl Parser {
                 ("byte_order", Value::Ident(s)) if s == "native" => be = self.native_be,
                 ("byte_order", Value::Ident(s)) if s == "le" => be = false,
                 ("byte_order", Value::Ident(s)) if s == "be" || s == "network" => be = true,
+                (k @ ("exp_dig" | "mant_dig" | "align" | "byte_order"), _) => {
+                    return self.err_at(p, format!("unsupported floating_point `{k}`"))
+                }
                 (k, _) => {
-                    return self.err_at(p, format!("unsupported floating_point attribute `{k}`"))
+                    self.warn_at(p, format!("unknown floating_point attribute `{k}` ignored"))
                 }
             }
         }

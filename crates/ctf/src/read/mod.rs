@@ -195,6 +195,9 @@ pub struct Trace {
     pub continued: Vec<Vec<PathBuf>>,
     /// The traces it is made of (one for a plain trace).
     pub parts: Vec<Part>,
+    /// Attributes of its metadata that are ignored, each with its file and
+    /// place (babeltrace2 warns of them too): for the reader to show once.
+    pub warnings: Vec<String>,
 }
 
 impl Trace {
@@ -239,6 +242,7 @@ impl Trace {
             streams: j.streams,
             continued: j.continued,
             parts: j.parts,
+            warnings: j.warnings,
         })
     }
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{read_metadata, ReadError};
-use crate::parse::parse_metadata;
+use crate::parse::parse_metadata_warned;
 use crate::types::{ClockDesc, TraceDesc};
 
 /// Directories below the one given that are searched for traces: LTTng's
@@ -190,19 +190,29 @@ pub struct Joined {
     pub continued: Vec<Vec<PathBuf>>,
     /// The traces, one per group of folders of one trace.
     pub parts: Vec<Part>,
+    /// What the metadata declared that is ignored (each with its file and
+    /// place), as babeltrace2 ignores it with a warning.
+    pub warnings: Vec<String>,
 }
 
 /// Opens every trace in `dirs` and joins them: folders of one trace (the
 /// same UUID, see `continued.rs`) as one part, the others each as theirs.
 pub fn join(dirs: &[PathBuf]) -> Result<Joined, ReadError> {
     let mut descs = Vec::with_capacity(dirs.len());
+    let mut warnings = Vec::new();
     for d in dirs {
         let mpath = d.join("metadata");
         let text = read_metadata(&mpath)?;
-        let desc = parse_metadata(&text).map_err(|source| ReadError::Metadata {
-            path: mpath.clone(),
-            source,
-        })?;
+        let (desc, warned) =
+            parse_metadata_warned(&text).map_err(|source| ReadError::Metadata {
+                path: mpath.clone(),
+                source,
+            })?;
+        warnings.extend(
+            warned
+                .into_iter()
+                .map(|w| format!("{}: {w}", mpath.display())),
+        );
         descs.push(desc);
     }
     let Some(first) = descs.first() else {
@@ -261,6 +271,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined, ReadError> {
         streams,
         continued,
         parts,
+        warnings,
     })
 }
 
