@@ -35,7 +35,8 @@ const LEVELS: usize = 4;
 pub struct Staged {
     desc: *const EventDesc,
     /// The thread's nesting depth, given back at the commit (reached
-    /// through here: one thread-local lookup per event, at the reserve).
+    /// through here: the thread's areas are looked up once per event, at
+    /// the reserve).
     depth: *const Cell<usize>,
     ip: u64,
     len: usize,
