@@ -56,23 +56,7 @@ pub fn parse_metadata(src: &str) -> Result<TraceDesc, MetadataError> {
 /// (unknown to CTF 1.8 or to this reader, each where it is), which
 /// babeltrace2 ignores with a warning too.
 pub fn parse_metadata_warned(src: &str) -> Result<(TraceDesc, Vec<MetadataError>), MetadataError> {
-    let toks = lex(src).map_err(|e| MetadataError {
-        line: e.line,
-        col: e.col,
-        msg: e.msg,
-    })?;
-    let mut p = Parser {
-        toks,
-        i: 0,
-        aliases: HashMap::new(),
-        structs: HashMap::new(),
-        depth: 0,
-        budget: MAX_TYPE_NODES,
-        native_be: false,
-        warnings: Vec::new(),
-    };
-    p.native_be = native_byte_order_is_be(&p.toks);
-    p.budget += TYPE_NODES_PER_TOKEN * p.toks.len();
+    let mut p = parser(src)?;
     let mut uuid = None;
     let mut packet_header = None;
     let mut trace_pos = None;
@@ -175,6 +159,28 @@ pub fn parse_metadata_warned(src: &str) -> Result<(TraceDesc, Vec<MetadataError>
         },
         p.warnings,
     ))
+}
+
+/// A parser at the start of `src`'s tokens, with the trace's byte order
+/// read ahead and a budget of type nodes in proportion to the text.
+fn parser(src: &str) -> Result<Parser, MetadataError> {
+    let toks = lex(src).map_err(|e| MetadataError {
+        line: e.line,
+        col: e.col,
+        msg: e.msg,
+    })?;
+    let native_be = native_byte_order_is_be(&toks);
+    let budget = MAX_TYPE_NODES + TYPE_NODES_PER_TOKEN * toks.len();
+    Ok(Parser {
+        toks,
+        i: 0,
+        aliases: HashMap::new(),
+        structs: HashMap::new(),
+        depth: 0,
+        budget,
+        native_be,
+        warnings: Vec::new(),
+    })
 }
 
 /// The trace's byte order, which `native` (and the absence of a byte
