@@ -34,9 +34,17 @@ pub fn open(dir: &Path) -> Result<Trace, String> {
     }
     let t = Trace::open(dir).map_err(|e| e.to_string())?;
     // What the metadata declares and is ignored, said once per trace
-    // opened (babeltrace2 warns of the same), never stopping the read.
-    for w in &t.warnings {
+    // opened (babeltrace2 warns of the same), never stopping the read; a
+    // metadata file of thousands of them is not repeated line by line.
+    const SHOWN: usize = 20;
+    for w in t.warnings.iter().take(SHOWN) {
         eprintln!("ringtrace: warning: {w}");
+    }
+    if t.warnings.len() > SHOWN {
+        eprintln!(
+            "ringtrace: warning: and {} more attributes ignored",
+            t.warnings.len() - SHOWN
+        );
     }
     Ok(t)
 }

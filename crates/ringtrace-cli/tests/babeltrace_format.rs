@@ -97,5 +97,20 @@ fn metadata_as_other_producers_write_it_reads_as_in_babeltrace2() {
             o.stderr
         );
     }
+    // Thousands of them are not repeated line by line: 25 more, 29 in all,
+    // shown as 20 and a count of the rest.
+    let text = std::fs::read_to_string(&meta).unwrap();
+    let more: String = (0..25).map(|k| format!("\textra_{k} = {k};\n")).collect();
+    let text = text.replacen("\tmajor = 1;\n", &format!("\tmajor = 1;\n{more}"), 1);
+    std::fs::write(&meta, text).unwrap();
+    let o = run(&["view", d.to_str().unwrap()]);
+    assert!(o.ok, "{}", o.stderr);
+    let warned: Vec<&str> = o.stderr.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warned.len(), 21, "{}", o.stderr);
+    assert!(
+        warned[20].ends_with("and 9 more attributes ignored"),
+        "{}",
+        o.stderr
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
