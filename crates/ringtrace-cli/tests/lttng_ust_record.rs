@@ -206,9 +206,8 @@ fn the_same_events_recorded_by_lttng_ust_and_by_ringtrace() {
     );
 }
 
-/// One of the examples `liblttng-ust-dev` ships, copied and built with its
-/// own Makefile.
-fn example(name: &str) -> PathBuf {
+/// A copy of one of the examples `liblttng-ust-dev` ships.
+fn copy_example(name: &str) -> PathBuf {
     let src = Path::new("/usr/share/doc/liblttng-ust-dev/examples").join(name);
     let dir = tmp(&format!("lttng-ust-example-{name}"));
     let o = Command::new("cp")
@@ -218,12 +217,25 @@ fn example(name: &str) -> PathBuf {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = Command::new("make").current_dir(&dir).output().unwrap();
+    dir
+}
+
+/// Builds the example copied in `dir` with its own Makefile.
+fn make(dir: &Path) {
+    let o = Command::new("make").current_dir(dir).output().unwrap();
     assert!(
         o.status.success(),
-        "make {name}: {}",
+        "make in {}: {}",
+        dir.display(),
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// One of the examples `liblttng-ust-dev` ships, copied and built with its
+/// own Makefile.
+fn example(name: &str) -> PathBuf {
+    let dir = copy_example(name);
+    make(&dir);
     dir
 }
 
@@ -340,16 +352,27 @@ fn the_clock_and_getcpu_plugins_shape_both_traces_alike() {
     let exe = build(&dir);
     let exe = exe.to_str().unwrap();
     let rounds = ROUNDS.to_string();
-    let expect = (ROUNDS * 3 * 2) as usize;
-    // clock-override: a 1 kHz clock of the program's, loaded by the program
-    // (and by LTTng's session daemon, as the example's README says). Both
-    // traces declare it, under its name, at its frequency. The example's
+    // The interop program (two threads) both ways, with the plugin `so`
+    // named by the environment variable `var` (to the program and to
+    // LTTng's session daemon, as the examples' READMEs say).
+    let both_ways_with = |name: &str, var: &str, so: &Path| {
+        both_ways(
+            name,
+            &dir,
+            &[exe, &rounds, "2"],
+            "interop:*",
+            (ROUNDS * 3 * 2) as usize,
+            false,
+            &[(var, so.to_str().unwrap())],
+        )
+    };
+    // clock-override: a 1 kHz clock of the program's. Both traces declare it, under its name, at its frequency. The example's
     // clock uuid, "123456789012345678901234567890123456", is not a UUID:
     // LTTng-UST writes it into its metadata and babeltrace2 then refuses
     // the whole trace ("Invalid clock class's `uuid` attribute"); the copy
     // here gets the same digits as a UUID. (ringtrace's clock blocks carry
     // no uuid: its trace reads either way.)
-    let clock = example("clock-override");
+    let clock = copy_example("clock-override");
     let src = clock.join("lttng-ust-clock-override-example.c");
     let code = std::fs::read_to_string(&src).unwrap().replace(
         "\"123456789012345678901234567890123456\"",
@@ -357,22 +380,11 @@ fn the_clock_and_getcpu_plugins_shape_both_traces_alike() {
     );
     assert!(code.contains("12345678-9012"), "the example's uuid moved");
     std::fs::write(&src, code).unwrap();
-    let o = Command::new("make")
-        .arg("-B")
-        .current_dir(&clock)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let plugin = clock.join("lttng-ust-clock-override-example.so");
-    let env = [("LTTNG_UST_CLOCK_PLUGIN", plugin.to_str().unwrap())];
-    let (theirs, ours) = both_ways(
+    make(&clock);
+    let (theirs, ours) = both_ways_with(
         "clock-override",
-        &dir,
-        &[exe, &rounds, "2"],
-        "interop:*",
-        expect,
-        false,
-        &env,
+        "LTTNG_UST_CLOCK_PLUGIN",
+        &clock.join("lttng-ust-clock-override-example.so"),
     );
     for t in [&theirs, &ours] {
         let trace = ctf::read::Trace::open(t).unwrap_or_else(|e| panic!("{e}"));
@@ -386,16 +398,10 @@ fn the_clock_and_getcpu_plugins_shape_both_traces_alike() {
     }
     // getcpu-override: the program says every thread runs on CPU 0; both
     // tracers put every event of its two threads in CPU 0's packets.
-    let plugin = example("getcpu-override").join("lttng-ust-getcpu-override-example.so");
-    let env = [("LTTNG_UST_GETCPU_PLUGIN", plugin.to_str().unwrap())];
-    let (theirs, ours) = both_ways(
+    let (theirs, ours) = both_ways_with(
         "getcpu-override",
-        &dir,
-        &[exe, &rounds, "2"],
-        "interop:*",
-        expect,
-        false,
-        &env,
+        "LTTNG_UST_GETCPU_PLUGIN",
+        &example("getcpu-override").join("lttng-ust-getcpu-override-example.so"),
     );
     for t in [&theirs, &ours] {
         assert_eq!(cpus(t), [0].into(), "{}", t.display());
@@ -405,16 +411,7 @@ fn the_clock_and_getcpu_plugins_shape_both_traces_alike() {
 /// An example built with CMake, in a `build` folder beside its sources
 /// (as its README does it); returns the build folder.
 fn cmake_example(name: &str) -> PathBuf {
-    let src = Path::new("/usr/share/doc/liblttng-ust-dev/examples").join(name);
-    let dir = tmp(&format!("lttng-ust-example-{name}"));
-    let o = Command::new("cp")
-        .arg("-r")
-        .arg(&src)
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let build = dir.join("build");
+    let build = copy_example(name).join("build");
     std::fs::create_dir_all(&build).unwrap();
     for args in [&[".."][..], &["--build", "."][..]] {
         let o = Command::new("cmake")

@@ -8,9 +8,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
-use common::lttng::{build, ringtrace_lttng_ust};
+use common::lttng::{build, built_lib, cc, ringtrace_lttng_ust};
 use common::*;
 
 #[test]
@@ -113,14 +112,7 @@ fn record_preloads_lttng_ust_helpers_and_keeps_the_levels_asked_for() {
     )
     .unwrap();
     let exe = dir.join("levels");
-    let o = Command::new("cc")
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src)
-        .args(["-llttng-ust", "-ldl"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    cc(&dir, &["-o", "levels", "levels.c", "-llttng-ust", "-ldl"]);
     // --loglevel warning: the errors and the warnings, as LTTng's
     // `enable-event --loglevel TRACE_WARNING` keeps them.
     let trace = dir.join("warning");
@@ -272,20 +264,13 @@ fn build_life(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
          void late(int i) { lttng_ust_tracepoint(late, ev, i); }\n",
     )
     .unwrap();
-    let (exe, so) = (dir.join("app"), dir.join("liblate.so"));
     for args in [
-        vec!["-shared", "-fPIC", "-o", so.to_str().unwrap(), "late.c"],
-        vec!["-o", exe.to_str().unwrap(), "app.c"],
+        &["-shared", "-fPIC", "-o", "liblate.so", "late.c"][..],
+        &["-o", "app", "app.c"][..],
     ] {
-        let o = Command::new("cc")
-            .current_dir(dir)
-            .args(&args)
-            .args(["-I.", "-llttng-ust", "-ldl"])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        cc(dir, &[args, &["-I.", "-llttng-ust", "-ldl"]].concat());
     }
-    (exe, so)
+    (dir.join("app"), dir.join("liblate.so"))
 }
 
 #[test]
@@ -359,25 +344,6 @@ fn a_provider_opened_late_and_a_fork_child_record_under_record() {
     }
 }
 
-/// `libringtrace.so` (ringtrace's C API), built now with this test's
-/// profile; its folder.
-fn ringtrace_c_api() -> std::path::PathBuf {
-    let built = assert_cmd::cargo::cargo_bin("ringtrace")
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "-q", "-p", "ringtrace-ffi", "--lib"]);
-    if built.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    assert!(
-        cmd.status().unwrap().success(),
-        "cargo build -p ringtrace-ffi"
-    );
-    built
-}
-
 #[test]
 fn a_program_with_both_runtimes_records_every_event_of_each() {
     if !(tool_present("cc", "build-essential") && tool_present("lttng", "lttng-tools")) {
@@ -392,7 +358,8 @@ fn a_program_with_both_runtimes_records_every_event_of_each() {
     let dir = tmp("lttng-ust-two-runtimes");
     std::fs::create_dir_all(&dir).unwrap();
     ringtrace_lttng_ust(&dir);
-    let c_api = ringtrace_c_api();
+    // `libringtrace.so` (ringtrace's C API).
+    let c_api = built_lib("ringtrace-ffi");
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lttng");
     std::fs::write(
         dir.join("mix.c"),
@@ -408,22 +375,30 @@ fn a_program_with_both_runtimes_records_every_event_of_each() {
     .unwrap();
     let exe = dir.join("mix");
     let include = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ringtrace-ffi/include");
-    let o = Command::new("cc")
-        .arg("-o")
-        .arg(&exe)
-        .arg(dir.join("mix.c"))
-        .arg(src.join("tp.c"))
-        .arg("-I")
-        .arg(&src)
-        .arg("-I")
-        .arg(&include)
-        .arg("-L")
-        .arg(&c_api)
-        .arg(format!("-Wl,-rpath,{}", c_api.display()))
-        .args(["-lringtrace", "-llttng-ust", "-ldl"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (src, include, c_api) = (
+        src.to_str().unwrap(),
+        include.to_str().unwrap(),
+        c_api.to_str().unwrap(),
+    );
+    cc(
+        &dir,
+        &[
+            "-o",
+            "mix",
+            "mix.c",
+            &format!("{src}/tp.c"),
+            "-I",
+            src,
+            "-I",
+            include,
+            "-L",
+            c_api,
+            &format!("-Wl,-rpath,{c_api}"),
+            "-lringtrace",
+            "-llttng-ust",
+            "-ldl",
+        ],
+    );
     let trace = dir.join("trace");
     let o = run(&[
         "record",
@@ -469,14 +444,7 @@ fn a_program_without_lttng_ust_opens_a_provider_and_records() {
     )
     .unwrap();
     let exe = dir.join("plain");
-    let o = Command::new("cc")
-        .arg("-o")
-        .arg(&exe)
-        .arg(dir.join("plain.c"))
-        .arg("-ldl")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    cc(&dir, &["-o", "plain", "plain.c", "-ldl"]);
     let trace = dir.join("trace");
     let o = run(&[
         "record",

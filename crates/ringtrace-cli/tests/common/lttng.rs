@@ -101,22 +101,41 @@ pub fn build(dir: &Path) -> PathBuf {
 /// `dir` as the `liblttng-ust.so.1` a program linked with `-llttng-ust`
 /// loads.
 pub fn ringtrace_lttng_ust(dir: &Path) -> PathBuf {
-    let built = assert_cmd::cargo::cargo_bin("ringtrace")
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "-q", "-p", "ringtrace-lttng-ust", "--lib"]);
-    if built.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    assert!(
-        cmd.status().unwrap().success(),
-        "cargo build -p ringtrace-lttng-ust"
-    );
+    let built = built_lib("ringtrace-lttng-ust");
     let lib = dir.join("lib");
     std::fs::create_dir_all(&lib).unwrap();
     std::os::unix::fs::symlink(built.join("liblttng_ust.so"), lib.join("liblttng-ust.so.1"))
         .unwrap();
     lib
+}
+
+/// Builds the library of workspace package `package` now, with this
+/// test's profile; the folder it is in (beside the `ringtrace` command).
+pub fn built_lib(package: &str) -> PathBuf {
+    let built = assert_cmd::cargo::cargo_bin("ringtrace")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-q", "-p", package, "--lib"]);
+    if built.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    assert!(cmd.status().unwrap().success(), "cargo build -p {package}");
+    built
+}
+
+/// Runs `cc ARGS` in `dir`; it must succeed.
+pub fn cc(dir: &Path, args: &[&str]) {
+    let o = Command::new("cc")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "cc {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
