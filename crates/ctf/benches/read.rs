@@ -26,6 +26,7 @@ fn write_trace(dir: &Path, n: u64) {
         name: "bench:int_ev".into(),
         loglevel: 13,
         stream_id: 0,
+        context: Vec::new(),
         fields: vec![u64f.clone()],
     };
     let s = EventClass {
@@ -33,6 +34,7 @@ fn write_trace(dir: &Path, n: u64) {
         name: "bench:str_ev".into(),
         loglevel: 13,
         stream_id: 0,
+        context: Vec::new(),
         fields: vec![u64f, Field::new("msg", FieldType::String)],
     };
     let desc = one_stream(uuid, HeaderKind::Compact, vec![small, s]);

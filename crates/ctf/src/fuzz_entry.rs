@@ -28,6 +28,7 @@ pub fn packet_desc() -> TraceDesc {
         name: format!("fuzz:e{id}"),
         loglevel: 13,
         stream_id,
+        context: Vec::new(),
         fields,
     };
     let all = vec![

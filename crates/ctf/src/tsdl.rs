@@ -113,6 +113,17 @@ fn clock_blocks(s: &mut String, t: &TraceDesc) {
         }
     }
     for (c, sfx) in &clocks {
+        if c.is_absent() {
+            // No clock: the types times would have, counting nothing.
+            for (bits, align) in [(27, 1), (32, 8), (64, 8)] {
+                let _ = write!(
+                    s,
+                    "typealias integer {{ size = {bits}; align = {align}; signed = false; }} \
+                     := uint{bits}{sfx};\n\n"
+                );
+            }
+            continue;
+        }
         let _ = write!(
             s,
             "clock {{\n\tname = \"{}\";\n\tdescription = \"{}\";\n\tfreq = {};\n\tprecision = {};\n\
@@ -184,15 +195,32 @@ pub fn event_block(e: &EventClass) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "event {{\n\tname = \"{}\";\n\tid = {};\n\tstream_id = {};\n\tloglevel = {};\n\tfields := struct {{\n",
+        "event {{\n\tname = \"{}\";\n\tid = {};\n\tstream_id = {};\n\tloglevel = {};\n",
         escape(&e.name),
         e.id,
         e.stream_id,
         e.loglevel
     );
+    if !e.context.is_empty() {
+        s.push_str("\tcontext := struct {\n");
+        struct_fields(&mut s, &e.context);
+        let _ = writeln!(s, "\t}}{};", struct_align(&e.context));
+    }
+    s.push_str("\tfields := struct {\n");
     struct_fields(&mut s, &e.fields);
     let _ = write!(s, "\t}}{};\n}};\n\n", struct_align(&e.fields));
     s
+}
+
+/// A sequence's element: one not of whole bytes is packed, aligned on a
+/// bit.
+fn elem_decl(t: &IntType) -> String {
+    let d = int_decl(t);
+    if t.is_packed() {
+        d.replacen("align = 8;", "align = 1;", 1)
+    } else {
+        d
+    }
 }
 
 /// An integer, its byte order always said (a big-endian trace's
@@ -412,13 +440,15 @@ fn field_decl_unaligned(s: &mut String, f: &Field) {
         FieldType::Bits(b) => {
             // A run's first field starts at a byte; the others follow bit
             // after bit.
+            // An array's elements follow one another bit after bit.
             let mut d = int_decl(&b.int);
-            if b.at > 0 {
+            if b.at > 0 || b.count.is_some() {
                 d = d.replacen("align = 8;", "align = 1;", 1);
             }
-            match &b.maps {
-                Some(maps) => writeln!(s, "\t\tenum : {d} {{ {} }} {name};", mappings(maps)),
-                None => writeln!(s, "\t\t{d} {name};"),
+            match (&b.maps, b.count) {
+                (Some(maps), _) => writeln!(s, "\t\tenum : {d} {{ {} }} {name};", mappings(maps)),
+                (None, Some(n)) => writeln!(s, "\t\t{d} {name}[{n}];"),
+                (None, None) => writeln!(s, "\t\t{d} {name};"),
             }
         }
         FieldType::F32Be => writeln!(
@@ -457,12 +487,12 @@ fn field_decl_unaligned(s: &mut String, f: &Field) {
         FieldType::Sequence(t) => {
             let len = format!("_{}", f.length_name());
             writeln!(s, "\t\t{} {len};", int_decl(&IntType::unsigned(32)))
-                .and_then(|_| writeln!(s, "\t\t{} {name}[ {len} ];", int_decl(t)))
+                .and_then(|_| writeln!(s, "\t\t{} {name}[ {len} ];", elem_decl(t)))
         }
         FieldType::SequenceOf { len: lt, elem } => {
             let len = format!("_{}", f.length_name());
             writeln!(s, "\t\t{} {len};", int_decl(lt))
-                .and_then(|_| writeln!(s, "\t\t{} {name}[ {len} ];", int_decl(elem)))
+                .and_then(|_| writeln!(s, "\t\t{} {name}[ {len} ];", elem_decl(elem)))
         }
         FieldType::TextSequence { len: lt } => {
             let len = format!("_{}", f.length_name());

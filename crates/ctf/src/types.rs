@@ -41,6 +41,12 @@ impl IntType {
     pub fn bytes(&self) -> usize {
         (self.bits as usize).div_ceil(8)
     }
+
+    /// Whether it is smaller than a byte or not of whole bytes: as the
+    /// element of a sequence, packed bit after bit.
+    pub fn is_packed(&self) -> bool {
+        !self.bits.is_multiple_of(8)
+    }
 }
 
 /// One mapping of an enumeration: a label for a range of values.
@@ -143,6 +149,10 @@ pub struct BitField {
     pub run: u32,
     /// The run's last field: the reader moves past the run after it.
     pub last: bool,
+    /// An array of this many such integers, one after the other from
+    /// `at` (a value of [`crate::value::Value::UintArray`] or `IntArray`;
+    /// never of enumerations); `None`: one integer.
+    pub count: Option<u32>,
 }
 
 impl FieldType {
@@ -231,6 +241,9 @@ pub struct EventClass {
     pub loglevel: u8,
     /// Stream class this event belongs to.
     pub stream_id: u32,
+    /// Its own context (`context :=` in its `event` block), between the
+    /// stream's event context and the payload; empty for most events.
+    pub context: Vec<Field>,
     /// Payload fields, in order.
     pub fields: Vec<Field>,
 }
@@ -474,6 +487,29 @@ impl TraceDesc {
     /// The stream class with this id.
     pub fn stream(&self, id: u32) -> Option<&StreamClass> {
         self.streams.iter().find(|s| s.id == id)
+    }
+}
+
+impl ClockDesc {
+    /// What a trace whose metadata declares no clock has in its place
+    /// (bare-metal producers that stamp nothing): its events carry no
+    /// time, stay in their order within each stream, and are printed
+    /// without one, as babeltrace2 prints them. Its name is empty, which
+    /// no declared clock's is (an identifier).
+    pub fn absent() -> ClockDesc {
+        ClockDesc {
+            name: String::new(),
+            freq: 1_000_000_000,
+            offset_s: 0,
+            offset: 0,
+            precision: 0,
+            description: String::new(),
+        }
+    }
+
+    /// Whether this is [`ClockDesc::absent`]: the trace has no clock.
+    pub fn is_absent(&self) -> bool {
+        self.name.is_empty()
     }
 }
 

@@ -18,6 +18,7 @@ fn ev() -> EventClass {
         name: "err:ev".into(),
         loglevel: 13,
         stream_id: 0,
+        context: Vec::new(),
         fields: vec![
             Field::new("v", FieldType::Int(IntType::unsigned(64))),
             Field::new("s", FieldType::String),
@@ -340,6 +341,7 @@ fn sparse_event_ids_decode_to_their_classes() {
         name: format!("sparse:e{id}"),
         loglevel: 13,
         stream_id: 0,
+        context: Vec::new(),
         fields: vec![Field::new("v", FieldType::Int(IntType::unsigned(64)))],
     };
     let ids = [7u32, 40_000, 65_000];

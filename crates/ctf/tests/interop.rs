@@ -123,6 +123,7 @@ fn classes() -> (Vec<EventClass>, Vec<EventClass>) {
         name: name.into(),
         loglevel: 13,
         stream_id,
+        context: Vec::new(),
         fields,
     };
     let s0 = vec![
@@ -366,6 +367,7 @@ fn a_directory_of_traces_merges_by_time_as_babeltrace2_does() {
         name: name.into(),
         loglevel: 13,
         stream_id: 0,
+        context: Vec::new(),
         fields: vec![Field::new("k", FieldType::Int(IntType::unsigned(32)))],
     };
     // (directory, uuid byte, event, clock freq, clock offset_s, ticks per ns)

@@ -15,6 +15,7 @@ fn merged(streams: u64, per_stream: u64) {
         name: "m:e".into(),
         loglevel: 13,
         stream_id: 0,
+        context: Vec::new(),
         fields: vec![
             Field::new("s", FieldType::Int(IntType::unsigned(32))),
             Field::new("k", FieldType::Int(IntType::unsigned(32))),

@@ -39,12 +39,12 @@ fn field_type() -> impl Strategy<Value = FieldType> {
 }
 
 /// A structure of bit fields packed one after the other (1 to 64 bits
-/// each, integers and enumerations, one byte order), as the reader places
-/// them: each at its bit, the run's size in bytes on each, the last one
-/// marked.
+/// each, integers, enumerations and arrays of up to 3 integers, one byte
+/// order), as the reader places them: each at its bit, the run's size in
+/// bytes on each, the last one marked.
 fn bit_run() -> impl Strategy<Value = FieldType> {
     (
-        proptest::collection::vec((1u8..=64, any::<bool>(), any::<bool>()), 1..6),
+        proptest::collection::vec((1u8..=64, any::<bool>(), any::<bool>(), 0u32..4), 1..6),
         any::<bool>(),
     )
         .prop_map(|(mut fields, be)| {
@@ -53,13 +53,24 @@ fn bit_run() -> impl Strategy<Value = FieldType> {
             if fields[0].0.is_multiple_of(8) {
                 fields[0].0 -= 1;
             }
-            let total: u32 = fields.iter().map(|f| f.0 as u32).sum();
-            let n = fields.len();
+            // Arrays of integers (not of enumerations): `count` elements;
+            // not first (written back, an array's alignment is its
+            // elements', a bit: the run's structure would lose its byte
+            // alignment).
+            fields[0].3 = 0;
+            let count = |f: &(u8, bool, bool, u32)| (f.3 > 0 && !f.2).then_some(f.3);
+            let total: u32 = fields
+                .iter()
+                .map(|f| f.0 as u32 * count(f).unwrap_or(1))
+                .sum();
+            let len = fields.len();
             let mut at = 0;
             let fields = fields
                 .into_iter()
                 .enumerate()
-                .map(|(k, (bits, signed, is_enum))| {
+                .map(|(k, f)| {
+                    let n = count(&f);
+                    let (bits, signed, is_enum) = (f.0, f.1, f.2 && n.is_none());
                     let f = BitField {
                         int: IntType {
                             bits,
@@ -76,9 +87,10 @@ fn bit_run() -> impl Strategy<Value = FieldType> {
                         }),
                         at,
                         run: total.div_ceil(8),
-                        last: k + 1 == n,
+                        last: k + 1 == len,
+                        count: n,
                     };
-                    at += bits as u32;
+                    at += bits as u32 * n.unwrap_or(1);
                     Field::new(format!("b{k}"), FieldType::Bits(Box::new(f)))
                 })
                 .collect();
@@ -107,6 +119,19 @@ fn leaf_type() -> impl Strategy<Value = FieldType> {
         int_type().prop_map(FieldType::Sequence),
         (1u32..20).prop_map(FieldType::Text),
         (length_type(), int_type()).prop_map(|(len, elem)| FieldType::SequenceOf { len, elem }),
+        // Elements smaller than a byte (or not of whole bytes), packed bit
+        // after bit from the byte after the length.
+        (length_type(), 1u8..64, any::<bool>(), any::<bool>())
+            .prop_filter("not whole bytes", |t| !t.1.is_multiple_of(8))
+            .prop_map(|(len, bits, signed, be)| FieldType::SequenceOf {
+                len,
+                elem: IntType {
+                    bits,
+                    signed,
+                    base: 10,
+                    be,
+                },
+            }),
         length_type().prop_map(|len| FieldType::TextSequence { len }),
     ]
 }
@@ -176,6 +201,10 @@ fn value(ty: &FieldType) -> BoxedStrategy<Value> {
             .boxed(),
         FieldType::Bool => any::<bool>().prop_map(Value::Bool).boxed(),
         FieldType::String => "[a-zA-Z0-9 /é_-]{0,24}".prop_map(Value::Str).boxed(),
+        FieldType::Bits(b) if b.count.is_some() => {
+            let n = b.count.unwrap_or(0) as usize;
+            ints(b.int, n..n + 1).boxed()
+        }
         FieldType::Bits(b) => {
             let t = b.int;
             let is_enum = b.maps.is_some();
@@ -231,6 +260,7 @@ fn classes() -> impl Strategy<Value = Vec<EventClass>> {
                 name: format!("rt:ev{id}"),
                 loglevel: 13,
                 stream_id: 0,
+                context: Vec::new(),
                 fields: tys
                     .into_iter()
                     .enumerate()

@@ -8,8 +8,9 @@
 //!
 //! Local time, as babeltrace2; the delta is to the previous event printed
 //! (`+?.?????????` for the first); the host part comes from the event's
-//! trace's environment (`hostname`, `procname`, `vpid`); the context block
-//! only when the stream has one. Values: integers in their display base
+//! trace's environment (`hostname`, `procname`, `vpid`); the context
+//! blocks (the stream's, the event's own) only when there is one. A trace
+//! without a clock: no time and no delta, as babeltrace2 prints it. Values: integers in their display base
 //! (`0x` and upper-case digits for hexadecimal), reals as C's `%g`,
 //! enumerations `( "label" : container = N )` (`<unknown>` when no label
 //! maps), arrays `[ [0] = 1, [1] = 2 ]`, a sequence's length as its own
@@ -30,6 +31,9 @@ pub struct Writer {
     prev: Option<i128>,
     /// (second since the epoch, "HH:MM:SS") in local time.
     sec: Option<(i128, String)>,
+    /// Whether the trace has a clock: without one, babeltrace2 prints no
+    /// time and no delta.
+    timed: bool,
 }
 
 /// `HOST[:PROCNAME][:(VPID)]` of a trace's environment.
@@ -66,30 +70,59 @@ impl Writer {
             hosts,
             prev: None,
             sec: None,
+            timed: !trace.desc.clock.is_absent(),
         }
     }
 
     /// The line of one event at `ns` (since the epoch) of class `class`
-    /// (its index in the trace's description), with its packet context's
-    /// shown fields (`cpu_id`, …) and values, its stream's context fields
-    /// and values, and its own.
-    #[allow(clippy::too_many_arguments)]
+    /// (its index in the trace's description): the blocks before its
+    /// payload that it has (its packet context's shown fields, `cpu_id`,
+    /// …; its stream's event context; its own context), each as fields
+    /// and values, then its payload's fields and values.
     pub fn line(
         &mut self,
         ns: i128,
         class: usize,
         name: &str,
-        packet: (&[Field], &[Value]),
-        context: (&[Field], &[Value]),
+        blocks: [(&[Field], &[Value]); 3],
         fields: &[Field],
         values: &[Value],
     ) -> &str {
+        self.buf.clear();
+        if self.timed {
+            self.time(ns);
+        }
+        let s = &mut self.buf;
+        // babeltrace2 prints the host part and its space only when the
+        // trace's environment names one.
+        match self.hosts.get(class).map_or("", String::as_str) {
+            "" => {}
+            h => {
+                s.push_str(h);
+                s.push(' ');
+            }
+        }
+        let _ = write!(s, "{name}: ");
+        for (f, v) in blocks {
+            if !f.is_empty() {
+                block(s, f, v);
+                s.push_str(", ");
+            }
+        }
+        block(s, fields, values);
+        s
+    }
+}
+
+impl Writer {
+    /// `[HH:MM:SS.nnnnnnnnn] (+S.nnnnnnnnn) `: the event's time and the
+    /// delta to the one printed before.
+    fn time(&mut self, ns: i128) {
         let (sec, frac) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
         if self.sec.as_ref().is_none_or(|c| c.0 != sec) {
             self.sec = Some((sec, local_hms(sec)));
         }
         let s = &mut self.buf;
-        s.clear();
         let _ = write!(
             s,
             "[{}.{frac:09}] ",
@@ -103,21 +136,6 @@ impl Writer {
             None => s.push_str("(+?.?????????) "),
         }
         self.prev = Some(ns);
-        let _ = write!(
-            s,
-            "{} {name}: ",
-            self.hosts.get(class).map_or("", String::as_str)
-        );
-        if !packet.0.is_empty() {
-            block(s, packet.0, packet.1);
-            s.push_str(", ");
-        }
-        if !context.0.is_empty() {
-            block(s, context.0, context.1);
-            s.push_str(", ");
-        }
-        block(s, fields, values);
-        s
     }
 }
 
@@ -294,6 +312,9 @@ fn field(s: &mut String, f: &Field, v: &Value) {
 fn value(s: &mut String, ty: &FieldType, v: &Value) {
     match (ty, v) {
         (FieldType::Int(t), v) => int(s, t, v),
+        (FieldType::Bits(b), v) if b.count.is_some() => {
+            items(s, &b.int, v);
+        }
         (FieldType::Bits(b), v) if b.maps.is_none() => int(s, &b.int, v),
         (FieldType::Struct(fields), Value::Struct(vs)) => block(s, fields, vs),
         (FieldType::ArrayOf(e, _), v) => elements(s, &e.ty, v),

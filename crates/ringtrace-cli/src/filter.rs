@@ -371,6 +371,7 @@ mod tests {
             name: "app:req".into(),
             loglevel: 13,
             stream_id: 0,
+            context: Vec::new(),
             fields: vec![
                 Field::new("status", FieldType::Int(IntType::unsigned(32))),
                 Field::new("path", FieldType::String),

@@ -407,7 +407,16 @@ fn render(
         Item::Event(e) => {
             let w = select.event(e.class, e.cpu, &e.values, &e.context)?;
             let class = &desc.events[e.class];
-            let line = lines.line(clock, class, e.ts, prev.replace(e.ts), e.cpu, &w, &e.values);
+            let line = lines.line(
+                clock,
+                class,
+                e.ts,
+                prev.replace(e.ts),
+                e.cpu,
+                &w,
+                &e.values,
+                &e.own_context,
+            );
             Some(line.to_owned())
         }
         Item::Discarded {

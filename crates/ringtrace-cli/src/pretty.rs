@@ -217,7 +217,8 @@ pub fn event_line(
     values: &[Value],
 ) -> String {
     let mut w = LineWriter::default();
-    w.line(clock, class, ts, prev, cpu, who, values).to_string()
+    w.line(clock, class, ts, prev, cpu, who, values, &[])
+        .to_string()
 }
 
 /// Writes event lines into one reused buffer, caching the `HH:MM:SS.`
@@ -232,7 +233,9 @@ pub struct LineWriter {
 impl LineWriter {
     /// The line of one event (see [`event_line`]); valid until the next
     /// call. `who` (process id/thread id and thread name, from the event's
-    /// context) gets a column when the event says it.
+    /// context) gets a column when the event says it; `own_context` holds
+    /// the values of the event's own context (`EventClass::context`),
+    /// printed before its payload.
     #[allow(clippy::too_many_arguments)]
     pub fn line(
         &mut self,
@@ -243,29 +246,15 @@ impl LineWriter {
         cpu: u32,
         who: &Who<'_>,
         values: &[Value],
+        own_context: &[Value],
     ) -> &str {
-        let ns = epoch_ns(clock, ts);
-        let (sec, frac) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
-        if self.sec.as_ref().is_none_or(|c| c.0 != sec) {
-            let mut p = wall_time(sec * 1_000_000_000);
-            p.truncate(p.len() - 9);
-            self.sec = Some((sec, p));
+        self.buf.clear();
+        // A trace without a clock: no time to print.
+        if !clock.is_absent() {
+            self.time(clock, ts, prev);
         }
         let s = &mut self.buf;
-        s.clear();
-        s.push_str(&self.sec.as_ref().expect("set above").1);
-        push_u64(s, frac as u64, 9);
-        let ticks = prev.map_or(0, |p| ts.saturating_sub(p));
-        let freq = clock.freq.max(1);
-        let delta = match ticks.checked_mul(1_000_000_000) {
-            Some(x) => x / freq,
-            None => (ticks as u128 * 1_000_000_000 / freq as u128).min(u64::MAX as u128) as u64,
-        };
-        s.push_str(" (+");
-        push_u64(s, delta / 1_000_000_000, 1);
-        s.push('.');
-        push_u64(s, delta % 1_000_000_000, 9);
-        s.push_str(") cpu ");
+        s.push_str("cpu ");
         let start = s.len();
         push_u64(s, cpu as u64, 1);
         pad_to(s, start + 3);
@@ -290,13 +279,41 @@ impl LineWriter {
         let start = s.len();
         s.push_str(&class.name);
         pad_to(s, start + 28);
-        for (i, (f, v)) in class.fields.iter().zip(values).enumerate() {
+        // The event's own context (few events have one), then its payload.
+        let own = class.context.iter().zip(own_context);
+        for (i, (f, v)) in own.chain(class.fields.iter().zip(values)).enumerate() {
             s.push_str(if i == 0 { " " } else { ", " });
             s.push_str(&f.name);
             s.push_str(" = ");
             value(&f.ty, v, s);
         }
         &self.buf
+    }
+
+    /// `HH:MM:SS.nnnnnnnnn (+S.nnnnnnnnn) `: the event's time and the
+    /// delta to the previous one.
+    fn time(&mut self, clock: &ClockDesc, ts: u64, prev: Option<u64>) {
+        let ns = epoch_ns(clock, ts);
+        let (sec, frac) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
+        if self.sec.as_ref().is_none_or(|c| c.0 != sec) {
+            let mut p = wall_time(sec * 1_000_000_000);
+            p.truncate(p.len() - 9);
+            self.sec = Some((sec, p));
+        }
+        let s = &mut self.buf;
+        s.push_str(&self.sec.as_ref().expect("set above").1);
+        push_u64(s, frac as u64, 9);
+        let ticks = prev.map_or(0, |p| ts.saturating_sub(p));
+        let freq = clock.freq.max(1);
+        let delta = match ticks.checked_mul(1_000_000_000) {
+            Some(x) => x / freq,
+            None => (ticks as u128 * 1_000_000_000 / freq as u128).min(u64::MAX as u128) as u64,
+        };
+        s.push_str(" (+");
+        push_u64(s, delta / 1_000_000_000, 1);
+        s.push('.');
+        push_u64(s, delta % 1_000_000_000, 9);
+        s.push_str(") ");
     }
 }
 
@@ -334,6 +351,7 @@ mod tests {
             name: "app:req".into(),
             loglevel: 6,
             stream_id: 0,
+            context: Vec::new(),
             fields: vec![
                 Field::new("id", FieldType::Int(ctf::types::IntType::unsigned(64))),
                 Field::new("path", FieldType::String),

@@ -103,11 +103,15 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let dir = a.dir.as_path();
     let trace = crate::read::open(dir)?;
     let c = count(&trace, dir);
-    outln!(
-        "trace {}  (clock {} Hz)",
-        dir.display(),
-        trace.desc.clock.freq
-    );
+    if trace.desc.clock.is_absent() {
+        outln!("trace {}  (no clock: events carry no time)", dir.display());
+    } else {
+        outln!(
+            "trace {}  (clock {} Hz)",
+            dir.display(),
+            trace.desc.clock.freq
+        );
+    }
     outln!();
     let (events, bytes) = stream_table(&c.rows, trace.desc.clock.freq.max(1) as f64);
     class_table(&trace.desc, &c.per_class, events);

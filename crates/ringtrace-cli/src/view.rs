@@ -325,15 +325,25 @@ impl Printer<'_> {
                             crate::babeltrace::ns_from_origin(clock, e.ts),
                             e.class,
                             &class.name,
-                            (packet, e.packet),
-                            (ctx, e.context),
+                            [
+                                (packet, e.packet),
+                                (ctx, e.context),
+                                (&class.context, e.own_context),
+                            ],
                             &class.fields,
                             e.values,
                         )
                     }
-                    None => self
-                        .lines
-                        .line(clock, class, e.ts, prev, e.cpu, &w, e.values),
+                    None => self.lines.line(
+                        clock,
+                        class,
+                        e.ts,
+                        prev,
+                        e.cpu,
+                        &w,
+                        e.values,
+                        e.own_context,
+                    ),
                 }))
             }
             ItemRef::Discarded {

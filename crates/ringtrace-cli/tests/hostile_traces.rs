@@ -83,6 +83,7 @@ fn event(id: u32, stream_id: u32) -> EventClass {
         name: format!("hostile:e{id}"),
         loglevel: 13,
         stream_id,
+        context: Vec::new(),
         fields: vec![Field::new("v", FieldType::Int(IntType::unsigned(64)))],
     }
 }

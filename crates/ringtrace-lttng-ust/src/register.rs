@@ -202,6 +202,7 @@ pub fn declaration(provider: &str, e: &Event) -> String {
         name: format!("{provider}:{}", e.name),
         loglevel: e.level.unwrap_or(13),
         stream_id: 0,
+        context: Vec::new(),
         fields: e.fields.clone(),
     };
     ctf::tsdl::event_block(&class)

@@ -41,15 +41,24 @@ pub(super) fn bit_int(t: &Ty) -> Option<(IntType, u32, Option<Vec<EnumMapping>>)
     Some((it, *align, maps))
 }
 
-/// Whether a field of `ty` ends inside a byte (a structure whose last
-/// fields are bit fields of a size that is not whole bytes).
+/// Whether a field of `ty` may end inside a byte (a structure whose last
+/// fields are bit fields of a size that is not whole bytes, a sequence of
+/// such integers).
 pub(super) fn ends_mid_byte(ty: &FieldType) -> bool {
     match ty {
-        FieldType::Bits(f) => f.last && !(f.at + f.int.bits as u32).is_multiple_of(8),
+        FieldType::Bits(f) => {
+            let bits = f.int.bits as u32 * f.count.unwrap_or(1);
+            f.last && !(f.at + bits).is_multiple_of(8)
+        }
+        FieldType::Sequence(t) | FieldType::SequenceOf { elem: t, .. } => t.is_packed(),
         FieldType::Struct(fields) => fields.last().is_some_and(|f| ends_mid_byte(&f.ty)),
         _ => false,
     }
 }
+
+/// Bits a run of bit fields may hold (its offsets are `u32` bits; a run
+/// is one of an event's fields, far below this).
+const MAX_RUN_BITS: u64 = 1 << 27;
 
 /// The run of bit fields being placed: where it starts among the fields
 /// and the bits it holds so far.
@@ -74,8 +83,9 @@ pub(super) fn close_run(run: Option<Run>, out: &mut [Field]) {
 
 /// Places field `name` of type `ty` at the next bit of the run when it is
 /// a bit field (an integer not of whole bytes, or one aligned below a byte
-/// right after one): `false` when it is not one. `first_align` is its
-/// byte alignment if it is the first field of its structure.
+/// right after one, or an array of such integers): `false` when it is not
+/// one. `first_align` is its byte alignment if it is the first field of
+/// its structure.
 pub(super) fn place_bit_field(
     run: &mut Option<Run>,
     out: &mut Vec<Field>,
@@ -83,7 +93,13 @@ pub(super) fn place_bit_field(
     ty: &Ty,
     first_align: u8,
 ) -> Result<bool, String> {
-    let Some((it, align, maps)) = bit_int(ty) else {
+    // An array's elements follow one another bit after bit, from where
+    // the array starts.
+    let (one, count) = match ty {
+        Ty::Array { elem, len } => (&**elem, Some(*len)),
+        t => (t, None),
+    };
+    let Some((it, align, maps)) = bit_int(one) else {
         return Ok(false);
     };
     if (2..8).contains(&align) {
@@ -92,6 +108,18 @@ pub(super) fn place_bit_field(
     if it.bits.is_multiple_of(8) && (run.is_none() || align >= 8) {
         return Ok(false);
     }
+    let count = match count {
+        None => None,
+        Some(_) if maps.is_some() => {
+            return Err("an array of enumerations smaller than a byte".into())
+        }
+        Some(n) => Some(
+            u32::try_from(n)
+                .ok()
+                .filter(|&n| u64::from(n) * u64::from(it.bits) <= MAX_RUN_BITS)
+                .ok_or("an array of bit fields longer than a run may be")?,
+        ),
+    };
     let at = match run {
         Some(r) if align < 8 => r.bits,
         _ => {
@@ -103,7 +131,10 @@ pub(super) fn place_bit_field(
         first: out.len(),
         bits: 0,
     });
-    r.bits = at + it.bits as u32;
+    r.bits = at + it.bits as u32 * count.unwrap_or(1);
+    if u64::from(r.bits) > MAX_RUN_BITS {
+        return Err("a run of bit fields longer than 16 MiB".into());
+    }
     // A run starts at a byte, aligned as its first integer says.
     let align = match (at, out.is_empty()) {
         (0, true) => first_align,
@@ -118,6 +149,7 @@ pub(super) fn place_bit_field(
             at,
             run: 0,
             last: false,
+            count,
         })),
         length: None,
         align,

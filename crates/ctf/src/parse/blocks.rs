@@ -217,6 +217,7 @@ impl Parser {
             name: String::new(),
             loglevel: 13,
             stream_id: 0,
+            context: Vec::new(),
             fields: Vec::new(),
         };
         while !self.is_punct("}") {
@@ -226,14 +227,16 @@ impl Parser {
                 self.i += 1;
                 let ty = self.type_spec(false)?;
                 self.expect(";")?;
+                let fields = || {
+                    event_fields(&ty).map_err(|(m, fp)| MetadataError {
+                        line: fp.line,
+                        col: fp.col,
+                        msg: m,
+                    })
+                };
                 match k.as_str() {
-                    "fields" => {
-                        e.fields = event_fields(&ty).map_err(|(m, fp)| MetadataError {
-                            line: fp.line,
-                            col: fp.col,
-                            msg: m,
-                        })?
-                    }
+                    "fields" => e.fields = fields()?,
+                    "context" => e.context = fields()?,
                     _ => return self.err_at(kp, format!("unsupported event type `{k}`")),
                 }
                 continue;

@@ -100,14 +100,8 @@ pub fn parse_metadata_warned(src: &str) -> Result<(TraceDesc, Vec<MetadataError>
     };
     let mut classes = Vec::with_capacity(streams.len());
     // The trace's clock is the first one; a stream class whose times
-    // count another carries it.
-    let Some(clock) = clocks.first().cloned() else {
-        return Err(MetadataError {
-            line: 0,
-            col: 0,
-            msg: "no clock block".into(),
-        });
-    };
+    // count another carries it. Without any, events have no time.
+    let clock = clocks.first().cloned().unwrap_or_else(ClockDesc::absent);
     for StreamBlock {
         mut class,
         packet_context: context,

@@ -361,7 +361,8 @@ pub(super) fn fields_in(t: &Ty, outer: Option<&Outer>) -> Result<Vec<Field>, (St
         let unsupported = |what: &str| (format!("unsupported field `{name}`: {what}"), *pos);
         if ty.align() < 8 && run.is_none() && out.last().is_some_and(|f| ends_mid_byte(&f.ty)) {
             return Err(unsupported(
-                "a field aligned below a byte after a structure ending inside a byte",
+                "a field aligned below a byte after one that may end inside a byte \
+                 (a structure ending with bit fields, a sequence of them)",
             ));
         }
         // Bit fields: an integer not of whole bytes, or one aligned below
@@ -495,7 +496,12 @@ fn sequence(
     if ea > 1 && !(la.is_multiple_of(ea) && len.bytes().is_multiple_of(ea as usize)) {
         return Err("sequence elements aligned beyond their length field".into());
     }
-    let fty = match int_type(elem) {
+    // Integers smaller than a byte are packed bit after bit from the byte
+    // after the length.
+    let packed = bit_int(elem)
+        .filter(|(it, _, maps)| it.is_packed() && maps.is_none())
+        .map(|(it, _, _)| it);
+    let fty = match int_type(elem).or(packed) {
         _ if is_char(elem) => FieldType::TextSequence { len },
         Some(it) if len == IntType::unsigned(32) => FieldType::Sequence(it),
         Some(it) => FieldType::SequenceOf { len, elem: it },

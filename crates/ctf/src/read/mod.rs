@@ -141,6 +141,9 @@ pub struct Event {
     /// Values of the stream's event context (`vtid`, `vpid`, …), in the
     /// order of [`crate::types::StreamClass::context`]; empty without one.
     pub context: Vec<Value>,
+    /// Values of the event's own context, in the order of
+    /// [`crate::types::EventClass::context`]; empty without one.
+    pub own_context: Vec<Value>,
     /// CPU of the packet it came from.
     pub cpu: u32,
     /// Values of its packet context's shown fields (`cpu_id` and the
@@ -273,6 +276,8 @@ pub struct EventRef<'a> {
     pub values: &'a [Value],
     /// Values of the stream's event context (see [`Event::context`]).
     pub context: &'a [Value],
+    /// Values of the event's own context (see [`Event::own_context`]).
+    pub own_context: &'a [Value],
     /// CPU of the packet it came from.
     pub cpu: u32,
     /// Values of its packet's shown fields (see [`Event::packet`]).
@@ -314,6 +319,7 @@ impl ItemRef<'_> {
                 class: e.class,
                 values: e.values.to_vec(),
                 context: e.context.to_vec(),
+                own_context: e.own_context.to_vec(),
                 cpu: e.cpu,
                 packet: e.packet.to_vec(),
             }),

@@ -10,7 +10,9 @@ mod compound;
 pub use compound::has_variant;
 use compound::{decode_elements, decode_in, decode_struct, decode_variant, Scope};
 
-use bits::{bits_value, put_bits, read_bits};
+use bits::{
+    bits_value, put_bit_array, put_bits, put_packed, read_bit_array, read_bits, read_packed,
+};
 
 use crate::types::{FieldType, IntType};
 
@@ -280,8 +282,14 @@ pub fn skip(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<(), DecodeError
                 _ => IntType::unsigned(32),
             };
             let count = read_int(&len, b, off)?;
+            let bits = if t.is_packed() {
+                t.bits as u64
+            } else {
+                8 * t.bytes() as u64
+            };
             count
-                .checked_mul(t.bytes() as u64)
+                .checked_mul(bits)
+                .map(|n| n.div_ceil(8))
                 .and_then(|n| usize::try_from(n).ok())
                 .ok_or(DecodeError::SequenceLength(count))?
         }
@@ -344,7 +352,10 @@ pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, Decode
         FieldType::F32Be => Value::F32(f32::from_bits(read_int(&BE32, b, off)? as u32)),
         FieldType::F64Be => Value::F64(f64::from_bits(read_int(&BE64, b, off)?)),
         FieldType::Bool => Value::Bool(read_int(&IntType::unsigned(8), b, off)? != 0),
-        FieldType::Bits(f) => bits_value(f, read_bits(f, b, off)?),
+        FieldType::Bits(f) => match f.count {
+            None => bits_value(f, read_bits(f, b, off)?),
+            Some(n) => read_bit_array(f, n, b, off)?,
+        },
         FieldType::Enum(t, _) => Value::Enum(if t.signed {
             sign_extend(read_int(t, b, off)?, t.bits)
         } else {
@@ -394,12 +405,17 @@ pub fn decode(ty: &FieldType, b: &[u8], off: &mut usize) -> Result<Value, Decode
 }
 
 fn int_array(t: &IntType, n: u64, b: &[u8], off: &mut usize) -> Result<Value, DecodeError> {
-    let left = b.len().saturating_sub(*off) as u64;
-    if n.saturating_mul(t.bytes() as u64) > left {
-        return Err(DecodeError::SequenceLength(n));
-    }
-    let raw: Result<Vec<u64>, _> = (0..n).map(|_| read_int(t, b, off)).collect();
-    let raw = raw?;
+    let raw = if t.is_packed() {
+        read_packed(t, n, b, off)?
+    } else {
+        let left = b.len().saturating_sub(*off) as u64;
+        if n.saturating_mul(t.bytes() as u64) > left {
+            return Err(DecodeError::SequenceLength(n));
+        }
+        (0..n)
+            .map(|_| read_int(t, b, off))
+            .collect::<Result<Vec<u64>, _>>()?
+    };
     Ok(if t.signed {
         Value::IntArray(raw.into_iter().map(|v| sign_extend(v, t.bits)).collect())
     } else {
@@ -433,6 +449,14 @@ pub fn encode(ty: &FieldType, v: &Value, out: &mut Vec<u8>) -> Result<(), TypeMi
         (FieldType::F64Be, Value::F64(x)) => out.extend_from_slice(&x.to_bits().to_be_bytes()),
         (FieldType::Bool, Value::Bool(x)) => out.push(u8::from(*x)),
         (FieldType::Enum(t, _), Value::Enum(x)) => put_int(t, *x as u64, out),
+        (FieldType::Bits(f), Value::UintArray(xs)) if f.count.is_some() && !f.int.signed => {
+            put_bit_array(f, xs, out)?
+        }
+        (FieldType::Bits(f), Value::IntArray(xs)) if f.count.is_some() && f.int.signed => {
+            let xs: Vec<u64> = xs.iter().map(|&x| x as u64).collect();
+            put_bit_array(f, &xs, out)?
+        }
+        (FieldType::Bits(f), _) if f.count.is_some() => return Err(mismatch()),
         (FieldType::Bits(f), Value::Enum(x)) if f.maps.is_some() => put_bits(f, *x as u64, out)?,
         (FieldType::Bits(f), Value::Uint(x)) if f.maps.is_none() && !f.int.signed => {
             put_bits(f, *x, out)?
@@ -496,6 +520,22 @@ pub fn encode(ty: &FieldType, v: &Value, out: &mut Vec<u8>) -> Result<(), TypeMi
         }
         (FieldType::Array(t, n), Value::IntArray(xs)) if t.signed && xs.len() == *n as usize => {
             xs.iter().for_each(|x| put_int(t, *x as u64, out))
+        }
+        (
+            FieldType::Sequence(t) | FieldType::SequenceOf { elem: t, .. },
+            Value::UintArray(_) | Value::IntArray(_),
+        ) if t.is_packed() => {
+            let len = match ty {
+                FieldType::SequenceOf { len, .. } => *len,
+                _ => IntType::unsigned(32),
+            };
+            let xs: Vec<u64> = match v {
+                Value::UintArray(xs) if !t.signed => xs.clone(),
+                Value::IntArray(xs) if t.signed => xs.iter().map(|&x| x as u64).collect(),
+                _ => return Err(mismatch()),
+            };
+            put_int(&len, xs.len() as u64, out);
+            put_packed(t, &xs, out)?
         }
         (FieldType::Sequence(t), Value::UintArray(xs)) if !t.signed => {
             out.extend_from_slice(&(xs.len() as u32).to_le_bytes());

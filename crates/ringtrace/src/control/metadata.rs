@@ -88,6 +88,7 @@ pub fn event_class(desc: &EventDesc, id: u32, stream_id: u32) -> EventClass {
         name: desc.full_name(),
         loglevel: desc.level as u8,
         stream_id,
+        context: Vec::new(),
         fields: desc
             .fields
             .iter()

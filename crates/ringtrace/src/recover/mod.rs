@@ -459,6 +459,7 @@ pub fn standalone_desc_from(first: u32) -> TraceDesc {
         name: format!("fuzz:e{id}"),
         loglevel: 6,
         stream_id: 0,
+        context: Vec::new(),
         fields: vec![Field::new("f", ty)],
     };
     TraceDesc {

@@ -64,6 +64,8 @@ pub struct StreamReader {
     class_values: Vec<Vec<Value>>,
     /// The same for each stream class's event context (index as `classes`).
     context_values: Vec<Vec<Value>>,
+    /// The same for each event class's own context.
+    own_context_values: Vec<Vec<Value>>,
     /// The current packet's shown fields (`StreamClass::packet_fields`).
     packet_values: Vec<Value>,
     /// What [`StreamReader::advance`] decoded last (an event's values are in
@@ -166,6 +168,7 @@ impl StreamReader {
             following: false,
             partial: false,
             class_values: vec![Vec::new(); n_classes],
+            own_context_values: vec![Vec::new(); n_classes],
             context_values: vec![Vec::new(); n_streams],
             packet_values: Vec::new(),
             head: Head::Discarded {
@@ -351,6 +354,7 @@ impl StreamReader {
                 class: class + self.class_offset,
                 values: &self.class_values[class],
                 context: &self.context_values[self.class_idx],
+                own_context: &self.own_context_values[class],
                 cpu,
                 packet: &self.packet_values,
             }),
@@ -384,6 +388,7 @@ impl StreamReader {
                 class: class + self.class_offset,
                 values: std::mem::take(&mut self.class_values[class]),
                 context: self.context_values[self.class_idx].clone(),
+                own_context: self.own_context_values[class].clone(),
                 cpu,
                 packet: self.packet_values.clone(),
             }),
@@ -485,6 +490,21 @@ impl StreamReader {
                 "event context",
                 &format!("context field `{name}`"),
             ));
+        }
+        // The event's own context, when its class has one.
+        let own = &self.desc.events[class].context;
+        if !own.is_empty() {
+            if let Err((e, i)) =
+                decode_fields(own, content, &mut pos, &mut self.own_context_values[class])
+            {
+                let name = own[i].name.clone();
+                return Err(self.decode_error(
+                    at,
+                    e,
+                    "event context",
+                    &format!("event context field `{name}`"),
+                ));
+            }
         }
         let fields = &self.desc.events[class].fields;
         let skip = self

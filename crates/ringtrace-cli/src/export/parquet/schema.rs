@@ -58,6 +58,7 @@ pub(super) fn kind_of(ty: &FieldType) -> Kind {
     match ty {
         FieldType::Int(t) if t.signed => Kind::I64,
         FieldType::Int(_) => Kind::U64,
+        FieldType::Bits(b) if b.count.is_some() => Kind::Str,
         FieldType::Bits(b) if b.maps.is_none() && b.int.signed => Kind::I64,
         FieldType::Bits(b) if b.maps.is_none() => Kind::U64,
         FieldType::F32 | FieldType::F64 | FieldType::F32Be | FieldType::F64Be => Kind::F64,
@@ -178,6 +179,7 @@ mod tests {
             name: name.into(),
             loglevel: 13,
             stream_id: 0,
+            context: Vec::new(),
             fields,
         };
         let desc = TraceDesc {
