@@ -131,11 +131,18 @@ cargo "+$MIRI_NIGHTLY" miri setup >/dev/null 2>&1 || cargo "+$MIRI_NIGHTLY" miri
 # The checkers' own environment, versions pinned: `perfetto` carries
 # Perfetto's generated trace protos (perfetto_trace_pb2, the messages
 # trace_processor reads), which need protobuf 6.31 or later, newer than
-# Debian's python3-protobuf; `duckdb` queries the Parquet export.
+# Debian's python3-protobuf; `duckdb` queries the Parquet export;
+# `barectf` generates the tracers of the barectf fixtures
+# (scripts/barectf_fixtures.sh). barectf 3.1.2 asks for PyYAML below 6,
+# whose source no longer builds with today's setuptools: its other
+# requirements are installed first (PyYAML 6, whose API it uses alike),
+# then barectf without them.
 PYENV="target/python"
-PYPKGS=("perfetto==0.59.1" "protobuf==6.31.1" "duckdb==2.0.1")
-if ! "$PYENV/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2, duckdb' >/dev/null 2>&1; then
-  say "installing the Python checkers' environment in $PYENV: ${PYPKGS[*]}"
+PYPKGS=("perfetto==0.59.1" "protobuf==6.31.1" "duckdb==2.0.1"
+  "jinja2==3.1.6" "jsonschema==3.2.0" "pyyaml==6.0.2" "termcolor==1.1.0")
+if ! "$PYENV/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2, duckdb, barectf' >/dev/null 2>&1; then
+  say "installing the Python checkers' environment in $PYENV: ${PYPKGS[*]} barectf==3.1.2"
   python3 -m venv "$PYENV"
   "$PYENV/bin/pip" install --quiet --disable-pip-version-check "${PYPKGS[@]}"
+  "$PYENV/bin/pip" install --quiet --disable-pip-version-check --no-deps "barectf==3.1.2"
 fi
