@@ -17,7 +17,8 @@ use crate::read::{Item, ItemRef, ReadError, StreamReader, Trace};
 /// per-CPU trace on a small machine); beyond, by a binary heap.
 const SCAN_MAX: usize = 16;
 
-/// Items of all streams, by non-decreasing time (ties: stream order).
+/// Items of all streams, by non-decreasing time (ties: stream order; a
+/// trace without a clock: stream after stream).
 #[derive(Debug)]
 pub struct Merger {
     streams: Vec<StreamReader>,
@@ -51,6 +52,17 @@ impl Merger {
         let mut keys = Vec::with_capacity(m.streams.len());
         for k in 0..m.streams.len() {
             keys.push(m.step(k));
+        }
+        if trace.desc.clock.is_absent() {
+            // No times to merge by: stream after stream, by stream class
+            // and instance (babeltrace2's order), not by file name.
+            let mut both: Vec<(StreamReader, Option<u64>)> =
+                m.streams.drain(..).zip(keys.drain(..)).collect();
+            both.sort_by_key(|(s, _)| {
+                let c = s.packet_context();
+                (c.stream_id, c.stream_instance_id)
+            });
+            (m.streams, keys) = both.into_iter().unzip();
         }
         if keys.len() <= SCAN_MAX {
             m.scan = Some(keys);

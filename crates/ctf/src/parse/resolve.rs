@@ -354,6 +354,9 @@ pub(super) fn fields_in(t: &Ty, outer: Option<&Outer>) -> Result<Vec<Field>, (St
         return Err(("event fields must be a structure".into(), Pos::default()));
     };
     let mut out: Vec<Field> = Vec::new();
+    // Whether each of `out` was declared with a leading `_` (variant tags
+    // name fields as declared).
+    let mut escaped: Vec<bool> = Vec::new();
     let mut run: Option<Run> = None;
     for (k, (name, ty, pos)) in fields.iter().enumerate() {
         // One leading underscore is an escape, as in LTTng's metadata.
@@ -376,6 +379,7 @@ pub(super) fn fields_in(t: &Ty, outer: Option<&Outer>) -> Result<Vec<Field>, (St
         )
         .map_err(|m| unsupported(&m))?
         {
+            escaped.push(name.starts_with('_'));
             continue;
         }
         if ty.align() < 8 && run.is_some() {
@@ -391,17 +395,19 @@ pub(super) fn fields_in(t: &Ty, outer: Option<&Outer>) -> Result<Vec<Field>, (St
                     sequence(prev, elem, len_field, &clean, *pos).map_err(|m| unsupported(&m))?;
                 // The length field becomes part of the sequence.
                 out.pop();
+                escaped.pop();
                 (fty, length, Some(align))
             }
             Ty::Struct { .. } => {
                 let up = Outer {
                     fields: &out,
+                    escaped: &escaped,
                     up: outer,
                 };
                 (FieldType::Struct(fields_in(ty, Some(&up))?), None, None)
             }
             Ty::Variant { tag, options } => {
-                let v = variant(tag.as_deref(), options, &out, outer, fields_in)
+                let v = variant(tag.as_deref(), options, (&out, &escaped), outer, fields_in)
                     .map_err(|m| unsupported(&m))?;
                 (FieldType::Variant(Box::new(v)), None, None)
             }
@@ -418,6 +424,7 @@ pub(super) fn fields_in(t: &Ty, outer: Option<&Outer>) -> Result<Vec<Field>, (St
         } else {
             align
         };
+        escaped.push(name.starts_with('_'));
         out.push(Field {
             name: clean,
             ty: fty,

@@ -10,6 +10,9 @@ use crate::types::{EnumMapping, Field, FieldType, VariantType};
 pub(super) struct Outer<'a> {
     /// The fields before.
     pub fields: &'a [Field],
+    /// Whether each was declared with a leading `_` (which its name, as
+    /// printed, does not keep).
+    pub escaped: &'a [bool],
     /// The structure around that one.
     pub up: Option<&'a Outer<'a>>,
 }
@@ -27,7 +30,7 @@ const OTHER_SCOPES: [&str; 5] = [
 /// mappings.
 fn find_tag<'a>(
     path: &str,
-    before: &'a [Field],
+    before: (&'a [Field], &'a [bool]),
     outer: Option<&'a Outer<'a>>,
 ) -> Result<(u8, Vec<usize>, &'a [EnumMapping]), String> {
     if OTHER_SCOPES.iter().any(|p| path.starts_with(p)) {
@@ -38,7 +41,7 @@ fn find_tag<'a>(
     let mut levels = vec![before];
     let mut o = outer;
     while let Some(x) = o {
-        levels.push(x.fields);
+        levels.push((x.fields, x.escaped));
         o = x.up;
     }
     // `event.fields.a` starts from the payload, the outermost structure.
@@ -50,14 +53,34 @@ fn find_tag<'a>(
     let missing = || {
         format!("variant tag `{path}` is not a field before it in its structure or those around it")
     };
-    let (up, k) = levels
-        .iter()
-        .enumerate()
-        .skip(first_level)
-        .find_map(|(up, fields)| Some((up, fields.iter().rposition(|f| f.name == names[0])?)))
-        .ok_or_else(missing)?;
+    // The first name as it is written, a leading `_` included: `_tag`
+    // does not name a field declared `tag`, nor `tag` one declared `_tag`
+    // (babeltrace2 refuses both).
+    let escaped = rel.starts_with('_');
+    let find = |same: bool| {
+        levels
+            .iter()
+            .enumerate()
+            .skip(first_level)
+            .find_map(|(up, (fields, esc))| {
+                let k = fields.iter().enumerate().rposition(|(k, f)| {
+                    f.name == names[0] && (!same || esc.get(k) == Some(&escaped))
+                })?;
+                Some((up, k))
+            })
+    };
+    let Some((up, k)) = find(true) else {
+        return Err(match find(false) {
+            Some(_) => format!(
+                "variant tag `{path}` names a field declared {} a leading `_`: \
+                 a tag names its field as it is declared",
+                if escaped { "without" } else { "with" }
+            ),
+            None => missing(),
+        });
+    };
     let mut idx = vec![k];
-    let mut field = &levels[up][k];
+    let mut field = &levels[up].0[k];
     for n in &names[1..] {
         let FieldType::Struct(inner) = &field.ty else {
             return Err(missing());
@@ -87,7 +110,7 @@ pub(super) type FieldsIn = fn(&Ty, Option<&Outer>) -> Result<Vec<Field>, (String
 pub(super) fn variant(
     tag: Option<&str>,
     options: &[(String, Ty, Pos)],
-    before: &[Field],
+    before: (&[Field], &[bool]),
     outer: Option<&Outer>,
     fields_in: FieldsIn,
 ) -> Result<VariantType, String> {
@@ -97,7 +120,8 @@ pub(super) fn variant(
     let (up, idx, maps) = find_tag(tag_name, before, outer)?;
     let mut fields = Vec::with_capacity(options.len());
     let here = Outer {
-        fields: before,
+        fields: before.0,
+        escaped: before.1,
         up: outer,
     };
     for o in options {
