@@ -104,7 +104,10 @@ fn env_block(s: &mut String, t: &TraceDesc) {
 }
 
 /// The trace's clock, then those of stream classes that count another, each
-/// with the integer types mapped to it (`uint64_clock_t`, …).
+/// with the integer types mapped to it (`uint64_clock_t`, …). Each is
+/// `absolute`: its offset places tick 0 on the Unix epoch (ringtrace's
+/// clock is calibrated against the system's), which lets babeltrace2 merge
+/// its traces with LTTng's, whose clocks it takes for such.
 fn clock_blocks(s: &mut String, t: &TraceDesc) {
     let mut clocks = vec![(&t.clock, "_clock_t".to_owned())];
     for c in t.streams.iter().filter_map(|st| st.clock.as_ref()) {
@@ -127,7 +130,7 @@ fn clock_blocks(s: &mut String, t: &TraceDesc) {
         let _ = write!(
             s,
             "clock {{\n\tname = \"{}\";\n\tdescription = \"{}\";\n\tfreq = {};\n\tprecision = {};\n\
-             \toffset_s = {};\n\toffset = {};\n\tabsolute = FALSE;\n}};\n\n",
+             \toffset_s = {};\n\toffset = {};\n\tabsolute = TRUE;\n}};\n\n",
             c.name,
             escape(&c.description),
             c.freq,

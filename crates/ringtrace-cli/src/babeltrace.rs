@@ -27,6 +27,9 @@ pub struct Writer {
     buf: String,
     /// Per event class of the trace (set): its trace's host part.
     hosts: Vec<String>,
+    /// Per event class: the clock its stream counts (its stream class's or
+    /// its own trace's), which converts its time as babeltrace2 does.
+    clocks: Vec<ClockDesc>,
     /// The previous event's time (ns since the epoch).
     prev: Option<i128>,
     /// (second since the epoch, "HH:MM:SS") in local time.
@@ -56,32 +59,50 @@ fn host(env: &[(String, EnvValue)]) -> String {
 impl Writer {
     /// A writer for the events of `trace`.
     pub fn new(trace: &Trace) -> Writer {
-        let mut hosts = vec![String::new(); trace.desc.events.len()];
+        let n = trace.desc.events.len();
+        let mut hosts = vec![String::new(); n];
+        let mut clocks = vec![trace.desc.clock.clone(); n];
+        let own = |d: &ctf::types::TraceDesc, e: &ctf::types::EventClass| {
+            d.stream(e.stream_id)
+                .and_then(|s| s.clock.clone())
+                .unwrap_or_else(|| d.clock.clone())
+        };
         if trace.parts.is_empty() {
             hosts.fill(host(&trace.desc.env));
+            for (c, e) in clocks.iter_mut().zip(&trace.desc.events) {
+                *c = own(&trace.desc, e);
+            }
         }
         for p in &trace.parts {
             let h = host(&p.desc.env);
-            let end = (p.class_offset + p.desc.events.len()).min(hosts.len());
+            let end = (p.class_offset + p.desc.events.len()).min(n);
             hosts[p.class_offset.min(end)..end].fill(h);
+            for (c, e) in clocks[p.class_offset.min(end)..end]
+                .iter_mut()
+                .zip(&p.desc.events)
+            {
+                *c = own(&p.desc, e);
+            }
         }
         Writer {
             buf: String::with_capacity(256),
             hosts,
+            clocks,
             prev: None,
             sec: None,
             timed: !trace.desc.clock.is_absent(),
         }
     }
 
-    /// The line of one event at `ns` (since the epoch) of class `class`
-    /// (its index in the trace's description): the blocks before its
+    /// The line of one event at `own_ts` (ticks of its stream's own
+    /// clock, [`ctf::read::Event::own_ts`]) of class `class` (its index
+    /// in the trace's description): the blocks before its
     /// payload that it has (its packet context's shown fields, `cpu_id`,
     /// …; its stream's event context; its own context), each as fields
     /// and values, then its payload's fields and values.
     pub fn line(
         &mut self,
-        ns: i128,
+        own_ts: u64,
         class: usize,
         name: &str,
         blocks: [(&[Field], &[Value]); 3],
@@ -90,6 +111,10 @@ impl Writer {
     ) -> &str {
         self.buf.clear();
         if self.timed {
+            let ns = self
+                .clocks
+                .get(class)
+                .map_or(0, |c| ns_from_origin(c, own_ts));
             self.time(ns);
         }
         let s = &mut self.buf;

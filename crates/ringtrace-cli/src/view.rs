@@ -322,7 +322,7 @@ impl Printer<'_> {
                         let ctx = stream.map_or(&[][..], |s| &s.context[..]);
                         let packet = stream.map_or(&[][..], |s| &s.packet_fields[..]);
                         b.line(
-                            crate::babeltrace::ns_from_origin(clock, e.ts),
+                            e.own_ts,
                             e.class,
                             &class.name,
                             [

@@ -59,8 +59,8 @@ fn metadata_as_other_producers_write_it_reads_as_in_babeltrace2() {
         .replacen("signed = false; }", "signed = false; colour = 3; }", 1)
         .replacen("\tmajor = 1;", "\tmajor = 1;\n\tflavour = \"x\";", 1)
         .replacen(
-            "\tabsolute = FALSE;",
-            "\tabsolute = FALSE;\n\tquality = 7;",
+            "\tabsolute = TRUE;",
+            "\tabsolute = TRUE;\n\tquality = 7;",
             1,
         )
         .replacen("\tloglevel = ", "\tcategory = \"c\";\n\tloglevel = ", 1);

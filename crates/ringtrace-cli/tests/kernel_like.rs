@@ -17,6 +17,7 @@ mod common;
 
 use std::path::Path;
 
+use common::kernel::{Bits, Packet};
 use common::*;
 
 const UUID: [u8; 16] = *b"kernel-like-ctf!";
@@ -210,81 +211,6 @@ event {{
     )
 }
 
-/// Bits written one after the other from the first byte: little-endian
-/// fields from each byte's least significant bit, big-endian ones from its
-/// most significant bit (CTF 1.8 section 4.1.5).
-struct Bits {
-    bytes: Vec<u8>,
-    at: usize,
-}
-
-impl Bits {
-    fn new() -> Bits {
-        Bits {
-            bytes: Vec::new(),
-            at: 0,
-        }
-    }
-    fn put(&mut self, v: u64, n: usize, be: bool) -> &mut Self {
-        for i in 0..n {
-            let pos = self.at + i;
-            if pos / 8 >= self.bytes.len() {
-                self.bytes.push(0);
-            }
-            let (bit, shift) = if be {
-                ((v >> (n - 1 - i)) & 1, 7 - pos % 8)
-            } else {
-                ((v >> i) & 1, pos % 8)
-            };
-            self.bytes[pos / 8] |= (bit as u8) << shift;
-        }
-        self.at += n;
-        self
-    }
-}
-
-/// A packet of stream class `stream` (LTTng's header and context layout:
-/// 84 bytes), its sizes set by `finish`.
-struct Packet {
-    b: Vec<u8>,
-}
-
-impl Packet {
-    fn new(stream: u32, cpu: u32, begin: u64, end: u64, seq: u64, discarded: u64) -> Packet {
-        let mut b = Vec::new();
-        b.extend(0xC1FC_1FC1u32.to_le_bytes());
-        b.extend(UUID);
-        b.extend(stream.to_le_bytes());
-        b.extend(7u64.to_le_bytes()); // stream_instance_id
-        b.extend(begin.to_le_bytes());
-        b.extend(end.to_le_bytes());
-        b.extend([0; 16]); // content_size, packet_size: see `finish`
-        b.extend(seq.to_le_bytes());
-        b.extend(discarded.to_le_bytes());
-        b.extend(cpu.to_le_bytes());
-        Packet { b }
-    }
-    fn put(&mut self, bytes: &[u8]) -> &mut Self {
-        self.b.extend(bytes);
-        self
-    }
-    fn finish(mut self, pad: usize) -> Vec<u8> {
-        let content = self.b.len() as u64 * 8;
-        self.b.extend(vec![0; pad]);
-        let size = self.b.len() as u64 * 8;
-        self.b[48..56].copy_from_slice(&content.to_le_bytes());
-        self.b[56..64].copy_from_slice(&size.to_le_bytes());
-        self.b
-    }
-    /// A compact header: the 5-bit id in the low bits of a little-endian
-    /// word, the time's low 27 bits above.
-    fn compact(&mut self, id: u64, ts: u64) -> &mut Self {
-        let mut h = Bits::new();
-        h.put(id, 5, false).put(ts & ((1 << 27) - 1), 27, false);
-        self.put(&h.bytes)
-    }
-}
-
 /// `net_if_receive_skb` with no, an IPv4 or an IPv6 network header.
 fn skb(p: &mut Packet, ts: u64, kind: u8) {
     p.compact(0, ts)
@@ -345,7 +271,7 @@ fn write_trace(dir: &Path, paths: bool) {
     let kind = |k: u64| paths.then_some((k % 2) as u8);
     let t0 = 5_000_000_000u64;
     // CPU 0: two packets; the second's events cross a 27-bit wrap.
-    let mut p = Packet::new(0, 0, t0, t0 + 9_000, 0, 0);
+    let mut p = Packet::new(UUID, 0, 0, t0, t0 + 9_000, 0, 0);
     for (k, kind) in [0u8, 1, 2].into_iter().enumerate() {
         skb(&mut p, t0 + 1_000 * k as u64, kind);
     }
@@ -354,14 +280,14 @@ fn write_trace(dir: &Path, paths: bool) {
     }
     let mut file = p.finish(24);
     let t1 = t0 + (1 << 27) - 500;
-    let mut p = Packet::new(0, 0, t1, t1 + 2_000, 1, 2);
+    let mut p = Packet::new(UUID, 0, 0, t1, t1 + 2_000, 1, 2);
     skb(&mut p, t1 + 100, 1);
     flags(&mut p, t1 + 1_000, 7, 2, kind(1)); // 500 ns after the wrap
     file.extend(p.finish(0));
     std::fs::write(dir.join("channel0_0"), file).unwrap();
     // The 1 MHz stream: ticks between the others' events.
     let s0 = 4_999_000u64; // 4.999 s of the slow clock
-    let mut p = Packet::new(1, 1, s0, s0 + 10, 0, 0);
+    let mut p = Packet::new(UUID, 1, 1, s0, s0 + 10, 0, 0);
     for k in 0..4u64 {
         let ts = s0 + 2 + 2 * k;
         p.put(&0u16.to_le_bytes())

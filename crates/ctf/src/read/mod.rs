@@ -134,6 +134,10 @@ pub enum ReadError {
 pub struct Event {
     /// Full timestamp, in clock ticks.
     pub ts: u64,
+    /// The same in the ticks of the clock its stream counts (its stream
+    /// class's, or its own trace's in a set of traces): what babeltrace2
+    /// converts to print it, to the nanosecond.
+    pub own_ts: u64,
     /// Index of the event class in [`TraceDesc::events`].
     pub class: usize,
     /// Field values, in class order.
@@ -270,6 +274,8 @@ impl Trace {
 pub struct EventRef<'a> {
     /// Full timestamp, in clock ticks.
     pub ts: u64,
+    /// The same in its stream's own clock (see [`Event::own_ts`]).
+    pub own_ts: u64,
     /// Index of the event class in [`TraceDesc::events`].
     pub class: usize,
     /// Field values, in class order.
@@ -316,6 +322,7 @@ impl ItemRef<'_> {
         match *self {
             ItemRef::Event(e) => Item::Event(Event {
                 ts: e.ts,
+                own_ts: e.own_ts,
                 class: e.class,
                 values: e.values.to_vec(),
                 context: e.context.to_vec(),

@@ -221,9 +221,19 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined, ReadError> {
             source: std::io::Error::other("no trace"),
         });
     };
+    // The set counts time in its finest clock: the events of every trace
+    // keep their order (a coarser one would make ties of events one tick
+    // apart in a finer clock, then ordered by stream, not by time).
+    let finest = descs
+        .iter()
+        .map(|d| &d.clock)
+        .fold(
+            &first.clock,
+            |best, c| if c.freq > best.freq { c } else { best },
+        );
     let mut set = TraceDesc {
         uuid: first.uuid,
-        clock: first.clock.clone(),
+        clock: finest.clone(),
         env: first.env.clone(),
         streams: Vec::new(),
         events: Vec::new(),

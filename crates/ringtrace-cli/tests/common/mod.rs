@@ -3,6 +3,7 @@
 //! the reading tests of a test binary.
 #![allow(dead_code)]
 
+pub mod kernel;
 pub mod lttng;
 pub mod relayd;
 

@@ -351,6 +351,7 @@ impl StreamReader {
         match self.head {
             Head::Event { ts, class, cpu } => ItemRef::Event(EventRef {
                 ts: self.clock.apply(ts),
+                own_ts: ts,
                 class: class + self.class_offset,
                 values: &self.class_values[class],
                 context: &self.context_values[self.class_idx],
@@ -385,6 +386,7 @@ impl StreamReader {
         match self.head {
             Head::Event { ts, class, cpu } => Item::Event(Event {
                 ts: self.clock.apply(ts),
+                own_ts: ts,
                 class: class + self.class_offset,
                 values: std::mem::take(&mut self.class_values[class]),
                 context: self.context_values[self.class_idx].clone(),
