@@ -8,7 +8,7 @@
 use std::fmt::Write;
 
 use crate::who::Who;
-use ctf::types::{ClockDesc, EventClass, FieldType};
+use ctf::types::{ClockDesc, EventClass, Field, FieldType};
 use ctf::value::Value;
 
 /// Converts clock ticks to nanoseconds since the epoch with the trace's
@@ -250,11 +250,13 @@ impl LineWriter {
     ) -> &str {
         self.buf.clear();
         // A trace without a clock: no time to print.
-        if !clock.is_absent() {
+        if clock.is_absent() {
+            self.buf.push_str("cpu ");
+        } else {
             self.time(clock, ts, prev);
+            self.buf.push_str(") cpu ");
         }
         let s = &mut self.buf;
-        s.push_str("cpu ");
         let start = s.len();
         push_u64(s, cpu as u64, 1);
         pad_to(s, start + 3);
@@ -280,18 +282,34 @@ impl LineWriter {
         s.push_str(&class.name);
         pad_to(s, start + 28);
         // The event's own context (few events have one), then its payload.
-        let own = class.context.iter().zip(own_context);
-        for (i, (f, v)) in own.chain(class.fields.iter().zip(values)).enumerate() {
-            s.push_str(if i == 0 { " " } else { ", " });
+        // Each separator a constant store (a string chosen at run time
+        // would be copied by a call).
+        let put = |s: &mut String, first: bool, f: &Field, v: &Value| {
+            if first {
+                s.push(' ');
+            } else {
+                s.push_str(", ");
+            }
             s.push_str(&f.name);
             s.push_str(" = ");
             value(&f.ty, v, s);
+        };
+        let mut own = 0;
+        if !class.context.is_empty() {
+            for (f, v) in class.context.iter().zip(own_context) {
+                put(s, own == 0, f, v);
+                own += 1;
+            }
+        }
+        for (i, (f, v)) in class.fields.iter().zip(values).enumerate() {
+            put(s, i + own == 0, f, v);
         }
         &self.buf
     }
 
-    /// `HH:MM:SS.nnnnnnnnn (+S.nnnnnnnnn) `: the event's time and the
-    /// delta to the previous one.
+    /// `HH:MM:SS.nnnnnnnnn (+S.nnnnnnnnn`: the event's time and the delta
+    /// to the previous one (the caller closes the parenthesis).
+    #[inline(always)]
     fn time(&mut self, clock: &ClockDesc, ts: u64, prev: Option<u64>) {
         let ns = epoch_ns(clock, ts);
         let (sec, frac) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
@@ -313,7 +331,6 @@ impl LineWriter {
         push_u64(s, delta / 1_000_000_000, 1);
         s.push('.');
         push_u64(s, delta % 1_000_000_000, 9);
-        s.push_str(") ");
     }
 }
 
