@@ -1,7 +1,8 @@
 //! Hand-written CTF 1.8 traces at the edges of what babeltrace2 reads:
 //! names escaped with a leading `_` (reserved words, variant options and
-//! enumeration labels), variant tags written with and without it, and
-//! several streams without a clock. Each is read as babeltrace2 reads it,
+//! enumeration labels), variant tags written with and without it,
+//! several streams without a clock, and the kernel tracer's arrays and
+//! sequences of 1-bit integers. Each is read as babeltrace2 reads it,
 //! or refused where babeltrace2 refuses it, with the place named.
 
 mod common;
@@ -175,4 +176,37 @@ event { name = \"b\"; id = 0; stream_id = 1; fields := struct { uint8_t n; }; };
     let o = view(&dir);
     let names: Vec<&str> = o.stdout.lines().map(|l| &l[..1]).collect();
     assert_eq!(names, ["a", "a", "a", "b", "b", "b"]);
+}
+
+/// The kernel tracer's bit-field arrays and sequences (`ctf_array_bitfield`,
+/// `ctf_sequence_bitfield`): 1-bit integers one after the other, the
+/// sequence's length counting bits.
+#[test]
+fn kernel_bit_field_arrays_and_sequences_read_as_babeltrace2_reads_them() {
+    let bit = "integer { size = 1; align = 1; signed = 0; encoding = none; base = 10; }";
+    let dir = trace(
+        "bitfield-array",
+        &format!(
+            "{bit} _bitfield_array[12]; \
+             integer {{ size = 8; align = 8; signed = 0; }} __bitfield_seq_length; \
+             {bit} _bitfield_seq[ __bitfield_seq_length ]; uint8_t _after;"
+        ),
+        &[
+            &[0b1010_0101, 0b0000_1110, 10, 0b1111_0000, 0b10, 0x42],
+            &[0xff, 0x0f, 3, 0b101, 0x43],
+        ],
+    );
+    let o = view(&dir);
+    assert!(o.ok, "{}", o.stderr);
+    let first = o.stdout.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "e: { bitfield_array = [ [0] = 1, [1] = 0, [2] = 1, [3] = 0, [4] = 0, [5] = 1, \
+         [6] = 0, [7] = 1, [8] = 0, [9] = 1, [10] = 1, [11] = 1 ], _bitfield_seq_length = 10, \
+         bitfield_seq = [ [0] = 0, [1] = 0, [2] = 0, [3] = 0, [4] = 1, [5] = 1, [6] = 1, \
+         [7] = 1, [8] = 0, [9] = 1 ], after = 66 }"
+    );
+    if babeltrace2_present() {
+        assert_eq!(same_as_babeltrace2(&dir).0, 2);
+    }
 }
