@@ -324,8 +324,14 @@ fn element(elem: &Ty, pos: Pos) -> Result<Field, String> {
     if matches!(elem, Ty::Variant { .. }) {
         return Err("arrays of variants".into());
     }
-    if bit_int(elem).is_some_and(|(it, align, _)| !it.bits.is_multiple_of(8) || align < 8) {
+    let bitty = |t: &Ty| bit_int(t).is_some_and(|(it, align, _)| it.is_packed() || align < 8);
+    if bitty(elem) {
         return Err("arrays of integers that are not whole bytes at byte boundaries".into());
+    }
+    // Each element starts at a byte here: arrays of bit-field arrays would
+    // lose their packing.
+    if matches!(elem, Ty::Array { elem: e, .. } if bitty(e)) {
+        return Err("arrays of arrays of integers smaller than a byte".into());
     }
     if fixed_bits(elem) == Some(0) {
         return Err("arrays of empty elements".into());
