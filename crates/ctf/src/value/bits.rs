@@ -7,7 +7,7 @@ use crate::types::{BitField, IntType};
 /// The value of bit field `f` in the run that starts at `*off`; after the
 /// run's last field, `*off` moves past the run.
 pub(super) fn read_bits(f: &BitField, b: &[u8], off: &mut usize) -> Result<u64, DecodeError> {
-    let v = bits_at(&f.int, f.at, b, *off)?;
+    let v = bits_at(&f.int, f.at.into(), b, *off)?;
     end_of_run(f, b, off)?;
     Ok(v)
 }
@@ -20,10 +20,14 @@ pub(super) fn read_bit_array(
     off: &mut usize,
 ) -> Result<Value, DecodeError> {
     let bits = f.int.bits as u32;
-    // Within the run (checked when it was placed), so `n` is bounded by
-    // the metadata's own size, not by the data.
+    // The run's bytes present before anything is allocated: `n` elements
+    // lie within it (checked when it was placed), so the vector is
+    // bounded by the data, not only by the metadata's claim.
+    if off.saturating_add(f.run as usize) > b.len() {
+        return Err(DecodeError::Truncated);
+    }
     let raw: Result<Vec<u64>, _> = (0..n)
-        .map(|k| bits_at(&f.int, f.at + k * bits, b, *off))
+        .map(|k| bits_at(&f.int, u64::from(f.at) + u64::from(k * bits), b, *off))
         .collect();
     let raw = raw?;
     end_of_run(f, b, off)?;
@@ -44,13 +48,15 @@ pub(super) fn read_packed(
     off: &mut usize,
 ) -> Result<Vec<u64>, DecodeError> {
     let bits = t.bits as u64;
+    // Its bytes present, and no more elements than a sequence of bytes in
+    // the largest packet has (the same bound on the vector).
     let bytes = n
         .checked_mul(bits)
         .map(|x| x.div_ceil(8))
-        .filter(|&x| x <= b.len().saturating_sub(*off) as u64)
+        .filter(|&x| x <= b.len().saturating_sub(*off) as u64 && n <= crate::read::MAX_PACKET)
         .ok_or(DecodeError::SequenceLength(n))?;
     let raw = (0..n)
-        .map(|k| bits_at(t, (k * bits) as u32, b, *off))
+        .map(|k| bits_at(t, k * bits, b, *off))
         .collect::<Result<Vec<u64>, _>>()?;
     *off += bytes as usize;
     Ok(raw)
@@ -59,12 +65,12 @@ pub(super) fn read_packed(
 /// The integer of type `t` at bit `at` of the bytes from `off`. CTF 1.8
 /// section 4.1.5: in little-endian order bit 0 is the least significant
 /// bit of the first byte; in big-endian order its most significant one.
-fn bits_at(t: &IntType, at: u32, b: &[u8], off: usize) -> Result<u64, DecodeError> {
+fn bits_at(t: &IntType, at: u64, b: &[u8], off: usize) -> Result<u64, DecodeError> {
     let bits = t.bits as u32;
-    let skip = at % 8;
+    let skip = (at % 8) as u32;
     let n = (skip + bits).div_ceil(8) as usize;
     let first = off
-        .checked_add((at / 8) as usize)
+        .checked_add(usize::try_from(at / 8).map_err(|_| DecodeError::Truncated)?)
         .ok_or(DecodeError::Truncated)?;
     let w = b
         .get(first..first.saturating_add(n))
