@@ -10,7 +10,8 @@
 //! (`+?.?????????` for the first); the host part comes from the event's
 //! trace's environment (`hostname`, `procname`, `vpid`); the context
 //! blocks (the stream's, the event's own) only when there is one. A trace
-//! without a clock: no time and no delta, as babeltrace2 prints it. Values: integers in their display base
+//! without a clock: no time and no delta, as babeltrace2 prints it.
+//! Values: integers in their display base
 //! (`0x` and upper-case digits for hexadecimal), reals as C's `%g`,
 //! enumerations `( "label" : container = N )` (`<unknown>` when no label
 //! maps), arrays `[ [0] = 1, [1] = 2 ]`, a sequence's length as its own
@@ -137,9 +138,7 @@ impl Writer {
         block(s, fields, values);
         s
     }
-}
 
-impl Writer {
     /// `[HH:MM:SS.nnnnnnnnn] (+S.nnnnnnnnn) `: the event's time and the
     /// delta to the one printed before.
     fn time(&mut self, ns: i128) {
