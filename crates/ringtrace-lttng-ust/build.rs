@@ -1,6 +1,6 @@
 //! The soname of LTTng-UST's tracer library (a program linked with
 //! `-llttng-ust` needs `liblttng-ust.so.1`, and a preloaded library of that
-//! soname satisfies it); the C part of it, the variadic `tracef` and
+//! soname satisfies it), never unloaded (`-z nodelete`); the C part of it, the variadic `tracef` and
 //! `tracelog` entry points (`c/tracef.c`); and, as LTTng-UST's own, a
 //! dependency on `liblttng-ust-common.so.1` where it is installed:
 //! LTTng-UST's helper libraries (`liblttng-ust-dl.so.1`) resolve symbols
@@ -11,6 +11,11 @@ use std::path::Path;
 
 fn main() {
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,liblttng-ust.so.1");
+    // Never unloaded once loaded: a program that opens a provider's
+    // library with `dlopen` brings this one along, and closing the
+    // provider would unmap it under the session's own threads (the
+    // consumer, the control socket), which outlive any provider.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
     println!("cargo:rerun-if-changed=c/tracef.c");
     cc::Build::new()
         .file("c/tracef.c")

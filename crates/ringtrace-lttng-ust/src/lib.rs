@@ -52,7 +52,10 @@
 //! environment starts one when the first provider registers.
 //!
 //! `ringtrace record` offers this library in place of LTTng-UST's (first
-//! in `LD_LIBRARY_PATH`). Not yet here: the application context providers
+//! in `LD_LIBRARY_PATH`). Once loaded it is never unloaded (`-z
+//! nodelete`, build.rs): a program may open a provider's library with
+//! `dlopen`, which brings this one along, and close it while the
+//! session's threads run in this library's code. Not yet here: the application context providers
 //! (`lttng_ust_context_provider_register`), the state dump of loaded
 //! objects, and filters (`run_filter` is never asked: `eval_filter`
 //! stays 0).
