@@ -38,6 +38,10 @@ pub(super) fn read_bit_array(
     })
 }
 
+/// Elements a packed sequence may have: as many as a sequence of bytes in
+/// the largest packet the reader takes (`read::MAX_PACKET`, 1 GiB).
+const MAX_PACKED: u64 = 1 << 30;
+
 /// `n` integers of type `t` packed bit after bit from the byte at `*off`
 /// (a sequence of integers smaller than a byte); `*off` moves past the
 /// byte holding the last one.
@@ -53,7 +57,7 @@ pub(super) fn read_packed(
     let bytes = n
         .checked_mul(bits)
         .map(|x| x.div_ceil(8))
-        .filter(|&x| x <= b.len().saturating_sub(*off) as u64 && n <= crate::read::MAX_PACKET)
+        .filter(|&x| x <= b.len().saturating_sub(*off) as u64 && n <= MAX_PACKED)
         .ok_or(DecodeError::SequenceLength(n))?;
     let raw = (0..n)
         .map(|k| bits_at(t, k * bits, b, *off))
