@@ -17,7 +17,7 @@ mod common;
 
 use std::path::Path;
 
-use common::kernel::{Bits, Packet};
+use common::kernel::{self, Bits, Packet};
 use common::*;
 
 const UUID: [u8; 16] = *b"kernel-like-ctf!";
@@ -45,49 +45,9 @@ fn metadata(paths: bool) -> String {
     } else {
         ""
     };
+    let preamble = kernel::preamble(UUID_TEXT, 1_700_000_000, 123_456_789);
     format!(
-        r#"/* CTF 1.8 */
-typealias integer {{ size = 8; align = 8; signed = false; }} := uint8_t;
-typealias integer {{ size = 16; align = 8; signed = false; }} := uint16_t;
-typealias integer {{ size = 32; align = 8; signed = false; }} := uint32_t;
-typealias integer {{ size = 64; align = 8; signed = false; }} := uint64_t;
-typealias integer {{ size = 64; align = 8; signed = false; }} := unsigned long;
-typealias integer {{ size = 5; align = 1; signed = false; }} := uint5_t;
-
-trace {{
-	major = 1;
-	minor = 8;
-	uuid = "{UUID_TEXT}";
-	byte_order = le;
-	packet.header := struct {{
-		uint32_t magic;
-		uint8_t  uuid[16];
-		uint32_t stream_id;
-		uint64_t stream_instance_id;
-	}};
-}};
-
-env {{
-	hostname = "kernelbox";
-	domain = "kernel";
-	sysname = "Linux";
-	tracer_name = "lttng-modules";
-	tracer_major = 2;
-	tracer_minor = 13;
-}};
-
-clock {{
-	name = "monotonic";
-	uuid = "{UUID_TEXT}";
-	description = "Monotonic Clock";
-	freq = 1000000000;
-	precision = 1;
-	offset_s = 1700000000;
-	offset = 123456789;
-	absolute = FALSE;
-}};
-
-clock {{
+        r#"{preamble}clock {{
 	name = "slow";
 	description = "a 1 MHz clock";
 	freq = 1000000;

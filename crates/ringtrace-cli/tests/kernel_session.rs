@@ -13,7 +13,7 @@ mod common;
 
 use std::path::Path;
 
-use common::kernel::Packet;
+use common::kernel::{self, Packet};
 use common::*;
 
 const UUID: [u8; 16] = *b"kernel-session!!";
@@ -33,49 +33,9 @@ const TEXT: &str = "integer { size = 8; align = 8; signed = 0; encoding = UTF8; 
 fn metadata(offset_s: i64) -> String {
     let (i32t, i64t, u16t) = (int(32, true), int(64, true), int(16, false));
     let enum32 = |maps: &str, name: &str| format!("enum : {i32t} {{ {maps} }} {name};");
+    let preamble = kernel::preamble(UUID_TEXT, offset_s, 0);
     format!(
-        r#"/* CTF 1.8 */
-typealias integer {{ size = 8; align = 8; signed = false; }} := uint8_t;
-typealias integer {{ size = 32; align = 8; signed = false; }} := uint32_t;
-typealias integer {{ size = 64; align = 8; signed = false; }} := uint64_t;
-typealias integer {{ size = 64; align = 8; signed = false; }} := unsigned long;
-typealias integer {{ size = 5; align = 1; signed = false; }} := uint5_t;
-
-trace {{
-	major = 1;
-	minor = 8;
-	uuid = "{UUID_TEXT}";
-	byte_order = le;
-	packet.header := struct {{
-		uint32_t magic;
-		uint8_t  uuid[16];
-		uint32_t stream_id;
-		uint64_t stream_instance_id;
-	}};
-}};
-
-env {{
-	hostname = "kernelbox";
-	domain = "kernel";
-	sysname = "Linux";
-	kernel_release = "6.1.0-28-amd64";
-	tracer_name = "lttng-modules";
-	tracer_major = 2;
-	tracer_minor = 13;
-}};
-
-clock {{
-	name = "monotonic";
-	uuid = "{UUID_TEXT}";
-	description = "Monotonic Clock";
-	freq = 1000000000;
-	precision = 1;
-	offset_s = {offset_s};
-	offset = 0;
-	absolute = FALSE;
-}};
-
-typealias integer {{ size = 27; align = 1; signed = false; map = clock.monotonic.value; }} := uint27_clock_monotonic_t;
+        r#"{preamble}typealias integer {{ size = 27; align = 1; signed = false; map = clock.monotonic.value; }} := uint27_clock_monotonic_t;
 typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic.value; }} := uint64_clock_monotonic_t;
 
 stream {{

@@ -98,14 +98,8 @@ impl Parser {
     /// `clock { name = …; freq = …; offset_s = …; offset = …; … };`
     pub(super) fn clock_block(&mut self) -> R<ClockDesc> {
         let at = self.pos();
-        let mut c = ClockDesc {
-            name: String::new(),
-            freq: 1_000_000_000,
-            offset_s: 0,
-            offset: 0,
-            precision: 0,
-            description: String::new(),
-        };
+        // CTF's defaults (1 GHz, no offset); the name must be given.
+        let mut c = ClockDesc::absent();
         for (k, v, kp) in self.attrs()? {
             let bad = || MetadataError {
                 line: kp.line,

@@ -2,6 +2,58 @@
 //! (lttng-modules 2.13: its packet header and context, 84 bytes, and its
 //! compact event header), for the tests of kernel-like traces.
 
+/// The metadata's start as lttng-modules 2.13 writes it: type aliases,
+/// the trace block (packet header with magic, uuid, stream id and
+/// instance), the kernel's environment and its `monotonic` clock (uuid
+/// `uuid`, 1 GHz, tick 0 at `offset_s` s plus `offset` ns).
+pub fn preamble(uuid: &str, offset_s: i64, offset: i64) -> String {
+    format!(
+        r#"/* CTF 1.8 */
+typealias integer {{ size = 8; align = 8; signed = false; }} := uint8_t;
+typealias integer {{ size = 16; align = 8; signed = false; }} := uint16_t;
+typealias integer {{ size = 32; align = 8; signed = false; }} := uint32_t;
+typealias integer {{ size = 64; align = 8; signed = false; }} := uint64_t;
+typealias integer {{ size = 64; align = 8; signed = false; }} := unsigned long;
+typealias integer {{ size = 5; align = 1; signed = false; }} := uint5_t;
+
+trace {{
+	major = 1;
+	minor = 8;
+	uuid = "{uuid}";
+	byte_order = le;
+	packet.header := struct {{
+		uint32_t magic;
+		uint8_t  uuid[16];
+		uint32_t stream_id;
+		uint64_t stream_instance_id;
+	}};
+}};
+
+env {{
+	hostname = "kernelbox";
+	domain = "kernel";
+	sysname = "Linux";
+	kernel_release = "6.1.0-28-amd64";
+	tracer_name = "lttng-modules";
+	tracer_major = 2;
+	tracer_minor = 13;
+}};
+
+clock {{
+	name = "monotonic";
+	uuid = "{uuid}";
+	description = "Monotonic Clock";
+	freq = 1000000000;
+	precision = 1;
+	offset_s = {offset_s};
+	offset = {offset};
+	absolute = FALSE;
+}};
+
+"#
+    )
+}
+
 /// Bits written one after the other from the first byte: little-endian
 /// fields from each byte's least significant bit, big-endian ones from its
 /// most significant bit (CTF 1.8 section 4.1.5).
