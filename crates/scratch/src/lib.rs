@@ -17,12 +17,24 @@ use std::sync::Mutex;
 /// The prefixes this process has swept.
 static SWEPT: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-/// A fresh path `$TMPDIR/<prefix>-<pid>-<name>`, not created (whatever
-/// an earlier test of this process left there is removed).
+/// A fresh path `$TMPDIR/<prefix>-<pid>-<name>`, not created: whatever
+/// is there is removed, a directory or a file (an earlier test of this
+/// process, or of an ended one whose pid this process now has: the sweep
+/// removes directories only, and a test's output file left at that path
+/// made the next `-o` refuse to replace it).
 pub fn path(prefix: &str, name: &str) -> PathBuf {
     sweep_once(prefix);
     let d = std::env::temp_dir().join(format!("{prefix}-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
+    match std::fs::symlink_metadata(&d) {
+        Ok(m) if m.is_dir() => {
+            let _ = std::fs::remove_dir_all(&d);
+        }
+        Ok(_) => {
+            // A file or a link (the link itself, not what it names).
+            let _ = std::fs::remove_file(&d);
+        }
+        Err(_) => {}
+    }
     d
 }
 
@@ -122,5 +134,26 @@ mod tests {
         assert_eq!(left, want);
         assert!(tmp.join(format!("t-{me}-mine/f")).exists());
         std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn a_path_asked_for_again_is_fresh_whatever_was_left_there() {
+        // A file (a test's output of an earlier process with this pid),
+        // then a directory, then a link: each gone; the link's target kept.
+        let f = path("scratch-selftest", "out.json");
+        std::fs::write(&f, b"old").unwrap();
+        assert!(!path("scratch-selftest", "out.json").exists());
+        std::fs::create_dir_all(f.join("sub")).unwrap();
+        assert!(!path("scratch-selftest", "out.json").exists());
+        let target = dir("scratch-selftest", "target");
+        std::fs::write(target.join("keep"), b"x").unwrap();
+        std::os::unix::fs::symlink(&target, &f).unwrap();
+        let again = path("scratch-selftest", "out.json");
+        assert!(
+            std::fs::symlink_metadata(&again).is_err(),
+            "the link removed"
+        );
+        assert!(target.join("keep").exists(), "not followed");
+        std::fs::remove_dir_all(&target).unwrap();
     }
 }
