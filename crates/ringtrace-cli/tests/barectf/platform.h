@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "barectf.h"
 
 #ifndef OPEN_ARGS
@@ -78,6 +79,9 @@ static void stream_open(struct stream *s, const char *path)
 		exit(1);
 	}
 	s->clock = START;
+	/* The packets' padding is what the buffer held: zeros, not whatever
+	 * the caller's stack held (the program's struct stream is a local). */
+	memset(s->buf, 0, sizeof(s->buf));
 	cbs.is_backend_full = backend_full;
 	cbs.open_packet = open_packet;
 	cbs.close_packet = close_packet;
