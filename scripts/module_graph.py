@@ -74,6 +74,7 @@ LAYERS = {
             "ring",
             "ust_abi",
             "floor",
+            "layer",
             "wake",
         ],
         ["tracers"],

@@ -12,14 +12,17 @@
 //! against babeltrace2 on an LTTng-UST and a ringtrace trace (`reading.rs`),
 //! and an LTTng-UST program under LTTng-UST's tracer and ringtrace's
 //! `liblttng-ust.so.1` (`ust_abi.rs`), and ringtrace's event against the
-//! floor, a minimal record in the same process (`floor.rs`).
+//! floor, a minimal record in the same process (`floor.rs`), and the
+//! `tracing` layer against `event!`, interleaved in one process
+//! (`layer.rs`).
 //!
 //! `cargo run --release -p compare -- [--quick] [--json FILE]`; the last
 //! lines printed are the ratio lines, ending with
 //! `ratio lttng-ust/ringtrace-ust (1 thread, discard, u64): X.XX` and
 //! `ratio lttng-ust/ringtrace-ust (1 thread, discard, every field kind): X.XX`,
 //! then `ratio ringtrace/floor per-thread (1 thread, flight recorder, u64): X.XX`,
-//! its per-CPU rseq line, and the two with the default contexts.
+//! its per-CPU rseq line, the two with the default contexts, and
+//! `ratio tracing-layer/event! (1 thread, discard, u64): X.XX`.
 //!
 //! Module map (each row imports only from the rows below it, as
 //! `scripts/module_graph.py` checks):
@@ -30,7 +33,7 @@
 //!       tracers                             the tracer tables: plan, measure, print
 //!         baselines c_interleaved interleaved scaling_interleaved
 //!         drain overhead reading ring wake  one table or measurement each
-//!         ust_abi floor                     (LTTng-UST programs; the floor)
+//!         ust_abi floor layer               (LTTng-UST programs; the floor; tracing)
 //!           ours  lttng  contexts           ringtrace's and LTTng-UST's runs
 //!             cell  cpus  disk  c_build     a cell's runs; CPU pinning; the scratch
 //!                                           disk; C programs against libringtrace.a
@@ -47,6 +50,7 @@ mod drain;
 mod floor;
 mod frontends;
 mod interleaved;
+mod layer;
 mod losses;
 mod lttng;
 mod ours;
@@ -87,7 +91,8 @@ struct Args {
     /// overhead, ring, reading, contexts, wake (how late a thread wakes on
     /// an idle CPU and a busy one), lttng-ust-programs (an LTTng-UST
     /// program under LTTng-UST and under ringtrace's liblttng-ust.so.1),
-    /// floor (ringtrace's event against the least a record can cost).
+    /// floor (ringtrace's event against the least a record can cost),
+    /// tracing-layer (the `tracing` layer against `event!`).
     /// Default: all.
     #[arg(long, value_delimiter = ',')]
     tables: Vec<String>,
@@ -192,6 +197,10 @@ fn run() -> Result<(), String> {
     if want("floor") {
         floor_lines = floor::table(if a.quick { 50 } else { 300 })?;
     }
+    let mut layer_lines = Vec::new();
+    if want("tracing-layer") {
+        layer_lines = layer::table(if a.quick { 50 } else { 300 }, &scratch)?;
+    }
     let mut ust_lines = Vec::new();
     if want("lttng-ust-programs") {
         let (rows, lines) = ust_abi::table(&bin, n, runs, &scratch)?;
@@ -213,6 +222,7 @@ fn run() -> Result<(), String> {
     }
     ratios.extend(ust_lines);
     ratios.extend(floor_lines);
+    ratios.extend(layer_lines);
     if !ratios.is_empty() {
         println!();
         for r in &ratios {

@@ -6,18 +6,64 @@
 //! leaked `'static` [`EventDesc`] registered with ringtrace, so sessions'
 //! enable rules apply to it like to any `event!`.
 //!
-//! Lookup: a per-thread map (no lock, no allocation once warm) in front of
-//! one process-wide map that makes each class exactly once.
+//! Lookup: a fixed table of write-once cells by callsite and role, read
+//! without a lock (`std::sync::OnceLock`); a per-thread map behind it
+//! for what does not fit the table (no lock, no allocation once warm);
+//! and one process-wide map that makes each class exactly once. A class
+//! widened for a value that did not fit is reached from the callsite's
+//! first class, through each class's own write-once `widened` cell.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use ringtrace::{EventDesc, FieldDesc, FieldKind, Level};
 use tracing_core::Metadata;
 
+use crate::direct::Plan;
 use crate::values::MAX_FIELDS;
+
+/// An event class and how the layer writes its payload.
+#[derive(Debug)]
+pub(crate) struct Class {
+    /// The descriptor registered with ringtrace.
+    pub(crate) desc: &'static EventDesc,
+    /// The kinds of its fields after the span id (for span classes).
+    pub(crate) kinds: Box<[FieldKind]>,
+    /// The payload's layout when every field is a number or a boolean
+    /// (`direct.rs`): values written from the visitor without staging.
+    pub(crate) direct: Option<Plan>,
+    /// The class that replaced this one when a value did not fit it.
+    widened: OnceLock<&'static Class>,
+}
+
+impl Class {
+    /// Leaks the class of `desc`, whose first field is the span id when
+    /// `span` is set.
+    fn leak(desc: &'static EventDesc, span: bool) -> &'static Class {
+        let kinds: Box<[FieldKind]> = desc.fields[usize::from(span)..]
+            .iter()
+            .take(MAX_FIELDS)
+            .map(|f| f.kind)
+            .collect();
+        Box::leak(Box::new(Class {
+            desc,
+            direct: Plan::new(&kinds, span),
+            kinds,
+            widened: OnceLock::new(),
+        }))
+    }
+
+    /// The newest class of the callsite this one was made for.
+    pub(crate) fn newest(&'static self) -> &'static Class {
+        let mut c = self;
+        while let Some(n) = c.widened.get() {
+            c = n;
+        }
+        c
+    }
+}
 
 /// What a class records about its callsite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,6 +89,48 @@ pub(crate) const SPAN_ROLES: [&str; 5] = [".new", ".record", ".enter", ".exit", 
 /// A callsite (its `'static` metadata's address) in one role.
 type Key = (usize, Role);
 
+/// Cells of the lock-free table (a power of two).
+const TABLE: usize = 1 << 13;
+/// Cells a lookup reads before it leaves the key to the per-thread map.
+const PROBES: usize = 16;
+
+/// Each cell, once set, holds a key and the callsite's first class; set
+/// only under [`CLASSES`]' lock, read by any thread at any time.
+static CELLS: [OnceLock<(Key, &'static Class)>; TABLE] = [const { OnceLock::new() }; TABLE];
+
+/// Where a key's probe sequence starts in [`CELLS`].
+fn home(key: Key) -> usize {
+    let k = (key.0 as u64 ^ key.1 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (k >> (64 - TABLE.trailing_zeros())) as usize
+}
+
+/// The first class of `key` in the table, if it is there.
+#[inline]
+fn table_get(key: Key) -> Option<&'static Class> {
+    let mut i = home(key);
+    for _ in 0..PROBES {
+        match CELLS[i].get() {
+            Some((k, c)) if *k == key => return Some(c),
+            Some(_) => i = (i + 1) % TABLE,
+            None => return None,
+        }
+    }
+    None
+}
+
+/// Puts `key`'s first class in the table (under [`CLASSES`]' lock, so no
+/// other thread sets a cell meanwhile); false when its cells are taken.
+fn table_put(key: Key, c: &'static Class) -> bool {
+    let mut i = home(key);
+    for _ in 0..PROBES {
+        if CELLS[i].set((key, c)).is_ok() {
+            return true;
+        }
+        i = (i + 1) % TABLE;
+    }
+    false
+}
+
 /// Hashes the address only: keys are few and distinct.
 #[derive(Default)]
 struct AddrHasher(u64);
@@ -61,7 +149,7 @@ impl Hasher for AddrHasher {
     }
 }
 
-type Map = HashMap<Key, &'static EventDesc, BuildHasherDefault<AddrHasher>>;
+type Map = HashMap<Key, &'static Class, BuildHasherDefault<AddrHasher>>;
 
 static CLASSES: Mutex<Option<Map>> = Mutex::new(None);
 
@@ -108,32 +196,39 @@ fn ident(name: &'static str, taken: &[FieldDesc]) -> &'static str {
     String::leak(s)
 }
 
-/// The class of `meta` in `role`, made with `kinds` (the kinds of the
-/// callsite's fields, from their first values) if it does not exist yet.
+/// The newest class of `meta` in `role`, made with `kinds` (the kinds of
+/// the callsite's fields, from their first values) if it does not exist
+/// yet.
+#[inline]
 pub(crate) fn class(
     meta: &'static Metadata<'static>,
     role: Role,
     kinds: impl FnOnce() -> Vec<FieldKind>,
-) -> &'static EventDesc {
+) -> &'static Class {
     let key = (meta as *const Metadata<'static> as usize, role);
-    if let Some(d) = LOCAL.with(|l| l.borrow().get(&key).copied()) {
-        return d;
+    if let Some(c) = table_get(key) {
+        return c.newest();
     }
-    let d = global(meta, role, key, kinds);
-    LOCAL.with(|l| l.borrow_mut().insert(key, d));
-    d
+    if let Some(c) = LOCAL.with(|l| l.borrow().get(&key).copied()) {
+        return c.newest();
+    }
+    let c = global(meta, role, key, kinds);
+    LOCAL.with(|l| l.borrow_mut().insert(key, c));
+    c.newest()
 }
 
+/// The first class of `key`, made (and put in the table, or left to the
+/// per-thread maps when its cells are taken) if it does not exist yet.
 fn global(
     meta: &'static Metadata<'static>,
     role: Role,
     key: Key,
     kinds: impl FnOnce() -> Vec<FieldKind>,
-) -> &'static EventDesc {
+) -> &'static Class {
     let mut g = CLASSES.lock().unwrap_or_else(|e| e.into_inner());
     let map = g.get_or_insert_with(Map::default);
-    if let Some(d) = map.get(&key) {
-        return d;
+    if let Some(c) = map.get(&key) {
+        return c;
     }
     let mut fields: Vec<FieldDesc> = Vec::new();
     if role != Role::Event {
@@ -167,8 +262,10 @@ fn global(
     // Registered under the lock: no thread uses the class before sessions
     // whose rules match it have its probes.
     ringtrace::register(desc);
-    map.insert(key, desc);
-    desc
+    let c = Class::leak(desc, role != Role::Event);
+    map.insert(key, c);
+    table_put(key, c);
+    c
 }
 
 /// The class that replaces `old` for `meta` in `role` when a value does
@@ -181,48 +278,47 @@ fn global(
 pub(crate) fn widen(
     meta: &'static Metadata<'static>,
     role: Role,
-    old: &'static EventDesc,
+    old: &'static Class,
     kinds: Vec<FieldKind>,
-) -> &'static EventDesc {
+) -> &'static Class {
     let key = (meta as *const Metadata<'static> as usize, role);
     let head = usize::from(role != Role::Event);
-    let mut g = CLASSES.lock().unwrap_or_else(|e| e.into_inner());
-    let map = g.get_or_insert_with(Map::default);
-    let newest = map.get(&key).copied().unwrap_or(old);
+    let g = CLASSES.lock().unwrap_or_else(|e| e.into_inner());
+    let newest = g
+        .as_ref()
+        .and_then(|m| m.get(&key))
+        .unwrap_or(&old)
+        .newest();
     let kinds: Vec<FieldKind> = kinds
         .iter()
-        .zip(&newest.fields[head..])
-        .map(|(&k, f)| if k == f.kind { k } else { FieldKind::Str })
+        .zip(newest.kinds.iter())
+        .map(|(&k, &n)| if k == n { k } else { FieldKind::Str })
         .collect();
-    let d = if newest.fields[head..]
-        .iter()
-        .map(|f| f.kind)
-        .eq(kinds.iter().copied())
-    {
-        newest
-    } else {
-        let mut fields: Vec<FieldDesc> = newest.fields[..head].to_vec();
-        fields.extend(
-            newest.fields[head..]
-                .iter()
-                .zip(&kinds)
-                .map(|(f, &kind)| FieldDesc { name: f.name, kind }),
-        );
-        let d: &'static EventDesc = Box::leak(Box::new(EventDesc::new(
-            newest.provider,
-            newest.name,
-            newest.level,
-            Vec::leak(fields),
-            newest.file,
-            newest.line,
-        )));
-        ringtrace::register(d);
-        map.insert(key, d);
-        d
-    };
+    if newest.kinds.iter().copied().eq(kinds.iter().copied()) {
+        return newest;
+    }
+    let old = newest.desc;
+    let mut fields: Vec<FieldDesc> = old.fields[..head].to_vec();
+    fields.extend(
+        old.fields[head..]
+            .iter()
+            .zip(&kinds)
+            .map(|(f, &kind)| FieldDesc { name: f.name, kind }),
+    );
+    let d: &'static EventDesc = Box::leak(Box::new(EventDesc::new(
+        old.provider,
+        old.name,
+        old.level,
+        Vec::leak(fields),
+        old.file,
+        old.line,
+    )));
+    ringtrace::register(d);
+    let c = Class::leak(d, head == 1);
+    // Under the lock, `newest` has no successor yet.
+    let _ = newest.widened.set(c);
     drop(g);
-    LOCAL.with(|l| l.borrow_mut().insert(key, d));
-    d
+    c
 }
 
 #[cfg(test)]

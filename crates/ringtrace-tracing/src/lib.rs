@@ -26,7 +26,8 @@
 //!        │ enabled
 //!        ▼
 //!   RingtraceLayer (lib.rs) ──► class (class.rs: one EventDesc per callsite and role)
-//!        └─► values (values.rs: fields on the stack) ──► EventDesc::emit
+//!        ├─► numbers only: direct (direct.rs: words on the stack) ──► EventDesc::emit
+//!        └─► else values (values.rs: fields and text on the stack) ──► EventDesc::emit
 //! ```
 //!
 //! ```no_run
@@ -41,18 +42,21 @@
 #![warn(missing_docs)]
 
 mod class;
+mod direct;
 mod filter;
 mod values;
 
 pub use filter::RingtraceFilter;
 
+use tracing_core::field::Visit;
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Dispatch, Event, Metadata, Subscriber};
 use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-use class::{class, Role};
+use class::{class, Class, Role};
+use direct::Direct;
 use values::{Values, MAX_FIELDS};
 
 /// The layer, without a filter: it sees every callsite that some layer
@@ -89,51 +93,67 @@ fn kinds_of(v: &Values, n: usize) -> Vec<ringtrace::FieldKind> {
         .collect()
 }
 
+/// Records what `visit` gives (after the span id, for span classes) as
+/// `role` of `meta`, if a session enables its class: directly when the
+/// class's fields are numbers that the values fit (`direct.rs`), else
+/// through the general path.
+#[inline(always)]
+fn record(
+    meta: &'static Metadata<'static>,
+    role: Role,
+    span_id: Option<u64>,
+    visit: impl Fn(&mut dyn Visit),
+) {
+    let c = class(meta, role, || {
+        let mut v = Values::new();
+        visit(&mut v);
+        kinds_of(&v, meta.fields().len())
+    });
+    if !c.desc.is_enabled() {
+        return;
+    }
+    if let Some(plan) = &c.direct {
+        let mut d = Direct::new(plan);
+        visit(&mut d);
+        if d.fits() {
+            let id = span_id.unwrap_or(0);
+            c.desc.emit(plan.len(), |out| d.write(id, out));
+            return;
+        }
+    }
+    let mut v = Values::new();
+    visit(&mut v);
+    emit(meta, role, c, span_id, &mut v);
+}
+
 /// Records `v` (after the span id, for span classes) as the payload of
-/// `desc`, the class of `meta` in `role`; if a value does not fit the
-/// class's kinds (text where the first value was a number, say), as the
-/// payload of a class whose fields keep it (`class::widen`), so no value
-/// is ever changed.
+/// class `c` of `meta` in `role`; if a value does not fit the class's
+/// kinds (text where the first value was a number, say), as the payload of
+/// a class whose fields keep it (`class::widen`), so no value is ever
+/// changed.
 fn emit(
     meta: &'static Metadata<'static>,
     role: Role,
-    mut desc: &'static ringtrace::EventDesc,
+    mut c: &'static Class,
     span_id: Option<u64>,
     v: &mut Values,
 ) {
-    let head = if span_id.is_some() { 8 } else { 0 };
-    let mut ks = [ringtrace::FieldKind::Bool; MAX_FIELDS];
-    let mut n = fill_kinds(desc, span_id.is_some(), &mut ks);
-    if !v.fits(&ks[..n]) {
-        desc = class::widen(meta, role, desc, v.widened(&ks[..n]));
-        if !desc.is_enabled() {
+    if !v.fits(&c.kinds) {
+        c = class::widen(meta, role, c, v.widened(&c.kinds));
+        if !c.desc.is_enabled() {
             return;
         }
-        n = fill_kinds(desc, span_id.is_some(), &mut ks);
     }
-    let ks = &ks[..n];
+    let ks = &c.kinds;
     v.normalize(ks);
+    let head = if span_id.is_some() { 8 } else { 0 };
     let len = head + v.len(ks);
-    desc.emit(len, |out| {
+    c.desc.emit(len, |out| {
         if let Some(id) = span_id {
             out[..8].copy_from_slice(&id.to_le_bytes());
         }
         v.write(ks, &mut out[head..]);
     });
-}
-
-/// The kinds of `desc`'s fields after the span id (for span classes) into
-/// `ks`; returns how many.
-fn fill_kinds(
-    desc: &ringtrace::EventDesc,
-    span: bool,
-    ks: &mut [ringtrace::FieldKind; MAX_FIELDS],
-) -> usize {
-    let fields = if span { &desc.fields[1..] } else { desc.fields };
-    for (k, f) in ks.iter_mut().zip(fields) {
-        *k = f.kind;
-    }
-    fields.len().min(MAX_FIELDS)
 }
 
 impl<S> Layer<S> for RingtraceLayer
@@ -145,42 +165,19 @@ where
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        let meta = event.metadata();
-        let mut v = Values::new();
-        let mut visited = false;
-        let desc = class(meta, Role::Event, || {
-            event.record(&mut v);
-            visited = true;
-            kinds_of(&v, meta.fields().len())
-        });
-        if !desc.is_enabled() {
-            return;
-        }
-        if !visited {
-            event.record(&mut v);
-        }
-        emit(meta, Role::Event, desc, None, &mut v);
+        record(event.metadata(), Role::Event, None, |v| event.record(v));
     }
 
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
-        let meta = attrs.metadata();
-        let mut v = Values::new();
-        attrs.record(&mut v);
-        let desc = class(meta, Role::New, || kinds_of(&v, meta.fields().len()));
-        if desc.is_enabled() {
-            emit(meta, Role::New, desc, Some(id.into_u64()), &mut v);
-        }
+        let id = Some(id.into_u64());
+        record(attrs.metadata(), Role::New, id, |v| attrs.record(v));
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        let Some(meta) = ctx.metadata(id) else {
-            return;
-        };
-        let mut v = Values::new();
-        values.record(&mut v);
-        let desc = class(meta, Role::Record, || kinds_of(&v, meta.fields().len()));
-        if desc.is_enabled() {
-            emit(meta, Role::Record, desc, Some(id.into_u64()), &mut v);
+        if let Some(meta) = ctx.metadata(id) {
+            record(meta, Role::Record, Some(id.into_u64()), |v| {
+                values.record(v)
+            });
         }
     }
 
@@ -203,9 +200,6 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     if let Some(meta) = ctx.metadata(id) {
-        let desc = class(meta, role, Vec::new);
-        if desc.is_enabled() {
-            emit(meta, role, desc, Some(id.into_u64()), &mut Values::new());
-        }
+        record(meta, role, Some(id.into_u64()), |_| {});
     }
 }

@@ -141,6 +141,78 @@ fn events_and_spans_are_recorded_with_their_values() {
     }
 }
 
+/// Events and spans whose fields are all numbers or booleans take the
+/// direct path (`direct.rs`): the same values as the general path, a
+/// field not recorded as 0, and a value of another kind widens the class
+/// as it does there.
+#[test]
+fn numbers_are_written_directly_and_a_value_of_another_kind_widens_the_class() {
+    let dir = tmpdir("direct");
+    let sess = session(&dir, "directtest*", Level::Debug);
+    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
+    tracing::subscriber::with_default(sub, || {
+        let ev = |n: &dyn tracing::Value, maybe: Option<u64>| tracing::info!(target: "directtest", n, d = -3i64, r = 0.5f64, ok = true, maybe);
+        ev(&1u64, Some(7)); // the class: u64, i64, f64, bool, u64
+        ev(&2u64, None); // `maybe` not recorded: 0
+        ev(&-5i64, Some(8)); // `n` does not fit: a class where it is text
+        ev(&3u64, Some(9)); // that class from then on
+        let span = tracing::info_span!(target: "directtest", "work", id = 42u64, big = false);
+        span.in_scope(|| {});
+    });
+    sess.stop().unwrap();
+    let evs = read(&dir);
+    let row = |n: Value, maybe: u64| -> Vec<(String, Value)> {
+        vec![
+            ("n".into(), n),
+            ("d".into(), Value::Int(-3)),
+            ("r".into(), Value::F64(0.5)),
+            ("ok".into(), Value::Bool(true)),
+            ("maybe".into(), Value::Uint(maybe)),
+        ]
+    };
+    let events: Vec<_> = evs
+        .iter()
+        .filter(|e| e.0.starts_with("directtest:event "))
+        .map(|e| e.1.clone())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            row(Value::Uint(1), 7),
+            row(Value::Uint(2), 0),
+            row(s("-5"), 8),
+            row(s("3"), 9)
+        ]
+    );
+    let span: Vec<_> = evs
+        .iter()
+        .filter(|e| e.0.starts_with("directtest:work"))
+        .collect();
+    let names: Vec<&str> = span.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "directtest:work.new",
+            "directtest:work.enter",
+            "directtest:work.exit",
+            "directtest:work.close"
+        ]
+    );
+    let Value::Uint(id) = span[0].1[0].1 else {
+        panic!("{:?}", span[0]);
+    };
+    assert_eq!(
+        span[0].1[1..],
+        [
+            ("id".into(), Value::Uint(42)),
+            ("big".into(), Value::Bool(false))
+        ]
+    );
+    for e in &span[1..] {
+        assert_eq!(e.1, [("span_id".to_string(), Value::Uint(id))]);
+    }
+}
+
 #[test]
 fn message_and_level_rules_apply() {
     let dir = tmpdir("levels");

@@ -1,0 +1,91 @@
+//! One thread records N events with one u64 field into a flight-recorder
+//! session (per-thread buffers, no context), through the `tracing` layer
+//! or through `event!`: for counting the layer's instructions per event
+//! with callgrind (the difference of two runs with N and 2N events, so
+//! start-up cancels out):
+//!
+//! ```sh
+//! cargo build --release -p ringtrace-tracing --example layer_loop
+//! valgrind --tool=callgrind target/release/examples/layer_loop layer 1000000
+//! valgrind --tool=callgrind target/release/examples/layer_loop layer 2000000
+//! ```
+//!
+//! Arguments: `layer` (the default), `macro`, or `visit` (`tracing` with a
+//! layer that only takes the values, under the ringtrace layer's filter:
+//! what `tracing` itself costs), the number of events.
+//! Prints ns per event and the records lost (none: a flight recorder).
+
+use std::time::Instant;
+
+use ringtrace::{ChannelConfig, Mode, Session};
+use tracing_subscriber::prelude::*;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mode = args.first().map(String::as_str).unwrap_or("layer");
+    if !["layer", "macro", "visit"].contains(&mode) {
+        usage(&format!("front end: {mode}"));
+    }
+    let n: u64 = args
+        .get(1)
+        .map(|s| s.parse().unwrap_or_else(|e| usage(&format!("events: {e}"))))
+        .unwrap_or(1_000_000);
+    let s = Session::builder("layer-loop")
+        .mode(Mode::FlightRecorder)
+        .channel(
+            ChannelConfig::new("loop")
+                .subbufs(1 << 20, 4)
+                .per_thread()
+                .contexts(ringtrace::Contexts::NONE),
+        )
+        .enable("loop*")
+        .create()
+        .unwrap_or_else(|e| usage(&e.to_string()));
+    s.start();
+    let t = Instant::now();
+    if mode != "macro" {
+        // The process's dispatcher, as `.init()` sets it in a program.
+        let registry = tracing_subscriber::registry();
+        let set = if mode == "layer" {
+            tracing::subscriber::set_global_default(registry.with(ringtrace_tracing::layer()))
+        } else {
+            let visit = Visit.with_filter(ringtrace_tracing::RingtraceFilter::new());
+            tracing::subscriber::set_global_default(registry.with(visit))
+        };
+        set.unwrap_or_else(|e| usage(&e.to_string()));
+        for i in 0..n {
+            tracing::info!(target: "loop", v = i);
+        }
+    } else {
+        for i in 0..n {
+            ringtrace::event!(loop, u64, v: u64 = i);
+        }
+    }
+    let ns = t.elapsed().as_nanos() as f64 / n as f64;
+    s.stop().unwrap_or_else(|e| usage(&e.to_string()));
+    println!("{ns:.1} ns/event, lost {}", s.stats().lost());
+}
+
+/// A layer that only takes each event's values (what `tracing` costs
+/// before any tracer's work), with the ringtrace layer's filter.
+struct Visit;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Visit {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Sum(u64);
+        impl tracing::field::Visit for Sum {
+            fn record_u64(&mut self, _: &tracing::field::Field, v: u64) {
+                self.0 = self.0.wrapping_add(v);
+            }
+            fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
+        }
+        let mut sum = Sum(0);
+        event.record(&mut sum);
+        std::hint::black_box(sum.0);
+    }
+}
+
+fn usage(why: &str) -> ! {
+    eprintln!("layer_loop: {why}\nusage: layer_loop [layer|macro|visit] [EVENTS]");
+    std::process::exit(2)
+}
