@@ -117,6 +117,23 @@ fn per_thread_event(r: &mut Ring, v: u64) {
     }
 }
 
+/// `n` `getppid()` calls, each between two floor events (entry: the call's
+/// sequence number; exit: its result) in a ring of the calling thread's
+/// own: the workload-overhead table's loop at the floor's cost.
+pub fn syscall_loop(n: u64) {
+    let mut r = Ring::boxed();
+    for i in 0..n {
+        per_thread_event(&mut r, i);
+        let ppid = std::os::unix::process::parent_id();
+        per_thread_event(&mut r, ppid as u64);
+    }
+    assert_eq!(
+        r.cc,
+        n * 2 * RECORD,
+        "the floor's ring committed every record"
+    );
+}
+
 /// The per-CPU floor: one ring per possible CPU.
 struct CpuRings {
     rings: Vec<Box<Ring>>,

@@ -21,7 +21,8 @@
 //! `ratio lttng-ust/ringtrace-ust (1 thread, discard, u64): X.XX` and
 //! `ratio lttng-ust/ringtrace-ust (1 thread, discard, every field kind): X.XX`,
 //! then `ratio ringtrace/floor per-thread (1 thread, flight recorder, u64): X.XX`,
-//! its per-CPU rseq line, the two with the default contexts, and
+//! its per-CPU rseq line, the two with the default contexts,
+//! `ratio overhead ringtrace/floor (getppid loop, ...)` and
 //! `ratio tracing-layer/event! (1 thread, discard, u64): X.XX`.
 //!
 //! Module map (each row imports only from the rows below it, as
@@ -30,9 +31,9 @@
 //! ```text
 //!   ratios                                  the ratio lines printed last
 //!     frontends  losses  scaling            tables that run the tracers' cells
-//!       tracers                             the tracer tables: plan, measure, print
+//!       tracers  overhead                   the tracer tables; the workload's overhead
 //!         baselines c_interleaved interleaved scaling_interleaved
-//!         drain overhead reading ring wake  one table or measurement each
+//!         drain reading ring wake           one table or measurement each
 //!         ust_abi floor layer               (LTTng-UST programs; the floor; tracing)
 //!           ours  lttng  contexts           ringtrace's and LTTng-UST's runs
 //!             cell  cpus  disk  c_build     a cell's runs; CPU pinning; the scratch
@@ -173,10 +174,13 @@ fn run() -> Result<(), String> {
             &scratch,
         )?);
     }
+    let mut overhead_lines = Vec::new();
     if want("overhead") && !a.focus {
         more.extend(overhead::table(
             &scratch,
             if a.quick { 200_000 } else { 2_000_000 },
+            if a.quick { 3 } else { 5 },
+            &mut overhead_lines,
         )?);
     }
     if want("ring") && !a.focus {
@@ -222,6 +226,7 @@ fn run() -> Result<(), String> {
     }
     ratios.extend(ust_lines);
     ratios.extend(floor_lines);
+    ratios.extend(overhead_lines);
     ratios.extend(layer_lines);
     if !ratios.is_empty() {
         println!();

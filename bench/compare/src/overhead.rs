@@ -1,46 +1,91 @@
 //! The workload-overhead table: a syscall loop with entry/exit events,
-//! absent, dormant, flight recorder and discard to disk.
+//! absent, dormant, at the floor's cost (`floor.rs`: the least two
+//! records can cost, in a ring of each thread's own), flight recorder and
+//! discard to disk. The kinds run in rounds, the order rotating each
+//! round, so each round's overheads are measured against its own
+//! `absent` run minutes apart from no other; the ratio line is the median
+//! of the rounds' (flight recorder overhead / floor overhead).
 
-pub fn table(scratch: &std::path::Path, per_thread: u64) -> Result<Vec<serde_json::Value>, String> {
-    use crate::ours::{self, Tracing};
-    println!("Workload overhead: getppid() loop with syscall_entry/syscall_exit events, 2 threads, {per_thread} calls each (median of 3)\n");
+use crate::cell::median;
+use crate::floor;
+use crate::ours::{self, Tracing};
+
+/// The table's rows, in print order: a ringtrace kind, or the floor.
+const ROWS: [Option<Tracing>; 5] = [
+    Some(Tracing::Absent),
+    Some(Tracing::Dormant),
+    None,
+    Some(Tracing::Flight),
+    Some(Tracing::Discard),
+];
+
+/// (calls per second, records, trace bytes) of one run of row `k`.
+fn run(k: usize, scratch: &std::path::Path, per_thread: u64) -> Result<(f64, u64, u64), String> {
+    match ROWS[k] {
+        Some(tr) => ours::overhead(tr, 2, per_thread, scratch),
+        None => {
+            let ns = ours::run_threads(2, per_thread, floor::syscall_loop);
+            Ok((
+                (2 * per_thread) as f64 / (ns as f64 / 1e9),
+                4 * per_thread,
+                0,
+            ))
+        }
+    }
+}
+
+/// Prints the table; pushes its ratio line to `ratios`.
+pub fn table(
+    scratch: &std::path::Path,
+    per_thread: u64,
+    rounds: usize,
+    ratios: &mut Vec<String>,
+) -> Result<Vec<serde_json::Value>, String> {
+    println!("Workload overhead: getppid() loop with syscall_entry/syscall_exit events, 2 threads, {per_thread} calls each, {rounds} rounds of each row in rotating order (medians)\n");
     println!(
         "  {:<18} {:>14} {:>10} {:>14} {:>12}",
         "tracing", "syscalls/s", "overhead", "events/s", "trace MiB/s"
     );
-    let mut base = None;
-    let mut out = Vec::new();
-    for tr in [
-        Tracing::Absent,
-        Tracing::Dormant,
-        Tracing::Flight,
-        Tracing::Discard,
-    ] {
-        let mut samples = Vec::new();
-        for _ in 0..3 {
-            samples.push(ours::overhead(tr, 2, per_thread, scratch)?);
+    let mut samples: Vec<Vec<(f64, u64, u64)>> = vec![Vec::new(); ROWS.len()];
+    let mut overheads: Vec<Vec<f64>> = vec![Vec::new(); ROWS.len()];
+    let mut ratio = Vec::new();
+    for r in 0..rounds {
+        let mut ops = [0.0; ROWS.len()];
+        for j in 0..ROWS.len() {
+            let k = (j + r) % ROWS.len();
+            let s = run(k, scratch, per_thread)?;
+            ops[k] = s.0;
+            samples[k].push(s);
         }
-        samples.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (ops, records, bytes) = samples[1];
-        let b = *base.get_or_insert(ops);
+        for k in 0..ROWS.len() {
+            overheads[k].push(ops[0] / ops[k] - 1.0);
+        }
+        ratio.push((ops[0] / ops[3] - 1.0) / (ops[0] / ops[2] - 1.0));
+    }
+    let mut out = Vec::new();
+    for (k, row) in ROWS.iter().enumerate() {
+        let name = row.map_or("floor", |t| t.name());
+        let mut s = std::mem::take(&mut samples[k]);
+        s.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (ops, records, bytes) = s[s.len() / 2];
+        let overhead = median(std::mem::take(&mut overheads[k])) * 100.0;
         let secs = (2 * per_thread) as f64 / ops;
         let ev_s = records as f64 / secs;
         let mib_s = bytes as f64 / secs / (1 << 20) as f64;
-        let mib = if tr == Tracing::Discard {
+        let mib = if *row == Some(Tracing::Discard) {
             format!("{mib_s:.1}")
         } else {
             "-".into()
         };
-        println!(
-            "  {:<18} {:>14.0} {:>9.1}% {:>14.0} {:>12}",
-            tr.name(),
-            ops,
-            (b / ops - 1.0) * 100.0,
-            ev_s,
-            mib
+        println!("  {name:<18} {ops:>14.0} {overhead:>9.1}% {ev_s:>14.0} {mib:>12}");
+        out.push(
+            serde_json::json!({"workload": "syscall loop", "tracing": name, "syscalls_per_s": ops,
+            "overhead_percent": overhead, "events_per_s": ev_s, "trace_mib_per_s": mib_s}),
         );
-        out.push(serde_json::json!({"workload": "syscall loop", "tracing": tr.name(), "syscalls_per_s": ops,
-            "overhead_percent": (b / ops - 1.0) * 100.0, "events_per_s": ev_s, "trace_mib_per_s": mib_s}));
     }
+    ratios.push(format!(
+        "ratio overhead ringtrace/floor (getppid loop, 2 events per call, 2 threads, flight recorder): {:.2} (median of {rounds} rounds)",
+        median(ratio)
+    ));
     Ok(out)
 }
