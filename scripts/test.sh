@@ -114,6 +114,9 @@ cargo "+$MIRI_NIGHTLY" miri test -p ringbuf --lib --test sequential --test equat
 cargo "+$MIRI_NIGHTLY" miri test -p ringtrace-core -p ringtrace --lib
 # The C API's payload serialization (strlen on C strings, raw slices).
 cargo "+$MIRI_NIGHTLY" miri test -p ringtrace-ffi --lib
+# The tracing layer's text area (uninitialized but where written); its
+# classes' names are leaked on purpose (they live as long as the program).
+MIRIFLAGS="$MIRIFLAGS -Zmiri-ignore-leaks" cargo "+$MIRI_NIGHTLY" miri test -p ringtrace-tracing --lib
 rm -rf target/miri
 
 # The examples need no build of their own here: `cargo test` built them.

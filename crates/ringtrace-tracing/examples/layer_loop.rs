@@ -10,7 +10,8 @@
 //! valgrind --tool=callgrind target/release/examples/layer_loop layer 2000000
 //! ```
 //!
-//! Arguments: `layer` (the default), `macro`, or `visit` (`tracing` with a
+//! Arguments: `layer` (the default), `text` (the layer, the event with a
+//! message: text, which takes the general path), `macro`, or `visit` (`tracing` with a
 //! layer that only takes the values, under the ringtrace layer's filter:
 //! what `tracing` itself costs), the number of events.
 //! Prints ns per event and the records lost (none: a flight recorder).
@@ -23,7 +24,7 @@ use tracing_subscriber::prelude::*;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = args.first().map(String::as_str).unwrap_or("layer");
-    if !["layer", "macro", "visit"].contains(&mode) {
+    if !["layer", "text", "macro", "visit"].contains(&mode) {
         usage(&format!("front end: {mode}"));
     }
     let n: u64 = args
@@ -46,15 +47,21 @@ fn main() {
     if mode != "macro" {
         // The process's dispatcher, as `.init()` sets it in a program.
         let registry = tracing_subscriber::registry();
-        let set = if mode == "layer" {
+        let set = if mode != "visit" {
             tracing::subscriber::set_global_default(registry.with(ringtrace_tracing::layer()))
         } else {
             let visit = Visit.with_filter(ringtrace_tracing::RingtraceFilter::new());
             tracing::subscriber::set_global_default(registry.with(visit))
         };
         set.unwrap_or_else(|e| usage(&e.to_string()));
-        for i in 0..n {
-            tracing::info!(target: "loop", v = i);
+        if mode == "text" {
+            for i in 0..n {
+                tracing::info!(target: "loop", v = i, "request done");
+            }
+        } else {
+            for i in 0..n {
+                tracing::info!(target: "loop", v = i);
+            }
         }
     } else {
         for i in 0..n {
@@ -86,6 +93,6 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Visit {
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("layer_loop: {why}\nusage: layer_loop [layer|macro|visit] [EVENTS]");
+    eprintln!("layer_loop: {why}\nusage: layer_loop [layer|text|macro|visit] [EVENTS]");
     std::process::exit(2)
 }

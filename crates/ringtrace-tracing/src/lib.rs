@@ -21,6 +21,12 @@
 //! `values.rs`; a span's values are recorded when given, never kept);
 //! record a value that does not match its class's metadata.
 //!
+//! Checked: the values' text area is left uninitialized and read only
+//! where written (the crate's one `unsafe`, `values.rs`), which the test
+//! command runs under Miri; the class table is made of `OnceLock`s
+//! (`class.rs`), std's own lock-free publication, with no atomics of its
+//! own.
+//!
 //! ```text
 //!   tracing callsite ──► Interest (filter.rs, from the sessions' rules)
 //!        │ enabled

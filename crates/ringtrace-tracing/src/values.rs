@@ -4,6 +4,7 @@
 //! the callsite's field order with the kinds of its event class.
 
 use std::fmt::{self, Write as _};
+use std::mem::MaybeUninit;
 
 use ringtrace::FieldKind;
 use tracing_core::field::{Field, Visit};
@@ -44,10 +45,12 @@ impl Slot {
 }
 
 /// The values of one event or span.
-#[derive(Clone)]
 pub(crate) struct Values {
     pub(crate) slots: [Slot; MAX_FIELDS],
-    scratch: [u8; SCRATCH],
+    /// Text; the first `used` bytes are written (the rest is never read:
+    /// left uninitialized, an event does not clear a kilobyte it does not
+    /// use).
+    scratch: [MaybeUninit<u8>; SCRATCH],
     used: usize,
 }
 
@@ -61,7 +64,7 @@ impl Values {
     pub(crate) fn new() -> Values {
         Values {
             slots: [Slot::Missing; MAX_FIELDS],
-            scratch: [0; SCRATCH],
+            scratch: [MaybeUninit::uninit(); SCRATCH],
             used: 0,
         }
     }
@@ -86,7 +89,12 @@ impl Values {
     }
 
     fn str_of(&self, start: u16, len: u16) -> &[u8] {
-        &self.scratch[start as usize..start as usize + len as usize]
+        let text = &self.scratch[..self.used][start as usize..start as usize + len as usize];
+        // SAFETY: the first `used` bytes of `scratch` were written
+        // (`Cursor` writes bytes at `at` and only then advances it, and
+        // `used` is a cursor's final `at`); `text` lies within them (the
+        // indexing above checks it).
+        unsafe { &*(text as *const [MaybeUninit<u8>] as *const [u8]) }
     }
 
     /// Whether every value keeps its exact value as `kinds` (a number of its
@@ -216,7 +224,7 @@ fn fits(s: Slot, kind: FieldKind) -> bool {
 /// A `fmt::Write` into the scratch area that stops at its end, on a
 /// character boundary.
 struct Cursor<'a> {
-    buf: &'a mut [u8; SCRATCH],
+    buf: &'a mut [MaybeUninit<u8>; SCRATCH],
     at: usize,
 }
 
@@ -227,7 +235,7 @@ impl fmt::Write for Cursor<'_> {
         while !s.is_char_boundary(n) {
             n -= 1;
         }
-        self.buf[self.at..self.at + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.buf[self.at..self.at + n].write_copy_of_slice(&s.as_bytes()[..n]);
         self.at += n;
         if n < s.len() {
             Err(fmt::Error)
