@@ -88,7 +88,7 @@ fn wanted(meta: &Metadata<'_>) -> bool {
 impl<S> Filter<S> for RingtraceFilter {
     /// Asked at each event only where another layer wants a callsite
     /// (its interest is then "sometimes"): passes it, and the layer's own
-    /// check of the class (a per-thread map lookup and one load) decides.
+    /// check of the class (a lock-free table lookup and one load) decides.
     /// Deciding here would take the tracer's control lock on the
     /// recording path.
     fn enabled(&self, _meta: &Metadata<'_>, _cx: &Context<'_, S>) -> bool {
