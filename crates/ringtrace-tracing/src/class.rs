@@ -89,10 +89,13 @@ pub(crate) const SPAN_ROLES: [&str; 5] = [".new", ".record", ".enter", ".exit", 
 /// A callsite (its `'static` metadata's address) in one role.
 type Key = (usize, Role);
 
-/// Cells of the lock-free table (a power of two).
-const TABLE: usize = 1 << 13;
+/// Cells of the lock-free table (a power of two): 32 bytes each, in the
+/// program's data (a `OnceLock` is not all zero bytes), so 64 KiB; a
+/// program with more callsite roles than about three quarters of it finds
+/// the rest through the per-thread maps.
+const TABLE: usize = 1 << 11;
 /// Cells a lookup reads before it leaves the key to the per-thread map.
-const PROBES: usize = 16;
+const PROBES: usize = 32;
 
 /// Each cell, once set, holds a key and the callsite's first class; set
 /// only under [`CLASSES`]' lock, read by any thread at any time.
@@ -324,6 +327,38 @@ pub(crate) fn widen(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    // No unsafe code here for Miri to check, and its search for colliding
+    // keys takes Miri over a minute.
+    #[cfg_attr(miri, ignore)]
+    fn the_table_holds_a_probe_sequence_and_leaves_the_rest_to_the_maps() {
+        let desc: &'static EventDesc = Box::leak(Box::new(EventDesc::new(
+            "tabletest",
+            "n",
+            Level::Info,
+            &[],
+            "f",
+            1,
+        )));
+        let c = Class::leak(desc, false);
+        // Keys (no real callsite's: odd addresses) that all start at one cell.
+        let start = home((0x7000_0001, Role::Exit));
+        let keys: Vec<Key> = (0..)
+            .map(|i| (0x7000_0001 + 2 * i, Role::Exit))
+            .filter(|&k| home(k) == start)
+            .take(PROBES + 1)
+            .collect();
+        for &k in &keys[..PROBES] {
+            assert!(table_get(k).is_none());
+            assert!(table_put(k, c));
+        }
+        assert!(!table_put(keys[PROBES], c), "its cells are all taken");
+        for &k in &keys[..PROBES] {
+            assert!(std::ptr::eq(table_get(k).unwrap(), c));
+        }
+        assert!(table_get(keys[PROBES]).is_none());
+    }
 
     #[test]
     fn field_names_become_distinct_identifiers() {
