@@ -74,6 +74,7 @@ LAYERS = {
             "ust_abi",
             "floor",
             "layer",
+            "instructions",
             "wake",
         ],
         ["tracers", "overhead"],

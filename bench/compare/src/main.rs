@@ -23,7 +23,9 @@
 //! then `ratio ringtrace/floor per-thread (1 thread, flight recorder, u64): X.XX`,
 //! its per-CPU rseq line, the two with the default contexts,
 //! `ratio overhead ringtrace/floor (getppid loop, ...)` and
-//! `ratio tracing-layer/event! (1 thread, discard, u64): X.XX`.
+//! `ratio tracing-layer/event! (1 thread, discard, u64): X.XX`. The
+//! instructions of an event, counted by callgrind, are a table of their
+//! own (`instructions.rs`).
 //!
 //! Module map (each row imports only from the rows below it, as
 //! `scripts/module_graph.py` checks):
@@ -34,6 +36,7 @@
 //!       tracers  overhead                   the tracer tables; the workload's overhead
 //!         baselines c_interleaved interleaved scaling_interleaved
 //!         drain reading ring wake           one table or measurement each
+//!         instructions
 //!         ust_abi floor layer               (LTTng-UST programs; the floor; tracing)
 //!           ours  lttng  contexts           ringtrace's and LTTng-UST's runs
 //!             cell  cpus  disk  c_build     a cell's runs; CPU pinning; the scratch
@@ -50,6 +53,7 @@ mod disk;
 mod drain;
 mod floor;
 mod frontends;
+mod instructions;
 mod interleaved;
 mod layer;
 mod losses;
@@ -93,7 +97,8 @@ struct Args {
     /// an idle CPU and a busy one), lttng-ust-programs (an LTTng-UST
     /// program under LTTng-UST and under ringtrace's liblttng-ust.so.1),
     /// floor (ringtrace's event against the least a record can cost),
-    /// tracing-layer (the `tracing` layer against `event!`).
+    /// tracing-layer (the `tracing` layer against `event!`), instructions
+    /// (per event, counted by callgrind: needs valgrind).
     /// Default: all.
     #[arg(long, value_delimiter = ',')]
     tables: Vec<String>,
@@ -195,6 +200,9 @@ fn run() -> Result<(), String> {
     }
     if want("wake") {
         more.push(wake::table()?);
+    }
+    if want("instructions") && !a.focus {
+        more.extend(instructions::table()?);
     }
     // Printed last of the ratio lines, the floor's at the very end.
     let mut floor_lines = Vec::new();
