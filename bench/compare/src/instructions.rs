@@ -73,19 +73,9 @@ const ROWS: [Row; 6] = [
 /// Builds the examples with this program's profile; the directory they
 /// are in.
 fn build_examples() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let target = exe.parent().ok_or("no target directory")?.to_path_buf();
-    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cargo.args(["build", "-q", "-p", "ringtrace", "--example", "event_loop"]);
-    cargo.args(["-p", "ringtrace-tracing", "--example", "layer_loop"]);
-    if target.file_name().is_some_and(|n| n == "release") {
-        cargo.arg("--release");
-    }
-    let st = cargo.status().map_err(|e| format!("cargo: {e}"))?;
-    if !st.success() {
-        return Err("cargo build of the examples event_loop and layer_loop failed".into());
-    }
-    Ok(target.join("examples"))
+    let args = ["-p", "ringtrace", "--example", "event_loop"];
+    let more = ["-p", "ringtrace-tracing", "--example", "layer_loop"];
+    Ok(crate::c_build::cargo_build(&[&args[..], &more[..]].concat())?.join("examples"))
 }
 
 /// Instructions callgrind counted for the whole run of `bin ARGS`.
