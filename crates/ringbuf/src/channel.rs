@@ -261,6 +261,41 @@ impl<C: Config> Channel<C> {
         }
     }
 
+    /// [`Channel::reserve_at`]'s fast path alone: the calling thread's
+    /// buffer found without leaving the inline lookups (a per-thread
+    /// buffer in the thread's first slots, the rseq area's CPU), and the
+    /// record fitting strictly inside its current sub-buffer at the first
+    /// try. `None` otherwise, with nothing reserved or counted (but an rseq
+    /// buffer's move or abort): the caller then calls
+    /// [`Channel::reserve_at`], which does everything. A caller that writes
+    /// its record in both branches, the second out of line, keeps the fast
+    /// path's slot in registers (BENCHMARKS.md, "Instructions per event").
+    #[inline(always)]
+    pub fn try_reserve_fast<F: FnMut(SlotCtx) -> usize>(
+        &self,
+        now: u64,
+        mut f: F,
+    ) -> Option<Slot<'_, C>> {
+        let b = if C::SYNC == crate::Sync::Rseq {
+            let cpu = crate::rseq::area().map(crate::rseq::cpu_id)?;
+            self.buffers.get(usize::try_from(cpu).ok()?)?
+        } else {
+            match C::ALLOC {
+                Alloc::PerThread => {
+                    let i = thread_slots::find_inline(self.id)?;
+                    debug_assert!(i < self.buffers.len());
+                    // SAFETY: as in `thread_buffer`.
+                    unsafe { self.buffers.get_unchecked(i) }
+                }
+                Alloc::PerCpu | Alloc::Global => self.current()?,
+            }
+        };
+        // SAFETY: as in `reserve_at` and `reserve_rseq`: the calling
+        // thread's own per-thread buffer, an SMP buffer, or an rseq buffer
+        // whose head moves only inside a critical section on its CPU.
+        unsafe { b.writer_unchecked() }.try_reserve_fast(now, &mut f)
+    }
+
     /// Rseq channels: reserves in the buffer of the CPU the thread runs on,
     /// choosing it again each time the thread turns out to have moved (or
     /// the kernel aborted the critical section): a record is always in the

@@ -42,7 +42,6 @@ impl<C: Config> Buffer<C> {
     #[inline(always)]
     fn commit_in(&self, i: usize, p: u64, amount: u64, records: u64) {
         debug_assert_eq!(i, self.geo.sb_index(p));
-        let geo = self.geo;
         let c = if C::SYNC == Sync::Rseq {
             self.commit_rseq(i, amount, records)
         } else {
@@ -55,7 +54,11 @@ impl<C: Config> Buffer<C> {
                 .wrapping_add(amount)
         };
         // Commit counts start at a multiple of S, so a complete sub-buffer
-        // has a count that is one: a cheap filter before equation (3).
+        // has a count that is one: a cheap filter before equation (3). The
+        // geometry is read after the add (an asm statement the compiler
+        // takes as touching memory): only the filter's mask on the common
+        // path.
+        let geo = self.geo;
         if geo.sb_offset(c) == 0 && geo.subbuf_complete(c, p) {
             self.deliver(i, c, p);
         }

@@ -439,6 +439,47 @@ impl<C: Config> Buffer<C> {
         self.reserve_slow(slot_size, (w, last, ts))
     }
 
+    /// [`Buffer::reserve_at_unchecked`]'s fast path alone: the record fits
+    /// strictly inside the current sub-buffer and the head did not move.
+    /// `None` otherwise, with nothing reserved and nothing counted but an
+    /// rseq buffer's move or abort (the caller then reserves again whole,
+    /// [`crate::Channel::reserve_at`]). A caller that writes its record in
+    /// both branches keeps this slot in registers: the slow path's slot,
+    /// returned from an out-of-line call, is not merged with it.
+    #[inline(always)]
+    pub(crate) fn try_reserve_fast_unchecked<F: FnMut(SlotCtx) -> usize>(
+        &self,
+        now: u64,
+        slot_size: &mut F,
+    ) -> Option<Slot<'_, C>> {
+        let geo = self.geo;
+        let head: &Head = &self.wr.head;
+        let (w, last) = head.load();
+        let ts = now.max(last);
+        let off = geo.sb_offset(w);
+        let len = slot_size(SlotCtx {
+            offset: off as usize,
+            ts,
+            last_ts: last,
+        }) as u64;
+        // As in `reserve_at_unchecked`.
+        if off != 0 && len.wrapping_sub(1) < geo.subbuf_size() - off - 1 {
+            match head.cas(C::SYNC, self.id, (w, last), (w + len, ts)) {
+                Ok(()) => {
+                    if now < last {
+                        self.count_clamp();
+                    }
+                    return Some(self.slot(w, w + len, ts));
+                }
+                Err(Fail::Changed) => {}
+                Err(f) => {
+                    self.moved(f);
+                }
+            }
+        }
+        None
+    }
+
     /// `now` raised to `last`, counting the raise (a predicted-not-taken
     /// branch to an out-of-line count).
     #[inline(always)]

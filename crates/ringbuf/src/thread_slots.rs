@@ -63,9 +63,15 @@ pub(crate) fn set(k: usize, v: (u64, usize)) {
 /// one in the inline slots.
 #[inline(always)]
 pub(crate) fn find_inline(id: u64) -> Option<usize> {
-    (0..INLINE)
-        .find(|&k| first::get(2 * k) == id)
-        .map(|k| first::get(2 * k + 1) as usize)
+    // Unrolled with constant word offsets (`get_at`): one load per word.
+    const { assert!(INLINE == 2) };
+    if first::get_at::<0>() == id {
+        Some(first::get_at::<1>() as usize)
+    } else if first::get_at::<2>() == id {
+        Some(first::get_at::<3>() as usize)
+    } else {
+        None
+    }
 }
 
 /// The pool index of channel `id`'s buffer, if the calling thread holds

@@ -85,6 +85,27 @@ macro_rules! ie_words {
                 v
             }
 
+            /// Word `I` of the calling thread: [`get`] with the word's
+            /// offset a constant of the instruction (no register holds
+            /// the index).
+            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+            #[inline(always)]
+            pub fn get_at<const I: usize>() -> u64 {
+                const { assert!(I < N) };
+                let v: u64;
+                // SAFETY: as in `get` (`I < N`, checked at compile time).
+                unsafe {
+                    ::std::arch::asm!(
+                        concat!("mov {v}, qword ptr [rip + ", var!(), "@GOTTPOFF]"),
+                        "mov {v}, qword ptr fs:[{v} + {o}]",
+                        v = out(reg) v,
+                        o = const I * 8,
+                        options(nostack, readonly, preserves_flags),
+                    );
+                }
+                v
+            }
+
             /// Sets word `i` of the calling thread.
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
             #[inline(always)]
@@ -120,6 +141,14 @@ macro_rules! ie_words {
                 WORDS.with(|w| w[i].get())
             }
 
+            /// Word `I` of the calling thread.
+            #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
+            #[inline(always)]
+            pub fn get_at<const I: usize>() -> u64 {
+                const { assert!(I < N) };
+                get(I)
+            }
+
             /// Sets word `i` of the calling thread.
             #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
             #[inline(always)]
@@ -145,6 +174,14 @@ mod tests {
             three::set(0, 7);
             three::set(2, u64::MAX);
             assert_eq!((0..3).map(three::get).collect::<Vec<_>>(), [7, 0, u64::MAX]);
+            assert_eq!(
+                [
+                    three::get_at::<0>(),
+                    three::get_at::<1>(),
+                    three::get_at::<2>()
+                ],
+                [7, 0, u64::MAX]
+            );
             std::thread::spawn(|| {
                 assert_eq!((0..3).map(three::get).collect::<Vec<_>>(), [0, 0, 0]);
                 three::set(1, 9);

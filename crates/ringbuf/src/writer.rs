@@ -124,6 +124,17 @@ impl<'a, C: Config> Writer<'a, C> {
         self.buf.reserve_at_unchecked(now, slot_size)
     }
 
+    /// [`Writer::reserve_at`]'s fast path alone (see
+    /// `Buffer::try_reserve_fast_unchecked`).
+    #[inline(always)]
+    pub(crate) fn try_reserve_fast<F: FnMut(SlotCtx) -> usize>(
+        &self,
+        now: u64,
+        slot_size: &mut F,
+    ) -> Option<Slot<'a, C>> {
+        self.buf.try_reserve_fast_unchecked(now, slot_size)
+    }
+
     /// Forced switch (see [`Buffer::flush`]).
     pub fn flush(&self) -> bool {
         self.buf.flush_unchecked()

@@ -195,10 +195,12 @@ impl<F: Fn(&mut [u8])> Payload for F {
 }
 
 /// `event!`'s fields and call site: serialized by inlined trait methods,
-/// where a closure holding the same code may be left out of line.
-pub struct Encoded<'a, T>(pub &'a T, pub u64);
+/// where a closure holding the same code may be left out of line. The
+/// fields by value: the record path reads them from this one place (with
+/// a reference to them here, a field took two stores and two loads more).
+pub struct Encoded<T>(pub T, pub u64);
 
-impl<T: crate::field::Fields> Payload for Encoded<'_, T> {
+impl<T: crate::field::Fields> Payload for Encoded<T> {
     #[inline(always)]
     fn write(&self, out: &mut [u8]) {
         self.0.encode(out)
@@ -324,7 +326,10 @@ fn record_in<K: Kind, P: Payload>(
     }
 }
 
-/// A record: the event header and `len` bytes that `write` fills.
+/// A record: the event header and `len` bytes that `write` fills. The
+/// reservation's fast path here, everything else out of line
+/// ([`record_body_slow`]): the two write the record each in their own
+/// code, so that the fast path's slot stays in registers.
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn record_body<C: Config, P: Payload>(
     ch: &Channel<C>,
@@ -333,24 +338,65 @@ fn record_body<C: Config, P: Payload>(
     len: usize,
     write: &P,
 ) -> bool {
+    // A length that could wrap the record's size goes the slow way, which
+    // saturates it (refused as too big): `fill` relies on the sum. A
+    // constant length (`event!`'s numbers) folds the test away.
+    if len > isize::MAX as usize {
+        return record_body_slow(ch, now, id, len, write);
+    }
     // `move`: id and len are captured by value, not through stack spills.
+    let size =
+        move |ctx: ringbuf::SlotCtx| event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len;
+    match ch.try_reserve_fast(now, size) {
+        Some(slot) => {
+            fill(slot, id, len, write);
+            true
+        }
+        None => record_body_slow(ch, now, id, len, write),
+    }
+}
+
+/// [`record_body`] past its fast path: the whole reservation (a new
+/// sub-buffer, a retry, a thread's first record, a loss).
+#[cold]
+#[inline(never)]
+fn record_body_slow<C: Config, P: Payload>(
+    ch: &Channel<C>,
+    now: u64,
+    id: u32,
+    len: usize,
+    write: &P,
+) -> bool {
     let r = ch.reserve_at(now, move |ctx| {
-        event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len
+        event_header_len(HEADER, id, ctx.ts, ctx.last_ts()).saturating_add(len)
     });
     match r {
-        Ok(mut slot) => {
-            let ts = slot.ts();
-            let b = slot.bytes();
-            let h = b.len() - len;
-            // The mark, the payload, the header: see `unfinished`.
-            unfinished::mark(b);
-            write.write(&mut b[h..]);
-            unfinished::finish(b, h, id, ts);
-            slot.commit();
+        Ok(slot) => {
+            fill(slot, id, len, write);
             true
         }
         Err(_) => false,
     }
+}
+
+/// Writes a reserved record (`len` bytes of payload at its end) and
+/// commits it.
+#[inline(always)]
+fn fill<C: Config, P: Payload>(mut slot: ringbuf::Slot<'_, C>, id: u32, len: usize, write: &P) {
+    let ts = slot.ts();
+    let b = slot.bytes();
+    // SAFETY: the slot is as long as the size function's answer
+    // (`ringbuf::Slot`): an event header (4 to 13 bytes) plus `len`, not
+    // wrapped (`record_body` sends a `len` above `isize::MAX` to the slow
+    // path, whose saturated sum is larger than any sub-buffer and never
+    // reserved). Said here so that the payload's bounds go unchecked.
+    unsafe { std::hint::assert_unchecked(b.len() >= len + 4) };
+    let h = b.len() - len;
+    // The mark, the payload, the header: see `unfinished`.
+    unfinished::mark(b);
+    write.write(&mut b[h..]);
+    unfinished::finish(b, h, id, ts);
+    slot.commit();
 }
 
 /// How a channel's buffers are shared and moved (see `ringbuf::Sync`).
@@ -511,6 +557,15 @@ impl AnyChannel {
         each!(self, c => record_in(c, now, id, len, write))
     }
 
+    /// [`AnyChannel::record_payload`] for a probe: whether the record was
+    /// committed *and* the writing thread must count it (per-CPU channels
+    /// with atomics, `tally.rs`). A constant `false` for the other kinds,
+    /// so that their probes carry no test of a tally they do not have.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn record_to_tally<P: Payload>(&self, now: u64, id: u32, len: usize, write: &P) -> bool {
+        each!(self, c => record_in(c, now, id, len, write) && !counts_records(c))
+    }
+
     /// The contexts every record of the channel carries.
     pub fn contexts(&self) -> Contexts {
         let bits = each!(self, c => &c.config().contexts);
@@ -563,6 +618,12 @@ impl AnyChannel {
     pub fn ops(&self) -> &dyn ChannelOps {
         each!(self, c => c)
     }
+}
+
+/// Whether `ch`'s buffers count their own records (a constant of its kind).
+#[inline(always)]
+fn counts_records<C: Config>(_ch: &Channel<C>) -> bool {
+    C::COUNT_RECORDS
 }
 
 /// Whether the session owning a probe is recording.

@@ -158,7 +158,8 @@ impl EventDesc {
     /// calls, with the address where it expands ([`crate::here`]).
     #[inline(always)]
     pub fn emit_fields_at<T: Fields>(&self, fields: T, ip: u64) {
-        probe::run(&self.probes, fields.encoded_len(), &Encoded(&fields, ip));
+        let len = fields.encoded_len();
+        probe::run(&self.probes, len, &Encoded(fields, ip));
     }
 }
 

@@ -64,7 +64,7 @@ impl Probe {
     /// [`Probe::fire`] for a probe whose session was seen active.
     #[inline(always)]
     fn record<P: Payload>(&self, now: u64, len: usize, write: &P, g: &rcu::Guard) {
-        if self.channel.record_payload(now, self.id, len, write) {
+        if self.channel.record_to_tally(now, self.id, len, write) {
             if let Some(t) = &self.tally {
                 t.add(g);
             }
@@ -157,5 +157,5 @@ pub fn mark_tracer_thread() {
 /// thread-local load: safe in a signal handler).
 #[inline]
 pub fn in_tracer() -> bool {
-    tracer_work::get(0) > 0
+    tracer_work::get_at::<0>() > 0
 }

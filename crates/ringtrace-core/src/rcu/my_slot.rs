@@ -17,7 +17,7 @@ ringbuf::ie_words! {
 /// The calling thread's slot index plus one (0: none yet).
 #[inline(always)]
 pub(crate) fn get() -> usize {
-    word::get(0) as usize
+    word::get_at::<0>() as usize
 }
 
 /// Sets the calling thread's slot index plus one.
