@@ -85,6 +85,7 @@ LAYERS = {
         ["rcu", "clock", "field", "level", "ops", "unfinished"],
         ["context", "tally"],
         ["client"],
+        ["any_channel"],
         ["probe"],
         ["desc"],
     ],

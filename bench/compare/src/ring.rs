@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use ringbuf::{ChannelAttr, Config};
-use ringtrace::client::{AnyChannel, ReadSides};
+use ringtrace::any_channel::{AnyChannel, ByKind, ReadSides};
 
 use crate::ours::run_threads;
 
@@ -52,13 +52,13 @@ fn drain<C: Config>(ch: &ringbuf::Channel<C>, read: &mut ReadSides) -> u64 {
 
 /// Records the reader took out of every buffer.
 fn drain_any(ch: &AnyChannel, read: &mut ReadSides) -> u64 {
-    match ch {
-        AnyChannel::DiscardCpu(c) => drain(c, read),
-        AnyChannel::DiscardCpuRseq(c) => drain(c, read),
-        AnyChannel::DiscardThread(c) => drain(c, read),
-        AnyChannel::OverwriteCpuRseq(c) => drain(c, read),
-        AnyChannel::OverwriteCpu(c) => drain(c, read),
-        AnyChannel::OverwriteThread(c) => drain(c, read),
+    match ch.by_kind() {
+        ByKind::DiscardCpu(c) => drain(c, read),
+        ByKind::DiscardCpuRseq(c) => drain(c, read),
+        ByKind::DiscardThread(c) => drain(c, read),
+        ByKind::OverwriteCpuRseq(c) => drain(c, read),
+        ByKind::OverwriteCpu(c) => drain(c, read),
+        ByKind::OverwriteThread(c) => drain(c, read),
     }
 }
 

@@ -5,15 +5,15 @@
 //! [`AnyChannel`] picks one with a match.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU16, Ordering::Relaxed};
 
 use ctf::layout::{event_header_len, write_packet_begin, write_packet_end};
 use ctf::types::HeaderKind;
-use ringbuf::{Alloc, Channel, ChannelAttr, Config, Mode, ReadSide, SubbufBegin, SubbufEnd, Sync};
+use ringbuf::{Alloc, Channel, Config, Mode, SubbufBegin, SubbufEnd, Sync};
 use traceclock::TraceClock;
 
 use crate::context::{words, Contexts, Layout};
-use crate::ops::{ChannelOps, PACKET_SIZE_AT};
+use crate::ops::PACKET_SIZE_AT;
 use crate::unfinished;
 
 /// Event header of every channel: 5-bit id and 27-bit timestamp, extended
@@ -97,7 +97,7 @@ pub struct Client<K: Kind> {
     /// [`Layout::code`]): set when the channel is created, and changed only
     /// while no record was ever written to it ([`AnyChannel::set_contexts`]).
     pub contexts: AtomicU16,
-    kind: PhantomData<K>,
+    pub(crate) kind: PhantomData<K>,
 }
 
 impl<K: Kind> Client<K> {
@@ -278,16 +278,12 @@ impl<P: Payload> Payload for WithContexts<'_, P> {
 /// Records one event in the calling thread's buffer of `ch`: header, the
 /// channel's contexts (`context.rs`), then the payload written by `write`
 /// into exactly `len` bytes. Returns whether it was committed; losses are
-/// counted by the buffer. One match on the channel's layout chooses a
-/// record path compiled for it (no context: the record as it was before
-/// contexts existed).
-// Inlined whole into the probe in optimized builds (the speed of the
-// write path); in debug builds left as calls: unoptimized code gives every
-// inlined local its own stack slot, and the six channel kinds × five
-// context layouts inlined at each event made one test function's frame
-// 3.6 MB (a stack overflow on a 2 MiB thread).
+/// counted by the buffer. `L` is the low byte of the channel's
+/// [`Layout::code`], the layout this path is compiled for (no context: the
+/// record as it was before contexts existed); `AnyChannel`'s route chose
+/// it. `Other` (4) writes the client's set field by field, whatever it is.
 #[cfg_attr(not(debug_assertions), inline(always))]
-fn record_in<K: Kind, P: Payload>(
+pub(crate) fn record_layout<K: Kind, P: Payload, const L: u8>(
     ch: &Channel<Client<K>>,
     now: u64,
     id: u32,
@@ -308,21 +304,24 @@ fn record_in<K: Kind, P: Payload>(
             )
         };
     }
-    match ch.config().contexts() {
-        Layout::None => record_body(ch, now, id, len, write),
-        Layout::Words1 => words!(1),
-        Layout::Words2 => words!(2),
-        Layout::Words4 => words!(4),
-        Layout::Other(set) => record_body(
-            ch,
-            now,
-            id,
-            set.len() + len,
-            &WithContexts {
-                set,
-                payload: write,
-            },
-        ),
+    match L {
+        0 => record_body(ch, now, id, len, write),
+        1 => words!(1),
+        2 => words!(2),
+        3 => words!(4),
+        _ => {
+            let set = ch.config().contexts().contexts();
+            record_body(
+                ch,
+                now,
+                id,
+                set.len() + len,
+                &WithContexts {
+                    set,
+                    payload: write,
+                },
+            )
+        }
     }
 }
 
@@ -419,215 +418,4 @@ impl Sharing {
             Sharing::PerThread => "per-thread",
         }
     }
-}
-
-/// A channel of any of the six configurations.
-#[derive(Debug)]
-pub enum AnyChannel {
-    /// Discard, per CPU, lock-prefixed atomics.
-    DiscardCpu(Channel<Client<kind::DiscardCpu>>),
-    /// Discard, per CPU, restartable sequences.
-    DiscardCpuRseq(Channel<Client<kind::DiscardCpuRseq>>),
-    /// Discard, per thread.
-    DiscardThread(Channel<Client<kind::DiscardThread>>),
-    /// Flight recorder, per CPU, lock-prefixed atomics.
-    OverwriteCpu(Channel<Client<kind::OverwriteCpu>>),
-    /// Flight recorder, per CPU, restartable sequences.
-    OverwriteCpuRseq(Channel<Client<kind::OverwriteCpuRseq>>),
-    /// Flight recorder, per thread.
-    OverwriteThread(Channel<Client<kind::OverwriteThread>>),
-}
-
-/// `$body` with `$c` bound to the channel of whichever variant `$ch` is:
-/// each arm is compiled for its constant configuration.
-macro_rules! each {
-    ($ch:expr, $c:ident => $body:expr) => {
-        match $ch {
-            AnyChannel::DiscardCpu($c) => $body,
-            AnyChannel::DiscardCpuRseq($c) => $body,
-            AnyChannel::DiscardThread($c) => $body,
-            AnyChannel::OverwriteCpu($c) => $body,
-            AnyChannel::OverwriteCpuRseq($c) => $body,
-            AnyChannel::OverwriteThread($c) => $body,
-        }
-    };
-}
-
-/// A channel's read sides, one per buffer in the order of its buffers:
-/// whoever holds them reads the channel (`ChannelOps::drain`, `snapshot`).
-pub type ReadSides = Box<[ReadSide]>;
-
-impl AnyChannel {
-    /// Creates the channel and its read sides.
-    pub fn new(
-        overwrite: bool,
-        sharing: Sharing,
-        ids: StreamIds,
-        contexts: Contexts,
-        attr: &ChannelAttr,
-        name: &str,
-    ) -> Result<(AnyChannel, ReadSides), ringbuf::Error> {
-        macro_rules! mk {
-            ($v:ident) => {{
-                let (ch, read) = Channel::new(
-                    Client::<kind::$v> {
-                        ids,
-                        subbuf: attr.subbuf_size as u64,
-                        contexts: AtomicU16::new(contexts.layout().code()),
-                        kind: PhantomData,
-                    },
-                    attr,
-                    name,
-                )?;
-                (AnyChannel::$v(ch), read)
-            }};
-        }
-        Ok(match (overwrite, sharing) {
-            (false, Sharing::PerCpuAtomics) => mk!(DiscardCpu),
-            (false, Sharing::PerCpuRseq) => mk!(DiscardCpuRseq),
-            (false, Sharing::PerThread) => mk!(DiscardThread),
-            (true, Sharing::PerCpuAtomics) => mk!(OverwriteCpu),
-            (true, Sharing::PerCpuRseq) => mk!(OverwriteCpuRseq),
-            (true, Sharing::PerThread) => mk!(OverwriteThread),
-        })
-    }
-
-    /// How the channel's buffers are shared.
-    pub fn sharing(&self) -> Sharing {
-        match self {
-            AnyChannel::DiscardCpu(_) | AnyChannel::OverwriteCpu(_) => Sharing::PerCpuAtomics,
-            AnyChannel::DiscardCpuRseq(_) | AnyChannel::OverwriteCpuRseq(_) => Sharing::PerCpuRseq,
-            AnyChannel::DiscardThread(_) | AnyChannel::OverwriteThread(_) => Sharing::PerThread,
-        }
-    }
-
-    /// A channel outside any session (no metadata, no consumer): the bare
-    /// ring-buffer record that benchmarks compare the tracer against.
-    /// Per-CPU: lock-prefixed atomics (see [`AnyChannel::standalone_with`]).
-    pub fn standalone(
-        overwrite: bool,
-        per_thread: bool,
-        attr: &ChannelAttr,
-    ) -> Result<(AnyChannel, ReadSides), ringbuf::Error> {
-        let sharing = if per_thread {
-            Sharing::PerThread
-        } else {
-            Sharing::PerCpuAtomics
-        };
-        AnyChannel::standalone_with(overwrite, sharing, attr)
-    }
-
-    /// [`AnyChannel::standalone`] with any sharing.
-    pub fn standalone_with(
-        overwrite: bool,
-        sharing: Sharing,
-        attr: &ChannelAttr,
-    ) -> Result<(AnyChannel, ReadSides), ringbuf::Error> {
-        AnyChannel::new(
-            overwrite,
-            sharing,
-            StreamIds {
-                stream_id: 0,
-                uuid: [0; 16],
-                instance_base: 0,
-                clock: crate::clock::clock(),
-            },
-            Contexts::NONE,
-            attr,
-            "standalone",
-        )
-    }
-
-    /// Records event `id` with a `len`-byte payload that `write` fills: the
-    /// probe's work for one channel, without the control data. Returns
-    /// whether it was committed (per-CPU channels with atomics do not count
-    /// their records: the probe does, see [`AnyChannel::counts_records`]).
-    #[inline(always)]
-    pub fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) -> bool {
-        // Every channel's client reads `clock::clock()`, which exists once a
-        // channel does.
-        let now = crate::clock::now().unwrap_or_default();
-        self.record_payload(now, id, len, write)
-    }
-
-    /// [`AnyChannel::record`] with the clock read by the caller (`now`, a
-    /// reading of [`super::clock::clock`] at any time before the call).
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn record_payload<P: Payload>(&self, now: u64, id: u32, len: usize, write: &P) -> bool {
-        each!(self, c => record_in(c, now, id, len, write))
-    }
-
-    /// [`AnyChannel::record_payload`] for a probe: whether the record was
-    /// committed *and* the writing thread must count it (per-CPU channels
-    /// with atomics, `tally.rs`). A constant `false` for the other kinds,
-    /// so that their probes carry no test of a tally they do not have.
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub fn record_to_tally<P: Payload>(&self, now: u64, id: u32, len: usize, write: &P) -> bool {
-        each!(self, c => record_in(c, now, id, len, write) && !counts_records(c))
-    }
-
-    /// The contexts every record of the channel carries.
-    pub fn contexts(&self) -> Contexts {
-        let bits = each!(self, c => &c.config().contexts);
-        Layout::from_code(bits.load(Relaxed)).contexts()
-    }
-
-    /// Changes the contexts of a channel to which no record was ever
-    /// written. The caller guarantees that none is being written either:
-    /// its session never recorded (or stopped, with a completed grace
-    /// period) and cannot start meanwhile (`registry::add_contexts` holds
-    /// the control lock that starting takes). Not a memory-safety
-    /// precondition (the value is atomic): a record written meanwhile
-    /// would only be laid out with the other set.
-    pub fn set_contexts(&self, set: Contexts) {
-        let bits = each!(self, c => &c.config().contexts);
-        bits.store(set.layout().code(), Relaxed);
-    }
-
-    /// Whether the buffers count their committed records (per-thread and
-    /// per-CPU rseq channels); per-CPU channels with atomics leave it to
-    /// the writing threads (`tally.rs`).
-    pub fn counts_records(&self) -> bool {
-        self.sharing() != Sharing::PerCpuAtomics
-    }
-
-    /// Forced switch of every buffer, so that a reader gets the partly
-    /// filled sub-buffers too. Call it only when no thread is writing to the
-    /// channel (see `ChannelOps::flush_quiescent`).
-    pub fn flush_quiescent(&self) -> usize {
-        self.ops().flush_quiescent()
-    }
-
-    /// Records lost (every cause), summed over the channel's buffers.
-    pub fn lost(&self) -> u64 {
-        self.written_and_lost().1
-    }
-
-    /// Bytes reserved and records lost (every cause), summed over the
-    /// channel's buffers.
-    pub fn written_and_lost(&self) -> (u64, u64) {
-        let o = self.ops();
-        (0..o.buffers())
-            .map(|b| o.stats(b))
-            .fold((0, o.records_lost_no_buffer()), |(w, l), st| {
-                (w + st.bytes_written, l + st.lost.total())
-            })
-    }
-
-    /// The consumer's view of the channel.
-    pub fn ops(&self) -> &dyn ChannelOps {
-        each!(self, c => c)
-    }
-}
-
-/// Whether `ch`'s buffers count their own records (a constant of its kind).
-#[inline(always)]
-fn counts_records<C: Config>(_ch: &Channel<C>) -> bool {
-    C::COUNT_RECORDS
-}
-
-/// Whether the session owning a probe is recording.
-#[inline(always)]
-pub fn is_active(a: &AtomicBool) -> bool {
-    a.load(Relaxed)
 }

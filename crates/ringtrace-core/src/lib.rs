@@ -19,7 +19,10 @@
 //! probe lists (`rcu::Published`) and per-descriptor enabled flags.
 //!
 //! ```text
-//!   desc ──► probe ──► client ──► ringbuf (reserve, serialize, commit)
+//!   desc ──► probe ──► any_channel (the route: kind and layout)
+//!    │         │         │
+//!    │         │         ▼
+//!    │         │       client ──► ringbuf (reserve, serialize, commit)
 //!    │         │         ├──► context (who: pid, tid, thread name)
 //!    │         │         ├──► unfinished (a record's store order: mark,
 //!    │         │         │    payload, header; what recovery reads back)
@@ -35,6 +38,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod any_channel;
 pub mod client;
 pub mod clock;
 pub mod context;

@@ -7,7 +7,8 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::client::{is_active, AnyChannel, Payload};
+use crate::any_channel::{is_active, AnyChannel};
+use crate::client::Payload;
 use crate::rcu;
 use crate::tally::Tally;
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, Criterion};
 use ringbuf::ChannelAttr;
-use ringtrace::client::AnyChannel;
+use ringtrace::any_channel::AnyChannel;
 use ringtrace::{event, ChannelConfig, Mode, Session};
 
 const SUBBUF: usize = 1 << 20;

@@ -118,6 +118,10 @@ pub fn thread_ids() -> ThreadIds {
 #[doc(hidden)]
 pub use ringtrace_core::client;
 
+/// A channel of any buffer kind, for the same benchmarks.
+#[doc(hidden)]
+pub use ringtrace_core::any_channel;
+
 /// Configuration from the environment (`RINGTRACE_SESSION`), and the
 /// environment as a setuid program may trust it.
 pub mod env {

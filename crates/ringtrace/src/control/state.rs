@@ -21,8 +21,8 @@ use crate::control::config::{Buffers, ChannelConfig, Checked, CpuSync, Mode, Rul
 use crate::control::metadata::{self, MetadataFile};
 use crate::error::Error;
 use crate::output;
-use ringtrace_core::client::Sharing;
-use ringtrace_core::client::{AnyChannel, ReadSides, StreamIds};
+use ringtrace_core::any_channel::{AnyChannel, ReadSides};
+use ringtrace_core::client::{Sharing, StreamIds};
 use ringtrace_core::desc::EventDesc;
 use ringtrace_core::tally::Tally;
 

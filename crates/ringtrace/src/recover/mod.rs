@@ -492,7 +492,7 @@ fn file_channel(
     dir: &Path,
     subbuf: usize,
     overwrite: bool,
-) -> (ringtrace_core::client::AnyChannel, PathBuf) {
+) -> (ringtrace_core::any_channel::AnyChannel, PathBuf) {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).unwrap();
     let attr = ringbuf::ChannelAttr {
@@ -502,7 +502,8 @@ fn file_channel(
         thread_pool: 1,
         ..Default::default()
     };
-    let (ch, _) = ringtrace_core::client::AnyChannel::standalone(overwrite, true, &attr).unwrap();
+    let (ch, _) =
+        ringtrace_core::any_channel::AnyChannel::standalone(overwrite, true, &attr).unwrap();
     let file = std::fs::read_dir(dir)
         .unwrap()
         .next()

@@ -1,0 +1,366 @@
+//! A channel of any of the six buffer kinds (`client::kind`), and the
+//! route a record takes through it. The kind and the channel's context
+//! layout make one number, the route, which the write path loads and
+//! jumps on once: each of its thirty arms is a record path compiled for
+//! its constant kind and layout (the kind's match and then the layout's
+//! were two loads and two jumps, about 9 instructions more per event;
+//! BENCHMARKS.md, "Instructions per event").
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU8, Ordering::Relaxed};
+
+use ringbuf::{Channel, ChannelAttr, Config, ReadSide};
+
+use crate::client::{kind, record_layout, Client, Payload, Sharing, StreamIds};
+use crate::context::{Contexts, Layout};
+use crate::ops::ChannelOps;
+
+/// The channel of an [`AnyChannel`], one variant per buffer kind.
+#[derive(Debug)]
+pub enum ByKind {
+    /// Discard, per CPU, lock-prefixed atomics.
+    DiscardCpu(Channel<Client<kind::DiscardCpu>>),
+    /// Discard, per CPU, restartable sequences.
+    DiscardCpuRseq(Channel<Client<kind::DiscardCpuRseq>>),
+    /// Discard, per thread.
+    DiscardThread(Channel<Client<kind::DiscardThread>>),
+    /// Flight recorder, per CPU, lock-prefixed atomics.
+    OverwriteCpu(Channel<Client<kind::OverwriteCpu>>),
+    /// Flight recorder, per CPU, restartable sequences.
+    OverwriteCpuRseq(Channel<Client<kind::OverwriteCpuRseq>>),
+    /// Flight recorder, per thread.
+    OverwriteThread(Channel<Client<kind::OverwriteThread>>),
+}
+
+/// A channel of any of the six kinds, with its route.
+#[derive(Debug)]
+pub struct AnyChannel {
+    /// `8 × kind + layout`: the variant's place in [`ByKind`] (0 to 5, set
+    /// with it and never changed) and the low byte of the channel's
+    /// [`Layout::code`] (0 to 4, changed with it by
+    /// [`AnyChannel::set_contexts`]).
+    route: AtomicU8,
+    by_kind: ByKind,
+}
+
+/// `$body` with `$c` bound to the channel of whichever variant `$ch` is:
+/// each arm is compiled for its constant configuration.
+macro_rules! each {
+    ($ch:expr, $c:ident => $body:expr) => {
+        match $ch {
+            ByKind::DiscardCpu($c) => $body,
+            ByKind::DiscardCpuRseq($c) => $body,
+            ByKind::DiscardThread($c) => $body,
+            ByKind::OverwriteCpu($c) => $body,
+            ByKind::OverwriteCpuRseq($c) => $body,
+            ByKind::OverwriteThread($c) => $body,
+        }
+    };
+}
+
+/// A channel's read sides, one per buffer in the order of its buffers:
+/// whoever holds them reads the channel (`ChannelOps::drain`, `snapshot`).
+pub type ReadSides = Box<[ReadSide]>;
+
+/// The route of a channel of kind `kind` (its place in [`ByKind`]) whose
+/// layout has code `code`.
+const fn route(kind: u8, code: u16) -> u8 {
+    kind * 8 + (code & 0xff) as u8
+}
+
+impl ByKind {
+    /// The variant's place in the enum: the route's kind part.
+    fn index(&self) -> u8 {
+        match self {
+            ByKind::DiscardCpu(_) => 0,
+            ByKind::DiscardCpuRseq(_) => 1,
+            ByKind::DiscardThread(_) => 2,
+            ByKind::OverwriteCpu(_) => 3,
+            ByKind::OverwriteCpuRseq(_) => 4,
+            ByKind::OverwriteThread(_) => 5,
+        }
+    }
+}
+
+impl AnyChannel {
+    /// Creates the channel and its read sides.
+    pub fn new(
+        overwrite: bool,
+        sharing: Sharing,
+        ids: StreamIds,
+        contexts: Contexts,
+        attr: &ChannelAttr,
+        name: &str,
+    ) -> Result<(AnyChannel, ReadSides), ringbuf::Error> {
+        let code = contexts.layout().code();
+        macro_rules! mk {
+            ($v:ident) => {{
+                let (ch, read) = Channel::new(
+                    Client::<kind::$v> {
+                        ids,
+                        subbuf: attr.subbuf_size as u64,
+                        contexts: AtomicU16::new(code),
+                        kind: PhantomData,
+                    },
+                    attr,
+                    name,
+                )?;
+                (ByKind::$v(ch), read)
+            }};
+        }
+        let (by_kind, read) = match (overwrite, sharing) {
+            (false, Sharing::PerCpuAtomics) => mk!(DiscardCpu),
+            (false, Sharing::PerCpuRseq) => mk!(DiscardCpuRseq),
+            (false, Sharing::PerThread) => mk!(DiscardThread),
+            (true, Sharing::PerCpuAtomics) => mk!(OverwriteCpu),
+            (true, Sharing::PerCpuRseq) => mk!(OverwriteCpuRseq),
+            (true, Sharing::PerThread) => mk!(OverwriteThread),
+        };
+        let ch = AnyChannel {
+            route: AtomicU8::new(route(by_kind.index(), code)),
+            by_kind,
+        };
+        Ok((ch, read))
+    }
+
+    /// The channel, by kind.
+    pub fn by_kind(&self) -> &ByKind {
+        &self.by_kind
+    }
+
+    /// How the channel's buffers are shared.
+    pub fn sharing(&self) -> Sharing {
+        match self.by_kind {
+            ByKind::DiscardCpu(_) | ByKind::OverwriteCpu(_) => Sharing::PerCpuAtomics,
+            ByKind::DiscardCpuRseq(_) | ByKind::OverwriteCpuRseq(_) => Sharing::PerCpuRseq,
+            ByKind::DiscardThread(_) | ByKind::OverwriteThread(_) => Sharing::PerThread,
+        }
+    }
+
+    /// A channel outside any session (no metadata, no consumer): the bare
+    /// ring-buffer record that benchmarks compare the tracer against.
+    /// Per-CPU: lock-prefixed atomics (see [`AnyChannel::standalone_with`]).
+    pub fn standalone(
+        overwrite: bool,
+        per_thread: bool,
+        attr: &ChannelAttr,
+    ) -> Result<(AnyChannel, ReadSides), ringbuf::Error> {
+        let sharing = if per_thread {
+            Sharing::PerThread
+        } else {
+            Sharing::PerCpuAtomics
+        };
+        AnyChannel::standalone_with(overwrite, sharing, attr)
+    }
+
+    /// [`AnyChannel::standalone`] with any sharing.
+    pub fn standalone_with(
+        overwrite: bool,
+        sharing: Sharing,
+        attr: &ChannelAttr,
+    ) -> Result<(AnyChannel, ReadSides), ringbuf::Error> {
+        AnyChannel::new(
+            overwrite,
+            sharing,
+            StreamIds {
+                stream_id: 0,
+                uuid: [0; 16],
+                instance_base: 0,
+                clock: crate::clock::clock(),
+            },
+            Contexts::NONE,
+            attr,
+            "standalone",
+        )
+    }
+
+    /// Records event `id` with a `len`-byte payload that `write` fills: the
+    /// probe's work for one channel, without the control data. Returns
+    /// whether it was committed (per-CPU channels with atomics do not count
+    /// their records: the probe does, see [`AnyChannel::counts_records`]).
+    #[inline(always)]
+    pub fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) -> bool {
+        // Every channel's client reads `clock::clock()`, which exists once a
+        // channel does.
+        let now = crate::clock::now().unwrap_or_default();
+        self.record_payload(now, id, len, write)
+    }
+
+    /// [`AnyChannel::record`] with the clock read by the caller (`now`, a
+    /// reading of [`super::clock::clock`] at any time before the call).
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn record_payload<P: Payload>(&self, now: u64, id: u32, len: usize, write: &P) -> bool {
+        self.route::<P, false>(now, id, len, write)
+    }
+
+    /// [`AnyChannel::record_payload`] for a probe: whether the record was
+    /// committed *and* the writing thread must count it (per-CPU channels
+    /// with atomics, `tally.rs`). A constant `false` for the other kinds,
+    /// so that their probes carry no test of a tally they do not have.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn record_to_tally<P: Payload>(&self, now: u64, id: u32, len: usize, write: &P) -> bool {
+        self.route::<P, true>(now, id, len, write)
+    }
+
+    /// The record path of the channel's route: whether the record was
+    /// committed (and, with `TALLY`, is the writing thread's to count).
+    // Inlined whole into the probe in optimized builds (the speed of the
+    // write path); in debug builds left as calls: unoptimized code gives
+    // every inlined local its own stack slot, and the thirty arms inlined
+    // at each event made one test function's frame 3.6 MB (a stack
+    // overflow on a 2 MiB thread).
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn route<P: Payload, const TALLY: bool>(
+        &self,
+        now: u64,
+        id: u32,
+        len: usize,
+        write: &P,
+    ) -> bool {
+        macro_rules! arm {
+            ($v:ident, $l:literal) => {{
+                let ByKind::$v(c) = &self.by_kind else {
+                    // SAFETY: the route's kind part is the variant's place,
+                    // set with the variant in `new` and never changed
+                    // (`set_contexts` changes the layout part only).
+                    unsafe { std::hint::unreachable_unchecked() }
+                };
+                record_layout::<_, P, $l>(c, now, id, len, write) && (!TALLY || !counts_records(c))
+            }};
+        }
+        match self.route.load(Relaxed) {
+            0 => arm!(DiscardCpu, 0),
+            1 => arm!(DiscardCpu, 1),
+            2 => arm!(DiscardCpu, 2),
+            3 => arm!(DiscardCpu, 3),
+            4 => arm!(DiscardCpu, 4),
+            8 => arm!(DiscardCpuRseq, 0),
+            9 => arm!(DiscardCpuRseq, 1),
+            10 => arm!(DiscardCpuRseq, 2),
+            11 => arm!(DiscardCpuRseq, 3),
+            12 => arm!(DiscardCpuRseq, 4),
+            16 => arm!(DiscardThread, 0),
+            17 => arm!(DiscardThread, 1),
+            18 => arm!(DiscardThread, 2),
+            19 => arm!(DiscardThread, 3),
+            20 => arm!(DiscardThread, 4),
+            24 => arm!(OverwriteCpu, 0),
+            25 => arm!(OverwriteCpu, 1),
+            26 => arm!(OverwriteCpu, 2),
+            27 => arm!(OverwriteCpu, 3),
+            28 => arm!(OverwriteCpu, 4),
+            32 => arm!(OverwriteCpuRseq, 0),
+            33 => arm!(OverwriteCpuRseq, 1),
+            34 => arm!(OverwriteCpuRseq, 2),
+            35 => arm!(OverwriteCpuRseq, 3),
+            36 => arm!(OverwriteCpuRseq, 4),
+            40 => arm!(OverwriteThread, 0),
+            41 => arm!(OverwriteThread, 1),
+            42 => arm!(OverwriteThread, 2),
+            43 => arm!(OverwriteThread, 3),
+            // 44, the only value left (see `route`).
+            _ => arm!(OverwriteThread, 4),
+        }
+    }
+
+    /// The contexts every record of the channel carries.
+    pub fn contexts(&self) -> Contexts {
+        let bits = each!(&self.by_kind, c => &c.config().contexts);
+        Layout::from_code(bits.load(Relaxed)).contexts()
+    }
+
+    /// Changes the contexts of a channel to which no record was ever
+    /// written. The caller guarantees that none is being written either:
+    /// its session never recorded (or stopped, with a completed grace
+    /// period) and cannot start meanwhile (`registry::add_contexts` holds
+    /// the control lock that starting takes). Not a memory-safety
+    /// precondition (the values are atomic, and a route whose layout is
+    /// not the client's writes the client's set field by field): a record
+    /// written meanwhile would only be laid out with the other set.
+    pub fn set_contexts(&self, set: Contexts) {
+        let code = set.layout().code();
+        let bits = each!(&self.by_kind, c => &c.config().contexts);
+        bits.store(code, Relaxed);
+        self.route.store(route(self.by_kind.index(), code), Relaxed);
+    }
+
+    /// Whether the buffers count their committed records (per-thread and
+    /// per-CPU rseq channels); per-CPU channels with atomics leave it to
+    /// the writing threads (`tally.rs`).
+    pub fn counts_records(&self) -> bool {
+        self.sharing() != Sharing::PerCpuAtomics
+    }
+
+    /// Forced switch of every buffer, so that a reader gets the partly
+    /// filled sub-buffers too. Call it only when no thread is writing to the
+    /// channel (see `ChannelOps::flush_quiescent`).
+    pub fn flush_quiescent(&self) -> usize {
+        self.ops().flush_quiescent()
+    }
+
+    /// Records lost (every cause), summed over the channel's buffers.
+    pub fn lost(&self) -> u64 {
+        self.written_and_lost().1
+    }
+
+    /// Bytes reserved and records lost (every cause), summed over the
+    /// channel's buffers.
+    pub fn written_and_lost(&self) -> (u64, u64) {
+        let o = self.ops();
+        (0..o.buffers())
+            .map(|b| o.stats(b))
+            .fold((0, o.records_lost_no_buffer()), |(w, l), st| {
+                (w + st.bytes_written, l + st.lost.total())
+            })
+    }
+
+    /// The consumer's view of the channel.
+    pub fn ops(&self) -> &dyn ChannelOps {
+        each!(&self.by_kind, c => c)
+    }
+}
+
+/// Whether `ch`'s buffers count their own records (a constant of its kind).
+#[inline(always)]
+fn counts_records<C: Config>(_ch: &Channel<C>) -> bool {
+    C::COUNT_RECORDS
+}
+
+/// Whether the session owning a probe is recording.
+#[inline(always)]
+pub fn is_active(a: &AtomicBool) -> bool {
+    a.load(Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_and_layout_has_its_route_and_contexts_change_only_the_layout() {
+        let attr = ChannelAttr {
+            subbuf_size: 4096,
+            num_subbuf: 2,
+            ..ChannelAttr::default()
+        };
+        for overwrite in [false, true] {
+            for sharing in [Sharing::PerThread, Sharing::PerCpuAtomics] {
+                let (ch, _read) = AnyChannel::standalone_with(overwrite, sharing, &attr).unwrap();
+                let kind = ch.by_kind.index();
+                assert_eq!(ch.route.load(Relaxed), kind * 8);
+                for (set, layout) in [
+                    (Contexts::DEFAULT, 1),
+                    (Contexts::from_bits(0b0111), 2),
+                    (Contexts::from_bits(0b1111), 3),
+                    (Contexts::parse("all").unwrap(), 4),
+                    (Contexts::NONE, 0),
+                ] {
+                    ch.set_contexts(set);
+                    assert_eq!(ch.route.load(Relaxed), kind * 8 + layout);
+                    assert_eq!(ch.contexts(), set);
+                    assert_eq!(ch.by_kind.index(), kind);
+                }
+            }
+        }
+    }
+}
