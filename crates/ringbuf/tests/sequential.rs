@@ -507,3 +507,56 @@ proptest! {
         run_history::<Overwrite>(&steps, laps, 2);
     }
 }
+
+/// The reservation's fast path alone (`Channel::try_reserve_fast`, what
+/// the tracer's events try first): a record that fits the current
+/// sub-buffer at the first try, and `None`, with nothing reserved and
+/// nothing counted, for a thread's first record of a per-thread channel
+/// and at a sub-buffer's boundary, where the whole reservation
+/// (`reserve_at`) takes over.
+#[test]
+fn the_fast_path_alone_reserves_only_inside_the_current_sub_buffer() {
+    fn check<C: ringbuf::Config + Default>() {
+        let (ch, _read) = ringbuf::Channel::new(C::default(), &attr(256, 4, 0), "fast").unwrap();
+        let size = |_: ringbuf::SlotCtx| 64usize;
+        let fast = |seq| {
+            ch.try_reserve_fast(now(), size).map(|mut s| {
+                let (offset, ts) = (s.offset(), s.ts());
+                fill_record(s.bytes(), 7, seq, ts);
+                s.commit();
+                offset
+            })
+        };
+        // No buffer yet (per thread), or the first sub-buffer's header
+        // not written yet (offset 0): the whole reservation's work.
+        assert_eq!(fast(0), None);
+        let mut s = ch.reserve_at(now(), size).unwrap();
+        assert_eq!(s.offset(), HEADER);
+        let ts = s.ts();
+        fill_record(s.bytes(), 7, 0, ts);
+        s.commit();
+        assert_eq!(fast(1), Some(HEADER + 64));
+        assert_eq!(fast(2), Some(HEADER + 128));
+        // 40 + 3 × 64 = 232: another 64 bytes end past 256.
+        assert_eq!(fast(3), None);
+        let mut s = ch.reserve_at(now(), size).unwrap();
+        assert_eq!(s.offset(), HEADER, "the next sub-buffer");
+        let ts = s.ts();
+        fill_record(s.bytes(), 7, 3, ts);
+        s.commit();
+        assert_eq!(fast(4), Some(HEADER + 64));
+        let (records, lost) = ch.buffers().iter().fold((0, 0), |(r, l), b| {
+            let st = b.stats();
+            (r + st.records, l + st.lost.total())
+        });
+        assert_eq!(
+            (records, lost),
+            (5, 0),
+            "the refusals reserved and counted nothing"
+        );
+    }
+    check::<Discard>();
+    check::<Overwrite>();
+    check::<Client<false, A_THREAD, true>>();
+    check::<Client<true, A_THREAD, true>>();
+}

@@ -337,6 +337,39 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a channel maps its buffers and calibrates the clock: not under Miri"
+    )]
+    fn a_payload_too_long_for_any_sub_buffer_is_counted_lost_and_never_written() {
+        let attr = ChannelAttr {
+            subbuf_size: 4096,
+            num_subbuf: 2,
+            ..ChannelAttr::default()
+        };
+        for sharing in [Sharing::PerThread, Sharing::PerCpuAtomics] {
+            let (ch, _read) = AnyChannel::standalone_with(true, sharing, &attr).unwrap();
+            let never = |_: &mut [u8]| panic!("a refused record is never written");
+            // Lengths whose sum with the header would wrap, one that does
+            // not but is larger than a sub-buffer, then one that fits.
+            for (k, len) in [usize::MAX, usize::MAX - 12, isize::MAX as usize + 1, 4096]
+                .into_iter()
+                .enumerate()
+            {
+                assert!(!ch.record(1, len, &never), "{len}");
+                assert_eq!(ch.lost(), k as u64 + 1, "{len}");
+            }
+            assert!(ch.record(1, 8, &|out: &mut [u8]| out
+                .copy_from_slice(&7u64.to_le_bytes())));
+            assert_eq!(ch.lost(), 4);
+        }
+    }
+
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a channel maps its buffers and calibrates the clock: not under Miri"
+    )]
     fn every_kind_and_layout_has_its_route_and_contexts_change_only_the_layout() {
         let attr = ChannelAttr {
             subbuf_size: 4096,

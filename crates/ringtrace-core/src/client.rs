@@ -385,10 +385,12 @@ fn fill<C: Config, P: Payload>(mut slot: ringbuf::Slot<'_, C>, id: u32, len: usi
     let ts = slot.ts();
     let b = slot.bytes();
     // SAFETY: the slot is as long as the size function's answer
-    // (`ringbuf::Slot`): an event header (4 to 13 bytes) plus `len`, not
-    // wrapped (`record_body` sends a `len` above `isize::MAX` to the slow
-    // path, whose saturated sum is larger than any sub-buffer and never
-    // reserved). Said here so that the payload's bounds go unchecked.
+    // (`ringbuf::Slot`; a record fits its sub-buffer, at most 1 GiB, so
+    // the slot's 32-bit length is exact): an event header (4 to 13 bytes)
+    // plus `len`, not wrapped (`record_body` sends a `len` above
+    // `isize::MAX` to the slow path, whose saturated sum is larger than
+    // any sub-buffer and never reserved). Said here so that the payload's
+    // bounds go unchecked.
     unsafe { std::hint::assert_unchecked(b.len() >= len + 4) };
     let h = b.len() - len;
     // The mark, the payload, the header: see `unfinished`.
