@@ -293,7 +293,9 @@ impl<C: Config> Channel<C> {
         // SAFETY: as in `reserve_at` and `reserve_rseq`: the calling
         // thread's own per-thread buffer, an SMP buffer, or an rseq buffer
         // whose head moves only inside a critical section on its CPU.
-        unsafe { b.writer_unchecked() }.try_reserve_fast(now, &mut f)
+        unsafe { b.writer_unchecked() }
+            .try_reserve_fast(now, &mut f)
+            .ok()
     }
 
     /// Rseq channels: reserves in the buffer of the CPU the thread runs on,

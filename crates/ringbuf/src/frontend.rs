@@ -412,49 +412,36 @@ impl<C: Config> Buffer<C> {
         now: u64,
         mut slot_size: F,
     ) -> Result<Slot<'_, C>, Refused> {
-        let geo = self.geo;
-        // One load of where the head is, for both of its uses.
-        let head: &Head = &self.wr.head;
-        let (w, last) = head.load();
-        // Clamped: the clock read is not ordered after the loads, the CAS
-        // below proves `last` current (see `Head`).
-        let ts = self.clamp(now, last);
-        let off = geo.sb_offset(w);
-        let len = slot_size(SlotCtx {
-            offset: off as usize,
-            ts,
-            last_ts: last,
-        }) as u64;
-        // Fast path: the record fits strictly inside the current sub-buffer.
-        // `off < S`, so `S - off` cannot wrap; `len` is compared before any
-        // arithmetic on it (a length near 2^64 fails the test, it never
-        // wraps the sum).
-        if off != 0 && len.wrapping_sub(1) < geo.subbuf_size() - off - 1 {
-            match head.cas(C::SYNC, self.id, (w, last), (w + len, ts)) {
-                Ok(()) => return Ok(self.slot(w, w + len, ts)),
-                Err(Fail::Changed) => {}
-                Err(f) => return Err(self.moved(f)),
-            }
+        match self.try_reserve_fast_unchecked(now, &mut slot_size) {
+            Ok(slot) => Ok(slot),
+            Err(Some(refused)) => Err(refused),
+            Err(None) => self.reserve_slow(slot_size, now),
         }
-        self.reserve_slow(slot_size, (w, last, ts))
     }
 
-    /// [`Buffer::reserve_at_unchecked`]'s fast path alone: the record fits
-    /// strictly inside the current sub-buffer and the head did not move.
-    /// `None` otherwise, with nothing reserved and nothing counted but an
-    /// rseq buffer's move or abort (the caller then reserves again whole,
-    /// [`crate::Channel::reserve_at`]). A caller that writes its record in
-    /// both branches keeps this slot in registers: the slow path's slot,
-    /// returned from an out-of-line call, is not merged with it.
+    /// The reservation's fast path: the record fits strictly inside the
+    /// current sub-buffer and the head did not move, `Ok`. Otherwise
+    /// nothing is reserved: `Err(None)`, nothing counted, for the whole
+    /// reservation (`reserve_slow`) to take over; `Err(Some(_))` when an
+    /// rseq buffer's critical section found the thread on another CPU or
+    /// was aborted (counted: the channel chooses the buffer again). The
+    /// tracer's events call it alone first ([`crate::Channel::try_reserve_fast`]),
+    /// and write their record after it in code of its own: the slow path's
+    /// slot, returned from an out-of-line call, is then not merged with
+    /// this one, which stays in registers.
     #[inline(always)]
     pub(crate) fn try_reserve_fast_unchecked<F: FnMut(SlotCtx) -> usize>(
         &self,
         now: u64,
         slot_size: &mut F,
-    ) -> Option<Slot<'_, C>> {
+    ) -> Result<Slot<'_, C>, Option<Refused>> {
         let geo = self.geo;
+        // One load of where the head is, for both of its uses.
         let head: &Head = &self.wr.head;
         let (w, last) = head.load();
+        // Raised to `last`: the clock read is not ordered after the loads,
+        // the CAS below proves `last` current (see `Head`). Counted once
+        // the record is reserved.
         let ts = now.max(last);
         let off = geo.sb_offset(w);
         let len = slot_size(SlotCtx {
@@ -462,22 +449,22 @@ impl<C: Config> Buffer<C> {
             ts,
             last_ts: last,
         }) as u64;
-        // As in `reserve_at_unchecked`.
+        // `off < S`, so `S - off` cannot wrap; `len` is compared before any
+        // arithmetic on it (a length near 2^64 fails the test, it never
+        // wraps the sum).
         if off != 0 && len.wrapping_sub(1) < geo.subbuf_size() - off - 1 {
             match head.cas(C::SYNC, self.id, (w, last), (w + len, ts)) {
                 Ok(()) => {
                     if now < last {
                         self.count_clamp();
                     }
-                    return Some(self.slot(w, w + len, ts));
+                    return Ok(self.slot(w, w + len, ts));
                 }
                 Err(Fail::Changed) => {}
-                Err(f) => {
-                    self.moved(f);
-                }
+                Err(f) => return Err(Some(self.moved(f))),
             }
         }
-        None
+        Err(None)
     }
 
     /// `now` raised to `last`, counting the raise (a predicted-not-taken

@@ -54,26 +54,21 @@ struct Offsets {
 }
 
 impl<C: Config> Buffer<C> {
-    /// The reserve loop. `first` is the fast path's (write count, last
-    /// timestamp, clamped clock): exactly what the loop's first iteration
-    /// would read, so reusing it saves a clock read on every sub-buffer
-    /// switch and every dropped record.
+    /// The reserve loop. `now` is the caller's clock reading, used by the
+    /// first iteration (a clock read saved on every sub-buffer switch and
+    /// every dropped record); each retry reads the clock again.
     #[cold]
     #[inline(never)]
     pub(crate) fn reserve_slow<F: FnMut(SlotCtx) -> usize>(
         &self,
         mut slot_size: F,
-        first: (u64, u64, u64),
+        now: u64,
     ) -> Result<Slot<'_, C>, Refused> {
-        let mut first = Some(first);
+        let mut now = Some(now);
         let o = loop {
-            let (w, last, ts) = match first.take() {
-                Some(t) => t,
-                None => {
-                    let (w, last) = self.wr.head.load();
-                    (w, last, self.clamp(self.cfg.clock(), last))
-                }
-            };
+            let (w, last) = self.wr.head.load();
+            let t = now.take().unwrap_or_else(|| self.cfg.clock());
+            let ts = self.clamp(t, last);
             let Some(o) = self.offsets(&mut slot_size, w, last, ts)? else {
                 continue; // a nested or concurrent writer moved on: retry
             };

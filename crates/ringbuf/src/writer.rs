@@ -131,7 +131,7 @@ impl<'a, C: Config> Writer<'a, C> {
         &self,
         now: u64,
         slot_size: &mut F,
-    ) -> Option<Slot<'a, C>> {
+    ) -> Result<Slot<'a, C>, Option<Refused>> {
         self.buf.try_reserve_fast_unchecked(now, slot_size)
     }
 

@@ -2,7 +2,7 @@
 //! (`ctf::layout`), records are a compact event header plus the payload.
 //! One client type per buffer kind (mode and sharing, [`kind`]), so that
 //! each channel's fast path is compiled for its constant configuration;
-//! [`AnyChannel`] picks one with a match.
+//! [`AnyChannel`](crate::any_channel::AnyChannel) picks one by its route.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU16, Ordering::Relaxed};
@@ -95,7 +95,7 @@ pub struct Client<K: Kind> {
     pub subbuf: u64,
     /// What every record carries between its header and its payload (a
     /// [`Layout::code`]): set when the channel is created, and changed only
-    /// while no record was ever written to it ([`AnyChannel::set_contexts`]).
+    /// while no record was ever written to it ([`AnyChannel::set_contexts`](crate::any_channel::AnyChannel::set_contexts)).
     pub contexts: AtomicU16,
     pub(crate) kind: PhantomData<K>,
 }
