@@ -3,8 +3,8 @@
 //! layout make one number, the route, which the write path loads and
 //! jumps on once: each of its thirty arms is a record path compiled for
 //! its constant kind and layout (the kind's match and then the layout's
-//! were two loads and two jumps, about 9 instructions more per event;
-//! BENCHMARKS.md, "Instructions per event").
+//! were two loads and two jumps: 192 instructions per event where the
+//! route takes 186; BENCHMARKS.md, "Instructions per event").
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU8, Ordering::Relaxed};
@@ -64,7 +64,7 @@ pub type ReadSides = Box<[ReadSide]>;
 
 /// The route of a channel of kind `kind` (its place in [`ByKind`]) whose
 /// layout has code `code`.
-const fn route(kind: u8, code: u16) -> u8 {
+const fn route_of(kind: u8, code: u16) -> u8 {
     kind * 8 + (code & 0xff) as u8
 }
 
@@ -117,7 +117,7 @@ impl AnyChannel {
             (true, Sharing::PerThread) => mk!(OverwriteThread),
         };
         let ch = AnyChannel {
-            route: AtomicU8::new(route(by_kind.index(), code)),
+            route: AtomicU8::new(route_of(by_kind.index(), code)),
             by_kind,
         };
         Ok((ch, read))
@@ -258,7 +258,7 @@ impl AnyChannel {
             41 => arm!(OverwriteThread, 1),
             42 => arm!(OverwriteThread, 2),
             43 => arm!(OverwriteThread, 3),
-            // 44, the only value left (see `route`).
+            // 44, the only value left (see `route_of`).
             _ => arm!(OverwriteThread, 4),
         }
     }
@@ -274,14 +274,16 @@ impl AnyChannel {
     /// its session never recorded (or stopped, with a completed grace
     /// period) and cannot start meanwhile (`registry::add_contexts` holds
     /// the control lock that starting takes). Not a memory-safety
-    /// precondition (the values are atomic, and a route whose layout is
-    /// not the client's writes the client's set field by field): a record
-    /// written meanwhile would only be laid out with the other set.
+    /// precondition (the values are atomic, and each arm writes a whole
+    /// layout: its own, or for `Other` the client's set, whatever it is
+    /// then): a record written meanwhile would only be laid out with the
+    /// other set.
     pub fn set_contexts(&self, set: Contexts) {
         let code = set.layout().code();
         let bits = each!(&self.by_kind, c => &c.config().contexts);
         bits.store(code, Relaxed);
-        self.route.store(route(self.by_kind.index(), code), Relaxed);
+        self.route
+            .store(route_of(self.by_kind.index(), code), Relaxed);
     }
 
     /// Whether the buffers count their committed records (per-thread and
