@@ -338,22 +338,29 @@ pub fn is_active(a: &AtomicBool) -> bool {
 mod tests {
     use super::*;
 
+    /// A standalone channel of two 4 KiB sub-buffers per buffer.
+    fn small(overwrite: bool, sharing: Sharing) -> (AnyChannel, ReadSides) {
+        let attr = ChannelAttr {
+            subbuf_size: 4096,
+            num_subbuf: 2,
+            ..ChannelAttr::default()
+        };
+        AnyChannel::standalone_with(overwrite, sharing, &attr).unwrap()
+    }
+
     #[test]
     #[cfg_attr(
         miri,
         ignore = "a channel maps its buffers and calibrates the clock: not under Miri"
     )]
     fn a_payload_too_long_for_any_sub_buffer_is_counted_lost_and_never_written() {
-        let attr = ChannelAttr {
-            subbuf_size: 4096,
-            num_subbuf: 2,
-            ..ChannelAttr::default()
-        };
         for sharing in [Sharing::PerThread, Sharing::PerCpuAtomics] {
-            let (ch, _read) = AnyChannel::standalone_with(true, sharing, &attr).unwrap();
+            let (ch, _read) = small(true, sharing);
             let never = |_: &mut [u8]| panic!("a refused record is never written");
-            // Lengths whose sum with the header would wrap, one that does
-            // not but is larger than a sub-buffer, then one that fits.
+            // Two lengths whose sum with the header would wrap, two that
+            // do not but are larger than a sub-buffer (the first past
+            // `isize::MAX`, sent straight to the slow path), then one that
+            // fits.
             for (k, len) in [usize::MAX, usize::MAX - 12, isize::MAX as usize + 1, 4096]
                 .into_iter()
                 .enumerate()
@@ -373,14 +380,9 @@ mod tests {
         ignore = "a channel maps its buffers and calibrates the clock: not under Miri"
     )]
     fn every_kind_and_layout_has_its_route_and_contexts_change_only_the_layout() {
-        let attr = ChannelAttr {
-            subbuf_size: 4096,
-            num_subbuf: 2,
-            ..ChannelAttr::default()
-        };
         for overwrite in [false, true] {
             for sharing in [Sharing::PerThread, Sharing::PerCpuAtomics] {
-                let (ch, _read) = AnyChannel::standalone_with(overwrite, sharing, &attr).unwrap();
+                let (ch, _read) = small(overwrite, sharing);
                 let kind = ch.by_kind.index();
                 assert_eq!(ch.route.load(Relaxed), kind * 8);
                 for (set, layout) in [
