@@ -114,7 +114,7 @@ fn threads(s: &mut String, st: &SessionStats) {
     if st.process_lost_unstaged > 0 {
         let _ = writeln!(
             s,
-            "LTTng-UST events lost in the process, larger than the staging area or nested too deep: {}",
+            "LTTng-UST events lost in the process, recorded by several sessions and larger than the staging area, or nested too deep: {}",
             st.process_lost_unstaged
         );
     }
@@ -348,7 +348,7 @@ mod tests {
             [
                 "chan              - lost for want of a free per-thread buffer: 9",
                 "chan              - buffers: per-thread",
-                "LTTng-UST events lost in the process, larger than the staging area or nested too deep: 4",
+                "LTTng-UST events lost in the process, recorded by several sessions and larger than the staging area, or nested too deep: 4",
                 "children forked while recording: 1 (not traced: their events before any exec are in no trace; \
                  `per-process` in RINGTRACE_SESSION, as `ringtrace record` sets, traces each in its own sub-trace)",
                 "consumer thread: slice 0.1 ms, nice -10; CPU 2.5 ms so far",

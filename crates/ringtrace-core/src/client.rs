@@ -185,6 +185,22 @@ pub trait Payload {
     fn ip(&self) -> u64 {
         0
     }
+
+    /// A payload whose bytes come later ([`crate::open`]: a foreign
+    /// probe's fields, written one call at a time): the record is kept
+    /// open by [`Payload::keep`] instead of finished and committed. A
+    /// constant, folded away on every other payload's path.
+    const DEFERRED: bool = false;
+
+    /// With [`Payload::DEFERRED`]: takes the reserved record, its header
+    /// `h` bytes long and event `id`, after its mark and contexts are
+    /// written ([`write`](Payload::write) was given the payload's bytes);
+    /// whoever keeps it finishes the header and commits it.
+    #[inline(always)]
+    fn keep<C: Config>(&self, slot: ringbuf::Slot<'_, C>, h: usize, id: u32) {
+        let _ = (h, id);
+        slot.commit();
+    }
 }
 
 impl<F: Fn(&mut [u8])> Payload for F {
@@ -253,6 +269,13 @@ impl<P: Payload, const N: usize> Payload for WithWords<'_, P, N> {
     fn ip(&self) -> u64 {
         self.payload.ip()
     }
+
+    const DEFERRED: bool = P::DEFERRED;
+
+    #[inline(always)]
+    fn keep<C: Config>(&self, slot: ringbuf::Slot<'_, C>, h: usize, id: u32) {
+        self.payload.keep(slot, h, id)
+    }
 }
 
 /// Any other set of contexts, written field by field, then the payload.
@@ -272,6 +295,13 @@ impl<P: Payload> Payload for WithContexts<'_, P> {
     #[inline(always)]
     fn ip(&self) -> u64 {
         self.payload.ip()
+    }
+
+    const DEFERRED: bool = P::DEFERRED;
+
+    #[inline(always)]
+    fn keep<C: Config>(&self, slot: ringbuf::Slot<'_, C>, h: usize, id: u32) {
+        self.payload.keep(slot, h, id)
     }
 }
 
@@ -396,6 +426,10 @@ fn fill<C: Config, P: Payload>(mut slot: ringbuf::Slot<'_, C>, id: u32, len: usi
     // The mark, the payload, the header: see `unfinished`.
     unfinished::mark(b);
     write.write(&mut b[h..]);
+    if P::DEFERRED {
+        write.keep(slot, h, id);
+        return;
+    }
     unfinished::finish(b, h, id, ts);
     slot.commit();
 }

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use crate::client::{At, Encoded};
 use crate::field::{FieldKind, Fields};
 use crate::level::Level;
+use crate::open::{self, OpenRecord, Opened};
 use crate::probe::{self, ProbeList};
 use crate::rcu::Published;
 
@@ -145,6 +146,14 @@ impl EventDesc {
     #[inline(always)]
     pub fn emit_at<F: Fn(&mut [u8])>(&self, len: usize, ip: u64, write: F) {
         probe::run(&self.probes, len, &At { write, ip });
+    }
+
+    /// Opens a record of the event with a `len`-byte payload, from the code
+    /// at `ip`, in `rec` (which has none open): a foreign probe's, whose
+    /// fields are written later, one call each ([`crate::open`]).
+    #[inline(always)]
+    pub fn open_at(&self, len: usize, ip: u64, rec: &OpenRecord) -> Opened {
+        open::open(&self.probes, len, ip, rec)
     }
 
     /// Records the event with `fields` as its payload: what `event!` calls

@@ -30,6 +30,8 @@
 //!    │         │              on the write path, dynamic dispatch)
 //!    │         │  └──► tally (per-CPU channels' record counts)
 //!    │         └─────► rcu (read section), clock
+//!    ├─► open (a foreign probe's record: the probe's path split at the
+//!    │         payload, kept open across the probe's calls)
 //!    └─► field, level
 //! ```
 //!
@@ -52,6 +54,8 @@ pub mod unfinished;
 // probe lists and the consumer's passes from. Not for programs (hidden
 // from the documentation; items marked `#[doc(hidden)]` in the public
 // modules are the collector's too).
+#[doc(hidden)]
+pub mod open;
 #[doc(hidden)]
 pub mod ops;
 #[doc(hidden)]

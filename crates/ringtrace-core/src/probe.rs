@@ -64,7 +64,7 @@ impl Probe {
 
     /// [`Probe::fire`] for a probe whose session was seen active.
     #[inline(always)]
-    fn record<P: Payload>(&self, now: u64, len: usize, write: &P, g: &rcu::Guard) {
+    pub(crate) fn record<P: Payload>(&self, now: u64, len: usize, write: &P, g: &rcu::Guard) {
         if self.channel.record_to_tally(now, self.id, len, write) {
             if let Some(t) = &self.tally {
                 t.add(g);
@@ -109,8 +109,9 @@ pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
 }
 
 /// Events another tracer's probe offered that could not be put together
-/// for recording (`ringtrace-lttng-ust`: larger than its per-thread
-/// staging area, or nested deeper than its levels), every session.
+/// for recording (`ringtrace-lttng-ust`: nested deeper than its levels, or
+/// recorded by several sessions, so staged, and larger than its per-thread
+/// staging area), every session.
 static UNSTAGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Counts one event a foreign probe could not stage (one relaxed add:

@@ -281,7 +281,8 @@ pub struct RingBufferCtx {
     pub data_size: usize,
     pub largest_align: c_int,
     pub probe_ctx: *mut ProbeCtx,
-    /// The tracer's, set by `event_reserve`: here the staging area.
+    /// The tracer's, set by `event_reserve`: here the thread's level (its
+    /// open record or staging area, and the write cursor).
     pub private: *mut c_void,
 }
 

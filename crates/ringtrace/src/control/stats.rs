@@ -206,7 +206,8 @@ pub struct SessionStats {
     /// than [`ringtrace_core::rcu::SLOTS`] threads were inside probes at once.
     pub process_lost_no_reader_slot: u64,
     /// Events of LTTng-UST probes dropped in the whole process (every
-    /// session) because they did not fit the per-thread staging area
+    /// session) because they were nested too deep, or recorded by several
+    /// sessions and did not fit the per-thread staging area
     /// (`ringtrace-lttng-ust`'s `ops.rs`).
     #[serde(default)]
     pub process_lost_unstaged: u64,

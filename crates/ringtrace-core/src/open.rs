@@ -1,0 +1,244 @@
+//! A record kept open across a foreign probe's calls: reserved when the
+//! probe says how long its payload is, its fields written by later calls
+//! straight into the ring buffer, finished and committed by a last call.
+//!
+//! LTTng-UST's probe ABI (`ringtrace-lttng-ust`) has that shape:
+//! `event_reserve` with the payload's size, one `event_write` per field,
+//! `event_commit`. A native event's record is written in one call
+//! ([`crate::probe::run`]); this one is the same record, the same route,
+//! reservation, mark, contexts and header (`client.rs`'s `fill`, through a
+//! [`Payload`] whose bytes are [`DEFERRED`](Payload::DEFERRED)), split in
+//! two at the payload:
+//!
+//! 1. [`open`]: the read section, the event's probe list, the clock, the
+//!    reservation, the mark and the contexts; the reserved slot is kept in
+//!    the caller's [`OpenRecord`], with the read section, and the payload's
+//!    bytes are handed out ([`OpenRecord::payload`]);
+//! 2. the caller writes the payload;
+//! 3. [`OpenRecord::commit`]: the header's first word last (`unfinished`),
+//!    the commit, the read section's end.
+//!
+//! The read section held from 1 to 3 keeps the channel (and so the slot's
+//! buffer) alive: a session's channels are freed only after a grace
+//! period. An event that more than one session records is not opened
+//! ([`Opened::Several`]): the caller puts its payload together elsewhere
+//! and records it through [`crate::EventDesc::emit_at`].
+//!
+//! Nothing here allocates, locks or calls the kernel: the path is the
+//! native record's, and is as safe in a signal handler (a handler's event
+//! nested inside an open record opens another, in its caller's next
+//! [`OpenRecord`], and commits it first: the ring buffer takes commits in
+//! any order).
+
+use std::cell::{Cell, UnsafeCell};
+use std::mem::MaybeUninit;
+
+use ringbuf::{Config, Slot};
+
+use crate::any_channel::is_active;
+use crate::client::Payload;
+use crate::probe::ProbeList;
+use crate::rcu::{self, Published};
+use crate::unfinished;
+
+/// Words of storage for a reserved slot of any buffer kind.
+const SLOT_WORDS: usize = 6;
+
+/// A record between [`open`] and [`OpenRecord::commit`], or none. Owned by
+/// one thread (`!Send`, `!Sync`: it holds the thread's read section), kept
+/// where the thread's later calls find it.
+pub struct OpenRecord {
+    /// The reserved [`Slot`] of whichever buffer kind, its lifetime
+    /// erased (the read section in `guard` is what keeps it valid).
+    slot: UnsafeCell<MaybeUninit<[u64; SLOT_WORDS]>>,
+    /// Finishes and commits `slot`, for its buffer kind; `None` when no
+    /// record is open.
+    close: Cell<Option<unsafe fn(&OpenRecord)>>,
+    /// The event header's length and the event's id, for the close.
+    h: Cell<u32>,
+    id: Cell<u32>,
+    /// The payload's bytes in the slot: first byte and length.
+    payload: Cell<(*mut u8, usize)>,
+    /// The read section, from the reservation to the commit.
+    guard: UnsafeCell<Option<rcu::Guard>>,
+}
+
+impl std::fmt::Debug for OpenRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenRecord")
+            .field("open", &self.is_open())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for OpenRecord {
+    fn default() -> Self {
+        OpenRecord::new()
+    }
+}
+
+impl Drop for OpenRecord {
+    /// A record still open is committed as it is (its payload, or what of
+    /// it was written): never left reserved with its read section ended.
+    fn drop(&mut self) {
+        self.commit();
+    }
+}
+
+/// What [`open`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opened {
+    /// A record is open: write its payload, then commit it.
+    Open,
+    /// Nothing to write: the event's session is stopped, the event is no
+    /// longer enabled, or the record was refused (full buffer, no reader
+    /// slot: counted lost where native events' are).
+    Off,
+    /// More than one session records the event: not opened.
+    Several,
+}
+
+impl OpenRecord {
+    /// No record open.
+    pub const fn new() -> OpenRecord {
+        OpenRecord {
+            slot: UnsafeCell::new(MaybeUninit::uninit()),
+            close: Cell::new(None),
+            h: Cell::new(0),
+            id: Cell::new(0),
+            payload: Cell::new((std::ptr::null_mut(), 0)),
+            guard: UnsafeCell::new(None),
+        }
+    }
+
+    /// Whether a record is open.
+    pub fn is_open(&self) -> bool {
+        self.close.get().is_some()
+    }
+
+    /// The open record's payload: its first byte and its length, the
+    /// length [`open`] was given. Valid until [`OpenRecord::commit`].
+    #[inline(always)]
+    pub fn payload(&self) -> (*mut u8, usize) {
+        self.payload.get()
+    }
+
+    /// Forgets an open record without committing it or ending its read
+    /// section: what a thread that died while it was open left (the record
+    /// stays reserved and uncommitted, as a killed writer's; the read
+    /// section ended with the thread, whose reader slot the caller now
+    /// holds). Does nothing if none is open.
+    pub fn abandon(&self) {
+        if self.close.take().is_some() {
+            // SAFETY: this thread's record (`!Sync`); the guard is
+            // forgotten, not dropped: its slot's nesting count is no
+            // longer the dead thread's to decrement.
+            std::mem::forget(unsafe { (*self.guard.get()).take() });
+        }
+    }
+
+    /// Finishes the open record (its header's first word last) and commits
+    /// it, then ends the read section. Does nothing if none is open. The
+    /// payload must be written by then: what the caller left out is
+    /// whatever the buffer held.
+    #[inline(always)]
+    pub fn commit(&self) {
+        if let Some(close) = self.close.take() {
+            // SAFETY: `close` was stored by `Deferred::keep` with the slot
+            // it reads, for that slot's buffer kind; taken, so it runs
+            // once per slot.
+            unsafe { close(self) };
+            // SAFETY: the record's read section, stored by `open`; the
+            // slot that needed it is committed. Only this thread reaches
+            // it (`!Sync`), and no reference into it is alive.
+            drop(unsafe { (*self.guard.get()).take() });
+        }
+    }
+}
+
+/// Opens a record of `len` payload bytes for event `probes` (an
+/// [`crate::EventDesc`]'s), called from the code at `ip`, in `rec`, which
+/// must have none open.
+#[inline(always)]
+pub(crate) fn open(probes: &Published<ProbeList>, len: usize, ip: u64, rec: &OpenRecord) -> Opened {
+    debug_assert!(!rec.is_open(), "a record is already open here");
+    let Some(guard) = rcu::read_lock() else {
+        return Opened::Off;
+    };
+    // The list lives as long as this read section (see `rcu::Published`).
+    let Some(list) = probes.load(&guard) else {
+        return Opened::Off;
+    };
+    if !list.rest.is_empty() {
+        return Opened::Several;
+    }
+    let p = &list.first;
+    if !is_active(&p.active) {
+        return Opened::Off;
+    }
+    // A published probe means a channel, so a clock.
+    let Some(now) = crate::clock::now() else {
+        return Opened::Off;
+    };
+    p.record(now, len, &Deferred { rec, ip }, &guard);
+    if !rec.is_open() {
+        return Opened::Off;
+    }
+    // SAFETY: this thread's record (`!Sync`); nothing else borrows the
+    // field. The guard moves there and lives until the commit.
+    unsafe { *rec.guard.get() = Some(guard) };
+    Opened::Open
+}
+
+/// The payload of an opened record: its bytes are written later.
+struct Deferred<'a> {
+    rec: &'a OpenRecord,
+    ip: u64,
+}
+
+impl Payload for Deferred<'_> {
+    const DEFERRED: bool = true;
+
+    /// Notes where the payload goes.
+    #[inline(always)]
+    fn write(&self, out: &mut [u8]) {
+        self.rec.payload.set((out.as_mut_ptr(), out.len()));
+    }
+
+    #[inline(always)]
+    fn ip(&self) -> u64 {
+        self.ip
+    }
+
+    #[inline(always)]
+    fn keep<C: Config>(&self, slot: Slot<'_, C>, h: usize, id: u32) {
+        const {
+            assert!(std::mem::size_of::<Slot<'static, C>>() <= 8 * SLOT_WORDS);
+            assert!(std::mem::align_of::<Slot<'static, C>>() <= 8);
+        }
+        // SAFETY: only the lifetime changes; the slot's buffer outlives
+        // the read section that `open` keeps with it until the commit.
+        let slot: Slot<'static, C> = unsafe { std::mem::transmute(slot) };
+        // SAFETY: the storage is large and aligned enough (asserted above)
+        // and holds no slot (none open: `open`'s precondition), so nothing
+        // is overwritten that needed dropping.
+        unsafe { self.rec.slot.get().cast::<Slot<'static, C>>().write(slot) };
+        self.rec.h.set(h as u32);
+        self.rec.id.set(id);
+        self.rec.close.set(Some(close::<C>));
+    }
+}
+
+/// Finishes and commits the slot of buffer kind `C` kept in `rec`.
+///
+/// # Safety
+/// `rec` holds a slot of kind `C` stored by [`Deferred::keep`], not yet
+/// taken out.
+unsafe fn close<C: Config>(rec: &OpenRecord) {
+    // SAFETY: the caller's contract; read once (the close is taken before
+    // this runs), so the slot is not duplicated.
+    let mut slot: Slot<'static, C> = unsafe { rec.slot.get().cast::<Slot<'static, C>>().read() };
+    let ts = slot.ts();
+    unfinished::finish(slot.bytes(), rec.h.get() as usize, rec.id.get(), ts);
+    slot.commit();
+}
