@@ -140,6 +140,7 @@ pub struct Channel<C: Config> {
 impl<C: Config> Drop for Channel<C> {
     fn drop(&mut self) {
         if let Some(n) = self.notice {
+            crate::live::leave(self.id);
             n.channels
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -171,6 +172,7 @@ impl<C: Config> Channel<C> {
         let notice = match C::ALLOC {
             Alloc::PerThread => {
                 let n = exit_notice().ok_or(ConfigError::ThreadExitKey)?;
+                crate::live::enter(id);
                 n.channels
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -376,7 +378,7 @@ impl<C: Config> Channel<C> {
     }
 
     fn acquire_with(&self, notice: &ExitNotice) -> Option<&Buffer<C>> {
-        let slot = thread_slots::free()?;
+        let slot = thread_slots::free_after_pruning(crate::live::is_gone)?;
         let i = self
             .states
             .iter()

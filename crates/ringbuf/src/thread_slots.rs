@@ -88,6 +88,24 @@ pub(crate) fn free() -> Option<usize> {
     (0..SLOTS).find(|&k| get(k).0 == 0)
 }
 
+/// A free slot for a new buffer: an inline one if there is one, after
+/// giving back the slots of channels that are gone (`live.rs`) when there
+/// is not.
+pub(crate) fn free_after_pruning(gone: impl Fn(u64) -> bool) -> Option<usize> {
+    match free() {
+        Some(k) if k < INLINE => Some(k),
+        _ => {
+            for k in 0..SLOTS {
+                let (id, _) = get(k);
+                if id != 0 && gone(id) {
+                    set(k, (0, 0));
+                }
+            }
+            free()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
