@@ -253,12 +253,16 @@ unsafe extern "C" fn event_write(
     // SAFETY: a reserved context (the probe's order of calls).
     let st = unsafe { staged(ctx) };
     let n = len.min(st.room());
+    let at = st.at;
     // SAFETY: `src` holds `len` bytes (the probe's field), `n <= len`;
     // `at` has `room() >= n` bytes of the payload left, which the probe's
-    // source cannot overlap (the buffer or the staging area is ours).
+    // source cannot overlap (the buffer or the staging area is ours). The
+    // cursor moves first: nothing is left to do after the copy, so a
+    // large one is a tail call to `memcpy` and the small ones need no
+    // saved registers.
     unsafe {
-        copy(st.at, src as *const u8, n);
-        st.at = st.at.add(n);
+        st.at = at.add(n);
+        copy(at, src as *const u8, n);
     }
 }
 
@@ -327,23 +331,28 @@ unsafe fn copy_text(st: &mut Staged, src: *const c_char, len: usize, terminated:
         n
     };
     // SAFETY: the payload has `n` bytes left at `at`, `chars <= n`; `src`
-    // is read up to its first NUL or `chars <= len` bytes (caller).
+    // is read up to its first NUL or `chars <= len` bytes (caller);
+    // `strnlen` and `memchr` are async-signal-safe (POSIX.1-2017).
     unsafe {
-        let out = std::slice::from_raw_parts_mut(st.at, n);
-        let mut k = 0;
-        while k < chars {
-            let c = *src.add(k) as u8;
-            if c == 0 {
-                break;
+        let at = st.at;
+        let mut k = libc::strnlen(src, chars);
+        copy(at, src as *const u8, k);
+        if terminated {
+            // A string another thread shortened while it was copied: its
+            // bytes end at the first NUL that arrived, as a byte-by-byte
+            // copy would have stopped there (a NUL inside the record's
+            // string would end it early for every reader).
+            let nul = libc::memchr(at as *const c_void, 0, k);
+            if !nul.is_null() {
+                k = nul as usize - at as usize;
             }
-            out[k] = c;
-            k += 1;
         }
+        let out = std::slice::from_raw_parts_mut(at, n);
         out[k..chars].fill(if terminated { b'#' } else { 0 });
         if terminated && n > chars {
             out[chars] = 0;
         }
-        st.at = st.at.add(n);
+        st.at = at.add(n);
     }
 }
 
@@ -419,6 +428,28 @@ mod tests {
         assert_eq!(ringtrace_core::probe::unstaged(), before);
         let s = stages().unwrap();
         assert_eq!(s.depth.get(), 0, "a refused reservation holds no level");
+    }
+
+    #[test]
+    fn strings_and_text_are_copied_as_lttng_ust_writes_them() {
+        let mut st = Box::new(Staged::new());
+        st.at = st.buf.as_mut_ptr();
+        // SAFETY: 20 bytes of the staging area.
+        st.end = unsafe { st.at.add(20) };
+        // SAFETY: NUL-terminated sources, sizes within the 20 bytes.
+        unsafe {
+            // Sized at 6 ("hello" and its NUL) and "hi" when copied: '#'
+            // for the missing characters, then the NUL.
+            copy_text(&mut st, c"hi".as_ptr(), 6, true);
+            // Text of 6 from "hey": NUL-padded, no terminator.
+            copy_text(&mut st, c"hey".as_ptr(), 6, false);
+            // Sized at 4 and longer now: cut to 3 characters and the NUL.
+            copy_text(&mut st, c"abcdefgh".as_ptr(), 4, true);
+            // More than is left of the reserved size: cut there.
+            copy_text(&mut st, c"xyz".as_ptr(), 8, false);
+        }
+        assert_eq!(&st.buf[..20], b"hi###\0hey\0\0\0abc\0xyz\0");
+        assert_eq!(st.room(), 0);
     }
 
     #[test]
