@@ -38,8 +38,11 @@
 //! - `tracepoint.rs`: attaching a probe to its call sites through
 //!   LTTng-UST's tracepoint registry while its event is enabled, and only
 //!   then;
-//! - `ops.rs`: the channel operations, staging the payload per thread and
-//!   recording it through the descriptor at the commit;
+//! - `ops.rs`: the channel operations: the record opened in the ring
+//!   buffer at `event_reserve` (`ringtrace_core::open`), the fields
+//!   written in place, the commit at `event_commit`; an event that several
+//!   sessions record is staged per thread and recorded through its
+//!   descriptor at the commit;
 //! - `tracef.rs` (with `c/tracef.c`): `tracef` and `tracelog`, whose
 //!   tracepoints this library holds;
 //! - `hooks.rs`: what the helper libraries call on a fork, a `dlopen`, a
