@@ -39,7 +39,7 @@ MAX_LINES = 600
 # `lib.rs`, the CLI's `main.rs`, bench/compare's `main.rs`).
 LAYERS = {
     "ringbuf": [
-        ["config", "rseq", "tls"],
+        ["config", "rseq", "tls", "live"],
         ["sync", "cpu", "counters"],
         ["state", "backend", "read_side"],
         ["file"],
@@ -87,6 +87,7 @@ LAYERS = {
         ["client"],
         ["any_channel"],
         ["probe"],
+        ["open"],
         ["desc"],
     ],
     "ringtrace": [

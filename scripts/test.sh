@@ -108,7 +108,7 @@ rm -rf target/loom
 
 step "Miri ($MIRI_NIGHTLY)"
 export MIRIFLAGS="-Zmiri-disable-isolation"
-cargo "+$MIRI_NIGHTLY" miri test -p ringbuf --lib --test sequential --test equations
+cargo "+$MIRI_NIGHTLY" miri test -p ringbuf --lib --test sequential --test equations --test thread_slots
 # The recording path's RCU (threads, publish/reclaim), fields, levels,
 # contexts; the tracer's patterns, configuration and sinks.
 cargo "+$MIRI_NIGHTLY" miri test -p ringtrace-core -p ringtrace --lib

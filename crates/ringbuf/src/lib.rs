@@ -18,7 +18,8 @@
 //!         read_side               the right to read a buffer
 //!           sync  cpu  counters   atomics; CPU number; equations
 //!             config  rseq  tls   the client's interface; restartable sequences;
-//!                                 initial-exec thread-locals (`ie_words!`)
+//!             live                initial-exec thread-locals (`ie_words!`); the
+//!                                 per-thread channels that exist
 //! ```
 //!
 //! A module imports only from the rows below it: `scripts/module_graph.py`
@@ -109,7 +110,7 @@
 //! | non-locked `cmpxchg`/`xadd` of per-thread buffers (`Sync::Local`) and the two-step (timestamp, then `W`) move | no: the plain atomics run instead | no (plain atomics) | `tests/signal.rs`: a handler recording into the interrupted thread's buffer, also with a clock going back (it failed 3 of 3 with the old one-step move) |
 //! | a thread's first per-thread buffer and thread exit (pthread key) | no | the pool logic runs, the key's destructor too | the tracer's `tests/thread_storm.rs`: first record inside a handler that interrupted `malloc`, 10,000 short-lived threads on a pool of 4 |
 //! | the reservation's fast path alone (`Channel::try_reserve_fast`: the tracer's events try it first, then the whole reservation) | the same code as `reserve`'s fast path, which the models run | `tests/sequential.rs::the_fast_path_alone_reserves_only_inside_the_current_sub_buffer` (SMP and per-thread buffers, both modes) | every event of the tracer's tests goes through it (its `tests/signal.rs`, `tests/rseq.rs`, `tests/thread_storm.rs`, `tests/no_alloc.rs`) |
-//! | a thread's slots of per-thread channels that are gone, given back when it takes a buffer in a new one (`live.rs`, `thread_slots::free_after_pruning`) | no | `tests/sequential.rs::a_thread_gives_back_the_slots_of_channels_that_are_gone` (18 channels one after another beside a long-lived one: each found by the fast path, none lost), `live.rs`'s unit test | the tracer's tests that run sessions one after another in one process |
+//! | a thread's slots of per-thread channels that are gone, given back when it takes a buffer in a new one (`live.rs`, `thread_slots::free_after_pruning`) | no | `tests/thread_slots.rs` (18 channels one after another beside a long-lived one: each found by the fast path, none lost), `live.rs`'s unit test | the tracer's tests that run sessions one after another in one process |
 //! | lengths into `reserve` over the whole `usize` range | — | — | `tests/bounds.rs` (property test) |
 //! | the initial-exec thread-locals (`tls::ie_words!`: the thread's first two per-thread slots, the tracer's RCU reader slot) | no: a `thread_local!` array instead | no: the same `thread_local!` array | the unit test (each thread's own words, zeroed), `tests/stress.rs` (five per-thread channels written in turn), the C API's `tests/dlopen.rs` (the shared library opened with `dlopen`, threads from before and after) |
 //! | file-backed stores, recovery after a crash | no | no (`mmap` of files) | `tests/backing.rs`, the tracer's `tests/crash.rs` |
