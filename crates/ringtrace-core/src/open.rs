@@ -141,7 +141,7 @@ impl OpenRecord {
             // SAFETY: this thread's record (`!Sync`); the guard is
             // forgotten, not dropped: its slot's nesting count is no
             // longer the dead thread's to decrement.
-            std::mem::forget(unsafe { (*self.guard.get()).take() });
+            let _forgotten = std::mem::ManuallyDrop::new(unsafe { (*self.guard.get()).take() });
         }
     }
 
@@ -158,8 +158,9 @@ impl OpenRecord {
             unsafe { close(self) };
             // SAFETY: the record's read section, stored by `open`; the
             // slot that needed it is committed. Only this thread reaches
-            // it (`!Sync`), and no reference into it is alive.
-            drop(unsafe { (*self.guard.get()).take() });
+            // it (`!Sync`), and no reference into it is alive. It ends
+            // here, where `_section` goes out of scope.
+            let _section = unsafe { (*self.guard.get()).take() };
         }
     }
 }
