@@ -195,7 +195,10 @@ pub trait Payload {
     /// With [`Payload::DEFERRED`]: takes the reserved record, its header
     /// `h` bytes long and event `id`, after its mark and contexts are
     /// written ([`write`](Payload::write) was given the payload's bytes);
-    /// whoever keeps it finishes the header and commits it.
+    /// whoever keeps it finishes the header and commits it. Called for
+    /// deferred payloads only; the default, which no path reaches,
+    /// commits the record as it stands (unfinished: recovery steps over
+    /// it).
     #[inline(always)]
     fn keep<C: Config>(&self, slot: ringbuf::Slot<'_, C>, h: usize, id: u32) {
         let _ = (h, id);
