@@ -122,6 +122,25 @@ fn events(dir: &Path) -> Vec<(String, Vec<Value>)> {
 /// staged, which one of them raises: run alone, their counts are exact.
 static UNSTAGED_COUNT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The count of payloads not staged so far, with the lock that keeps the
+/// other tests that read it out meanwhile.
+fn unstaged_alone() -> (std::sync::MutexGuard<'static, ()>, u64) {
+    let alone = UNSTAGED_COUNT.lock().unwrap_or_else(|e| e.into_inner());
+    (alone, ringtrace_core::probe::unstaged())
+}
+
+/// `desc` registered with the collector, and a recorder of it.
+fn registered(desc: &'static EventDesc) -> &'static EventRecorder {
+    rt::register(desc);
+    recorder(desc)
+}
+
+/// Stops and destroys `s`: its trace is complete on disk.
+fn end(s: Session) {
+    s.stop().unwrap();
+    s.destroy().unwrap();
+}
+
 fn pair_values(a: u64, b: u32) -> Vec<Value> {
     vec![Value::Uint(a), Value::Uint(b as u64)]
 }
@@ -129,11 +148,9 @@ fn pair_values(a: u64, b: u32) -> Vec<Value> {
 #[test]
 fn one_sessions_events_are_written_in_place_nested_and_short_ones_too() {
     static DESC: EventDesc = EventDesc::new("ops_one", "pair", Level::Info, PAIR, "", 0);
-    rt::register(&DESC);
-    let rec = recorder(&DESC);
+    let rec = registered(&DESC);
     let (s, dir) = session("ops-one", "ops_one:*");
-    let _alone = UNSTAGED_COUNT.lock().unwrap_or_else(|e| e.into_inner());
-    let unstaged = ringtrace_core::probe::unstaged();
+    let (_alone, unstaged) = unstaged_alone();
 
     pair(rec, 1, 10);
     // Nested as a signal handler's event inside a probe: the inner one is
@@ -156,8 +173,7 @@ fn one_sessions_events_are_written_in_place_nested_and_short_ones_too() {
     write(&mut long, [50u32, 0xdead_beef]);
     commit(&mut long);
 
-    s.stop().unwrap();
-    s.destroy().unwrap();
+    end(s);
     assert_eq!(ringtrace_core::probe::unstaged(), unstaged);
     // The nested record (3) was reserved after the outer one (2) and
     // committed before it: in the buffer, and in time, it follows it.
@@ -171,11 +187,9 @@ fn one_sessions_events_are_written_in_place_nested_and_short_ones_too() {
 #[test]
 fn a_payload_larger_than_a_staging_area_is_recorded_when_written_in_place() {
     static DESC: EventDesc = EventDesc::new("ops_big", "text", Level::Info, TEXT, "", 0);
-    rt::register(&DESC);
-    let rec = recorder(&DESC);
+    let rec = registered(&DESC);
     let (s, dir) = session("ops-big", "ops_big:*");
-    let _alone = UNSTAGED_COUNT.lock().unwrap_or_else(|e| e.into_inner());
-    let unstaged = ringtrace_core::probe::unstaged();
+    let (_alone, unstaged) = unstaged_alone();
     let text: String = (0..STAGE + 1000)
         .map(|k| (b'a' + (k % 26) as u8) as char)
         .collect();
@@ -185,8 +199,7 @@ fn a_payload_larger_than_a_staging_area_is_recorded_when_written_in_place() {
     // SAFETY: a reserved context; a NUL-terminated string of that size.
     unsafe { (OPS.event_strcpy)(&mut c, cstr.as_ptr(), text.len() + 1) };
     commit(&mut c);
-    s.stop().unwrap();
-    s.destroy().unwrap();
+    end(s);
     assert_eq!(ringtrace_core::probe::unstaged(), unstaged);
     assert_eq!(
         events(&dir),
@@ -202,8 +215,7 @@ fn two_sessions_get_the_staged_payload_and_a_stage_too_small_is_counted() {
     let (rec, big) = (recorder(&DESC), recorder(&BIG));
     let (s1, d1) = session("ops-two-a", "ops_two:*");
     let (s2, d2) = session("ops-two-b", "ops_two:*");
-    let _alone = UNSTAGED_COUNT.lock().unwrap_or_else(|e| e.into_inner());
-    let unstaged = ringtrace_core::probe::unstaged();
+    let (_alone, unstaged) = unstaged_alone();
     for k in 0..100u32 {
         pair(rec, k as u64, k * 3);
     }
@@ -212,10 +224,8 @@ fn two_sessions_get_the_staged_payload_and_a_stage_too_small_is_counted() {
     let mut c = ctx(big, STAGE + 1);
     assert_eq!(reserve(&mut c), -1);
     assert_eq!(ringtrace_core::probe::unstaged(), unstaged + 1);
-    for s in [s1, s2] {
-        s.stop().unwrap();
-        s.destroy().unwrap();
-    }
+    end(s1);
+    end(s2);
     let want: Vec<_> = (0..100u32)
         .map(|k| ("ops_two:pair".to_string(), pair_values(k as u64, k * 3)))
         .collect();
@@ -239,8 +249,7 @@ extern "C" fn record_in_handler(_: c_int) {
 #[test]
 fn a_signal_handlers_event_inside_an_open_record_is_recorded_whole() {
     static DESC: EventDesc = EventDesc::new("ops_sig", "pair", Level::Info, PAIR, "", 0);
-    rt::register(&DESC);
-    let rec = recorder(&DESC);
+    let rec = registered(&DESC);
     HANDLER_REC.store(
         rec as *const EventRecorder as *mut EventRecorder,
         std::sync::atomic::Ordering::Release,
@@ -262,8 +271,7 @@ fn a_signal_handlers_event_inside_an_open_record_is_recorded_whole() {
     assert_eq!(unsafe { libc::raise(libc::SIGUSR2) }, 0);
     write(&mut c, 60u32);
     commit(&mut c);
-    s.stop().unwrap();
-    s.destroy().unwrap();
+    end(s);
     assert_eq!(
         events(&dir),
         vec![
