@@ -6,7 +6,8 @@
 #   PREFIX/lib/libringtrace.so, .a            the C and C++ API
 #   PREFIX/lib/ringtrace/liblttng-ust.so.1    what `ringtrace record` gives programs instrumented
 #                                             for LTTng-UST (a folder of its own: nothing else
-#                                             finds it in place of LTTng-UST's)
+#                                             finds it in place of LTTng-UST's), and the same
+#                                             library as liblttng-ust-tracepoint.so.1 (a link)
 #   PREFIX/include/ringtrace.h
 #   PREFIX/lib/pkgconfig/ringtrace.pc         links with a run path, so programs
 #                                             find libringtrace.so without LD_LIBRARY_PATH
@@ -51,6 +52,7 @@ install -m 0644 "$target/libringtrace.a" "$prefix/lib/"
 install -m 0755 "$target/libringtrace.so" "$prefix/lib/"
 install -d -m 0755 "$prefix/lib/ringtrace"
 install -m 0755 "$target/liblttng_ust.so" "$prefix/lib/ringtrace/liblttng-ust.so.1"
+ln -sfn liblttng-ust.so.1 "$prefix/lib/ringtrace/liblttng-ust-tracepoint.so.1"
 sed -e "s|@INCLUDEDIR@|$prefix/include|" -e "s|@LIBDIR@|$prefix/lib|" -e "s|@VERSION@|$version|" \
   crates/ringtrace-ffi/ringtrace.pc.in >"$prefix/lib/pkgconfig/ringtrace.pc"
 chmod 0644 "$prefix/lib/pkgconfig/ringtrace.pc"

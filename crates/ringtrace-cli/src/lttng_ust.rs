@@ -3,7 +3,11 @@
 //! loads in place of LTTng-UST's own when the folder holding it comes
 //! first in `LD_LIBRARY_PATH`: only programs that need `liblttng-ust.so.1`
 //! load it, and a program's run path (`DT_RUNPATH`) does not take
-//! precedence. Never beside the system's libraries: installed in a folder
+//! precedence. The folder offers the same library as
+//! `liblttng-ust-tracepoint.so.1` too (a link), the tracepoint registry
+//! the call sites load: the dynamic linker finds the file loaded already
+//! under the other name and gives that (`ringtrace-lttng-ust`'s
+//! `registry/`). Never beside the system's libraries: installed in a folder
 //! of its own (`PREFIX/lib/ringtrace/`, `scripts/install.sh`), where no
 //! other program looks for it.
 
@@ -24,12 +28,14 @@ pub fn library_dir() -> Result<PathBuf, String> {
     let built = bin.join("liblttng_ust.so");
     if built.is_file() {
         let dir = bin.join("ringtrace-lttng-ust");
-        let link = dir.join("liblttng-ust.so.1");
-        if !link.is_file() {
-            std::fs::create_dir_all(&dir)
-                .and_then(|_| std::os::unix::fs::symlink("../liblttng_ust.so", &link))
-                .or_else(|e| if link.is_file() { Ok(()) } else { Err(e) })
-                .map_err(|e| format!("{}: {e}", link.display()))?;
+        for name in ["liblttng-ust.so.1", "liblttng-ust-tracepoint.so.1"] {
+            let link = dir.join(name);
+            if !link.is_file() {
+                std::fs::create_dir_all(&dir)
+                    .and_then(|_| std::os::unix::fs::symlink("../liblttng_ust.so", &link))
+                    .or_else(|e| if link.is_file() { Ok(()) } else { Err(e) })
+                    .map_err(|e| format!("{}: {e}", link.display()))?;
+            }
         }
         return Ok(dir);
     }

@@ -460,3 +460,51 @@ fn a_program_without_lttng_ust_opens_a_provider_and_records() {
     assert!(o.ok, "{}{}", o.stdout, o.stderr);
     assert_eq!(counts(&trace).get("late:ev"), Some(&10));
 }
+
+#[test]
+fn call_sites_record_through_either_tracepoint_registry() {
+    if !(tool_present("cc", "build-essential") && tool_present("lttng", "lttng-tools")) {
+        return;
+    }
+    // The call sites register with the registry their constructor loads
+    // as `liblttng-ust-tracepoint.so.1`: ringtrace's library (the folder
+    // as `record` offers it) or, with only `liblttng-ust.so.1` in the
+    // folder, LTTng-UST's own; the probes are attached in both, and every
+    // event is recorded once. The dynamic linker's log says which
+    // registry's constructor ran.
+    let dir = tmp("lttng-ust-registries");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = build(&dir);
+    let lib = ringtrace_lttng_ust(&dir);
+    for (k, lttng_registry) in [false, true].into_iter().enumerate() {
+        if lttng_registry {
+            std::fs::remove_file(lib.join("liblttng-ust-tracepoint.so.1")).unwrap();
+        }
+        let trace = dir.join(format!("trace{k}"));
+        let spec = format!("{},discard,interop:*", trace.display());
+        let o = std::process::Command::new(&exe)
+            .args(["10", "1"])
+            .env("LD_LIBRARY_PATH", &lib)
+            .env("RINGTRACE_SESSION", &spec)
+            .env("LD_DEBUG", "files")
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        let log = String::from_utf8_lossy(&o.stderr);
+        let theirs = log
+            .lines()
+            .any(|l| l.contains("calling init:") && l.ends_with("/liblttng-ust-tracepoint.so.1"));
+        assert_eq!(
+            theirs, lttng_registry,
+            "LTTng-UST's registry loaded:\n{log}"
+        );
+        let c = counts(&trace);
+        for name in ["interop:ints", "interop:floats", "interop:texts"] {
+            assert_eq!(
+                c.get(name),
+                Some(&10),
+                "{name}, LTTng-UST's registry {lttng_registry}: {c:?}"
+            );
+        }
+    }
+}

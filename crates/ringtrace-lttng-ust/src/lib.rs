@@ -7,14 +7,21 @@
 //! # The parts of LTTng-UST a program loads, and which this replaces
 //!
 //! - `liblttng-ust-tracepoint.so.1`, the tracepoint registry: the program's
-//!   call sites register with it (their constructor `dlopen`s it) and test
-//!   its per-call-site state, one load and a branch when dormant. It is
-//!   kept, LTTng-UST's own: the dormant cost stays exactly LTTng's, and a
-//!   tracer attaches a probe to a call site through it
-//!   (`lttng_ust_tp_probe_register_queue_release`).
-//! - `liblttng-ust-common.so.1` (the RCU flavour the registry uses, the
-//!   clock and CPU-id overrides of the `clock-override` and
-//!   `getcpu-override` examples, the fd tracker): kept too.
+//!   call sites register with it (their constructor `dlopen`s it), test
+//!   their own state (one load and a branch when dormant: the program's
+//!   code, the same whichever registry), and around each enabled event
+//!   call its RCU read side's lock and unlock. Replaced too: this library
+//!   defines the registry's functions (`registry/`), and `ringtrace
+//!   record` offers it under that name as well. LTTng-UST's registry
+//!   reads through its own RCU flavour with two `__tls_get_addr` calls per
+//!   lock or unlock, 84 instructions per event, a fifth of all an event
+//!   cost under this library; here the pair is ringtrace's reader-slot
+//!   load and store. A call site that loaded LTTng-UST's registry anyway
+//!   (this library first in a program's library path without the other
+//!   name) is attached through it (`tracepoint.rs`).
+//! - `liblttng-ust-common.so.1` (the RCU flavour LTTng-UST's helpers use
+//!   directly, the clock and CPU-id overrides of the `clock-override` and
+//!   `getcpu-override` examples, the fd tracker): kept, LTTng-UST's own.
 //! - `liblttng-ust.so.1`, the tracer: providers register their
 //!   descriptions with it (`lttng_ust_probe_register`, from each
 //!   provider's constructor), and their probes reserve, write and commit
@@ -35,9 +42,12 @@
 //! - `recorder.rs`: each event as a ringtrace descriptor registered with
 //!   the collector (enabled by sessions' patterns and levels like a native
 //!   one), and its recorder objects;
-//! - `tracepoint.rs`: attaching a probe to its call sites through
-//!   LTTng-UST's tracepoint registry while its event is enabled, and only
-//!   then;
+//! - `registry/`: the tracepoint registry: the call sites' modules, the
+//!   probes attached to each event, grace periods; its entry points, the
+//!   read side among them, in `exports.rs`;
+//! - `tracepoint.rs`: attaching a probe to its call sites while its event
+//!   is enabled, and only then (in this registry, and in LTTng-UST's if a
+//!   call site loaded that one);
 //! - `ops.rs`: the channel operations: the record opened in the ring
 //!   buffer at `event_reserve` (`ringtrace_core::open`), the fields
 //!   written in place, the commit at `event_commit`; an event that several
@@ -73,6 +83,7 @@ pub mod ops;
 pub mod plugins;
 pub mod recorder;
 pub mod register;
+pub mod registry;
 pub mod strerror;
 pub mod tracef;
 pub mod tracepoint;

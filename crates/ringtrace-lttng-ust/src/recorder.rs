@@ -9,9 +9,9 @@
 //! through the collector's probe list into every channel that wants it.
 //! So one recorder per event suffices, on one shared channel object whose
 //! flags stay set; what a session records is decided by the descriptor's
-//! probe list. The call site is attached to the probe (through LTTng-UST's
-//! tracepoint registry) only while the descriptor is enabled, so a
-//! dormant call site costs what it costs under LTTng-UST.
+//! probe list. The call site is attached to the probe (through the
+//! tracepoint registry, `tracepoint.rs`) only while the descriptor is
+//! enabled, so a dormant call site costs what it costs under LTTng-UST.
 
 use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};

@@ -3,7 +3,8 @@
 //! the installed helper libraries and of a program built with a provider
 //! (`objdump -T`), among those LTTng-UST's own tracer defines, are all
 //! defined here. The symbols of LTTng-UST's tracer not defined here are
-//! exactly the ones listed, each with why.
+//! exactly the ones listed, each with why; those of its tracepoint
+//! registry (`liblttng-ust-tracepoint.so.1`) are all here.
 
 mod common;
 
@@ -102,4 +103,13 @@ fn every_symbol_programs_and_helpers_resolve_from_the_tracer_is_here() {
         .collect();
     let listed: BTreeSet<&str> = NOT_HERE.iter().map(|(s, _)| *s).collect();
     assert_eq!(missing, listed);
+    // And the whole tracepoint registry, which the call sites look up by
+    // name in this library offered as `liblttng-ust-tracepoint.so.1`.
+    let (registry, _) = symbols(&system.join("liblttng-ust-tracepoint.so.1"));
+    assert!(registry.len() >= 15, "{registry:?}");
+    let absent: Vec<&String> = registry.iter().filter(|s| !ours.contains(*s)).collect();
+    assert!(
+        absent.is_empty(),
+        "the registry's {absent:?}: not defined here"
+    );
 }

@@ -3,7 +3,7 @@
 //! preloaded into a small program run with this library as its
 //! `liblttng-ust.so.1`: the events they record for exactly the calls the
 //! program makes, and none for the tracer's own work (its allocations,
-//! its `dlopen` of LTTng's tracepoint registry).
+//! its look-up of LTTng-UST's tracepoint registry).
 
 mod common;
 

@@ -98,14 +98,16 @@ pub fn build(dir: &Path) -> PathBuf {
 }
 
 /// `liblttng_ust.so` (built now, with this test's profile), linked into
-/// `dir` as the `liblttng-ust.so.1` a program linked with `-llttng-ust`
-/// loads.
+/// `dir/lib` as the `liblttng-ust.so.1` a program linked with
+/// `-llttng-ust` loads and the `liblttng-ust-tracepoint.so.1` its call
+/// sites load, as `record` and `scripts/install.sh` offer it; the folder.
 pub fn ringtrace_lttng_ust(dir: &Path) -> PathBuf {
     let built = built_lib("ringtrace-lttng-ust");
     let lib = dir.join("lib");
     std::fs::create_dir_all(&lib).unwrap();
-    std::os::unix::fs::symlink(built.join("liblttng_ust.so"), lib.join("liblttng-ust.so.1"))
-        .unwrap();
+    for name in ["liblttng-ust.so.1", "liblttng-ust-tracepoint.so.1"] {
+        std::os::unix::fs::symlink(built.join("liblttng_ust.so"), lib.join(name)).unwrap();
+    }
     lib
 }
 

@@ -111,6 +111,75 @@ pub fn read_lock() -> Option<Guard> {
     })
 }
 
+/// Read sections of threads that had no slot when they entered one with
+/// [`enter_unguarded`]; [`synchronize_unguarded`] waits for them too.
+static OUTSIDE: AtomicU64 = AtomicU64::new(0);
+
+/// Enters a read section that a later [`exit_unguarded`] on the same
+/// thread ends: a C caller's lock and unlock, which cannot hold a
+/// [`Guard`] (LTTng-UST's tracepoint call sites, `ringtrace-lttng-ust`'s
+/// registry). It cannot fail, as theirs cannot: a thread with no slot and
+/// none free counts itself in one shared counter instead (a locked add,
+/// a full barrier). Such sections are safe from objects unpublished before
+/// [`synchronize_unguarded`] only: [`Domain::synchronize`] does not see
+/// the counter.
+#[inline]
+pub fn enter_unguarded() {
+    let slot = match my_slot::get().checked_sub(1) {
+        // SAFETY: as in `read_lock`.
+        Some(i) => unsafe { SLOT_ARRAY.get_unchecked(i) },
+        None => match register() {
+            Some(s) => s,
+            None => {
+                OUTSIDE.fetch_add(1, SeqCst);
+                return;
+            }
+        },
+    };
+    DOMAIN.enter(slot);
+}
+
+/// Ends the read section [`enter_unguarded`] entered last on this thread.
+///
+/// Sections nest last in, first out, so the last one entered is in the
+/// thread's slot when that slot's depth is not 0; at depth 0 it was
+/// counted outside (the thread took a slot since, whose sections have all
+/// ended: a slot is never taken from a live thread).
+#[inline]
+pub fn exit_unguarded() {
+    if let Some(i) = my_slot::get().checked_sub(1) {
+        // SAFETY: as in `read_lock`.
+        let slot = unsafe { SLOT_ARRAY.get_unchecked(i) };
+        if slot.ctr.load(Relaxed) & NEST_MASK != 0 {
+            DOMAIN.exit(slot);
+            return;
+        }
+    }
+    OUTSIDE.fetch_sub(1, SeqCst);
+}
+
+/// [`Domain::synchronize`], then a wait for the sections counted outside
+/// the slots (within the same `timeout`): every read section that began
+/// before the call, guarded or not, has ended; `false` if one has not
+/// after `timeout`.
+pub fn synchronize_unguarded(timeout: Duration) -> bool {
+    let start = Instant::now();
+    if !DOMAIN.synchronize(timeout) {
+        return false;
+    }
+    // Pairs with the locked add of `enter_unguarded`: either the reader's
+    // count is seen here, or its loads come after this fence and see what
+    // was unpublished before the call gone.
+    fence(SeqCst);
+    while OUTSIDE.load(SeqCst) != 0 {
+        if start.elapsed() > timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    true
+}
+
 /// The calling thread's slot index, claimed by its first call here or
 /// its first read section: the thread owns it while it lives, so per-thread
 /// state kept in a static array at that index is the thread's alone

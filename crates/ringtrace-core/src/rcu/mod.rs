@@ -150,11 +150,17 @@ impl<'a> Domain<'a> {
 
     /// Waits for a grace period: every read section that began before the
     /// call has ended. Returns `false` if a section is still open after
-    /// `timeout` (the caller must then keep what it unpublished). Callers
-    /// serialize (the control lock).
+    /// `timeout` (the caller must then keep what it unpublished).
     pub fn synchronize(&self, timeout: Duration) -> bool {
-        let new = self.gp.load(Relaxed).wrapping_add(GP_UNIT);
-        self.gp.store(new, Release);
+        // One number per call, even for calls at once (the collector's,
+        // under its control lock, and the LTTng-UST registry's): a reader
+        // is skipped only if it entered under this call's own number,
+        // which it can have read only after this call's caller
+        // unpublished (a later call's number makes it wait, needlessly
+        // but briefly). A load and a store here let two calls take one
+        // number: one call's reader skipped by the other, still holding
+        // what that other's caller unpublished.
+        let new = self.gp.fetch_add(GP_UNIT, AcqRel).wrapping_add(GP_UNIT);
         self.heavy_barrier();
         let start = Instant::now();
         for slot in self.slots {
@@ -281,8 +287,8 @@ pub use published::{Published, Updater};
 
 #[cfg(not(loom))]
 pub use global::{
-    after_fork_in_child, init, read_lock, slots_used, thread_index, uses_membarrier, Guard, DOMAIN,
-    SLOTS,
+    after_fork_in_child, enter_unguarded, exit_unguarded, init, read_lock, slots_used,
+    synchronize_unguarded, thread_index, uses_membarrier, Guard, DOMAIN, SLOTS,
 };
 
 /// Under loom only [`Domain`] is modelled (`tests/loom.rs`); the process-wide

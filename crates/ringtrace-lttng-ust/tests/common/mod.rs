@@ -31,7 +31,9 @@ pub fn gcc() -> Option<&'static str> {
 }
 
 /// A directory holding this library as `liblttng-ust.so.1` (and the
-/// `liblttng-ust.so` a link with `-llttng-ust` looks for).
+/// `liblttng-ust.so` a link with `-llttng-ust` looks for), and as the
+/// `liblttng-ust-tracepoint.so.1` the call sites load, as `ringtrace
+/// record` offers it.
 pub fn lib_dir(name: &str) -> PathBuf {
     // Built with this test: in `deps/` beside it (`cargo test` leaves the
     // library there), or one folder up after a `cargo build`.
@@ -48,7 +50,11 @@ pub fn lib_dir(name: &str) -> PathBuf {
     .find(|p| p.exists())
     .unwrap_or_else(|| panic!("liblttng_ust.so not built in {}", deps.display()));
     let dir = scratch::dir("ringtrace-lttng-ust", name);
-    for link in ["liblttng-ust.so.1", "liblttng-ust.so"] {
+    for link in [
+        "liblttng-ust.so.1",
+        "liblttng-ust.so",
+        "liblttng-ust-tracepoint.so.1",
+    ] {
         std::os::unix::fs::symlink(&built, dir.join(link)).unwrap();
     }
     dir
