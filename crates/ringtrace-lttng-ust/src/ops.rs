@@ -348,7 +348,11 @@ unsafe fn copy_text(st: &mut Staged, src: *const c_char, len: usize, terminated:
             }
         }
         let out = std::slice::from_raw_parts_mut(at, n);
-        out[k..chars].fill(if terminated { b'#' } else { 0 });
+        // Nothing to fill, usually (a string as long as when it was
+        // measured): no call to `memset` for nothing.
+        if k < chars {
+            out[k..chars].fill(if terminated { b'#' } else { 0 });
+        }
         if terminated && n > chars {
             out[chars] = 0;
         }

@@ -85,8 +85,10 @@ fn lttng_registry() -> Option<Registry> {
 
 /// Turns the call sites' destructors off (at load: see `lib.rs`), in this
 /// registry and in LTTng-UST's if one is loaded already, so that they are
-/// off before any session can start.
+/// off before any session can start; and holds this registry's lock
+/// across forks from then on.
 pub fn prepare() {
+    registry::hold_across_fork();
     registry::lttng_ust_tp_disable_destructors();
     let _ = lttng_registry();
 }

@@ -8,7 +8,7 @@
 //! LTTng-UST does, so that the child never inherits one locked by a thread
 //! it does not have: taken in the crate's lock order (control, then the
 //! registry of run-time descriptions, the consumer's list and wake lock and its standby's bell, the ring
-//! buffer's thread-exit registry) before `fork`, released after it in both
+//! buffer's thread-exit registry, the RCU grace periods') before `fork`, released after it in both
 //! processes. The child's thread also gets its own identity in the RCU
 //! reader slot it inherited (`rcu::after_fork_in_child`).
 
@@ -21,6 +21,7 @@ use ringtrace_core::desc::EventDesc;
 
 /// The locks `prepare` takes, in order; dropped in reverse.
 struct Held {
+    grace: MutexGuard<'static, ()>,
     notice: ringbuf::channel::ForkHold,
     consumer: consumer::ForkHold,
     descs: MutexGuard<'static, Vec<&'static EventDesc>>,
@@ -38,8 +39,10 @@ extern "C" fn prepare() {
     let descs = ringtrace_core::desc::hold_for_fork();
     let consumer = consumer::hold_for_fork();
     let notice = ringbuf::channel::hold_for_fork();
+    let grace = ringtrace_core::rcu::hold_for_fork();
     HELD.with(|h| {
         *h.borrow_mut() = Some(Held {
+            grace,
             notice,
             consumer,
             descs,
@@ -64,11 +67,13 @@ extern "C" fn child() {
             held.control.forget_sessions();
             held.consumer.forget_sessions();
             let Held {
+                grace,
                 notice,
                 consumer,
                 descs,
                 control,
             } = held;
+            drop(grace);
             drop(notice);
             drop(consumer);
             drop(descs);

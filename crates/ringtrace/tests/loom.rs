@@ -26,37 +26,55 @@ fn leak<T>(t: T) -> &'static T {
 }
 
 fn model(readers: usize, nested: bool) {
+    model_with(readers, nested, 1, 2);
+}
+
+/// `readers` threads of `rounds` read sections each (`nested`: each
+/// inside another), and `writers` threads that each replace their own
+/// object and wait for a grace period at the same time (no lock of their
+/// own: the domain's calls take turns).
+fn model_with(readers: usize, nested: bool, writers: usize, rounds: usize) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(3);
     b.check(move || {
         let gp = leak(AtomicU64::new(1 << 16));
         let slots: &'static [Slot] = Box::leak((0..readers).map(|_| Slot::new()).collect());
         let mb = leak(AtomicBool::new(false));
-        let d = leak(Domain::new(gp, slots, mb));
-        let first = Box::into_raw(Box::new(Obj {
-            poisoned: AtomicBool::new(false),
-            value: UnsafeCell::new(1),
-        }));
-        let cur = leak(AtomicPtr::new(first));
+        let w = leak(loom::sync::Mutex::new(()));
+        let d = leak(Domain::new(gp, slots, mb, w));
+        let curs: &'static [AtomicPtr<Obj>] = Box::leak(
+            (0..writers)
+                .map(|_| {
+                    AtomicPtr::new(Box::into_raw(Box::new(Obj {
+                        poisoned: AtomicBool::new(false),
+                        value: UnsafeCell::new(1),
+                    })))
+                })
+                .collect(),
+        );
         let mut hs = Vec::new();
         for r in 0..readers {
             hs.push(thread::spawn(move || {
                 let slot = d.claim(r as i32 + 1).unwrap();
-                for _ in 0..2 {
+                for _ in 0..rounds {
                     d.enter(slot);
                     if nested {
                         d.enter(slot);
                     }
-                    // SAFETY: objects are leaked, never freed: poison stands
-                    // in for the free, so a violation is observable.
-                    let o = unsafe { &*cur.load(Acquire) };
-                    assert!(
-                        !o.poisoned.load(Relaxed),
-                        "read an object after its grace period"
-                    );
-                    // SAFETY: a read of the plain value; loom reports it if
-                    // it races with the writer's poisoning write below.
-                    assert!(o.value.with(|v| unsafe { *v }) >= 1);
+                    for cur in curs {
+                        // SAFETY: objects are leaked, never freed: poison
+                        // stands in for the free, so a violation is
+                        // observable.
+                        let o = unsafe { &*cur.load(Acquire) };
+                        assert!(
+                            !o.poisoned.load(Relaxed),
+                            "read an object after its grace period"
+                        );
+                        // SAFETY: a read of the plain value; loom reports
+                        // it if it races with the writer's poisoning write
+                        // below.
+                        assert!(o.value.with(|v| unsafe { *v }) >= 1);
+                    }
                     if nested {
                         d.exit(slot);
                     }
@@ -64,20 +82,23 @@ fn model(readers: usize, nested: bool) {
                 }
             }));
         }
-        hs.push(thread::spawn(move || {
-            let new = Box::into_raw(Box::new(Obj {
-                poisoned: AtomicBool::new(false),
-                value: UnsafeCell::new(2),
+        for cur in curs {
+            hs.push(thread::spawn(move || {
+                let new = Box::into_raw(Box::new(Obj {
+                    poisoned: AtomicBool::new(false),
+                    value: UnsafeCell::new(2),
+                }));
+                let old = cur.swap(new, AcqRel);
+                assert!(d.synchronize(Duration::from_secs(1)));
+                // SAFETY: leaked above, still allocated; the grace period
+                // is what makes this write exclusive.
+                let old = unsafe { &*old };
+                old.poisoned.store(true, Relaxed);
+                // SAFETY: exclusive after the grace period (loom checks
+                // it).
+                old.value.with_mut(|v| unsafe { *v = 0 });
             }));
-            let old = cur.swap(new, AcqRel);
-            assert!(d.synchronize(Duration::from_secs(1)));
-            // SAFETY: leaked above, still allocated; the grace period is
-            // what makes this write exclusive.
-            let old = unsafe { &*old };
-            old.poisoned.store(true, Relaxed);
-            // SAFETY: exclusive after the grace period (loom checks it).
-            old.value.with_mut(|v| unsafe { *v = 0 });
-        }));
+        }
         for h in hs {
             h.join().unwrap();
         }
@@ -97,6 +118,11 @@ fn nested_sections_hold_the_grace_period() {
 #[test]
 fn two_readers_never_see_a_reclaimed_object() {
     model(2, false);
+}
+
+#[test]
+fn two_writers_at_once_each_wait_for_the_reader() {
+    model_with(1, false, 2, 1);
 }
 
 /// The standby consumer's handshake (`src/consume/handshake.rs`): the

@@ -11,6 +11,7 @@ pub const SLOTS: usize = 1024;
 static GP: AtomicU64 = AtomicU64::new(GP_UNIT);
 static SLOT_ARRAY: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
 static MEMBARRIER: AtomicBool = AtomicBool::new(false);
+static WRITERS: Mutex<()> = Mutex::new(());
 pub(super) static NO_SLOT: AtomicU64 = AtomicU64::new(0);
 /// One more than the highest slot index ever claimed.
 static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
@@ -18,7 +19,7 @@ static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 /// The process's domain. A constant (of references to the statics), so
 /// that the read side addresses the grace-period counter and the
 /// membarrier flag directly rather than through a static's pointers.
-pub const DOMAIN: Domain<'static> = Domain::new(&GP, &SLOT_ARRAY, &MEMBARRIER);
+pub const DOMAIN: Domain<'static> = Domain::new(&GP, &SLOT_ARRAY, &MEMBARRIER, &WRITERS);
 
 // This thread's slot (`my_slot.rs`): its index plus one, 0 until its
 // first read section. No destructor: exited threads' slots are found with
@@ -44,6 +45,15 @@ pub fn after_fork_in_child() {
             slot.tid.store(0, Relaxed);
         }
     }
+}
+
+/// The grace periods' lock, held across `fork()` (`ringtrace`'s
+/// `fork.rs`, after the control lock, under which grace periods are
+/// waited for): a child never inherits it locked by a thread it does not
+/// have (the LTTng-UST registry's waits hold it without the control
+/// lock).
+pub fn hold_for_fork() -> std::sync::MutexGuard<'static, ()> {
+    WRITERS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Registers the process for `membarrier`; readers then stop fencing.

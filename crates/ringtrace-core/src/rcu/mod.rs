@@ -40,9 +40,13 @@ use std::time::{Duration, Instant};
 
 #[cfg(loom)]
 use loom::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64};
+#[cfg(loom)]
+use loom::sync::Mutex;
 use std::sync::atomic::{compiler_fence, Ordering::*};
 #[cfg(not(loom))]
 use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64};
+#[cfg(not(loom))]
+use std::sync::Mutex;
 
 /// Low bits of a slot word: nesting depth of the thread's read sections.
 pub const NEST_BITS: u32 = 16;
@@ -99,16 +103,27 @@ pub struct Domain<'a> {
     slots: &'a [Slot],
     /// Whether `synchronize` can use `membarrier`; readers fence otherwise.
     membarrier: &'a AtomicBool,
+    /// Held by `synchronize`: one grace period at a time (two at once
+    /// could advance the number to the same value, and one skip a reader
+    /// that entered under the other's advance holding what the first
+    /// caller unpublished).
+    writers: &'a Mutex<()>,
 }
 
 impl<'a> Domain<'a> {
     /// A domain over caller-owned state (`gp` starts at any multiple of
     /// 2^NEST_BITS, slots free).
-    pub const fn new(gp: &'a AtomicU64, slots: &'a [Slot], membarrier: &'a AtomicBool) -> Self {
+    pub const fn new(
+        gp: &'a AtomicU64,
+        slots: &'a [Slot],
+        membarrier: &'a AtomicBool,
+        writers: &'a Mutex<()>,
+    ) -> Self {
         Domain {
             gp,
             slots,
             membarrier,
+            writers,
         }
     }
 
@@ -152,15 +167,12 @@ impl<'a> Domain<'a> {
     /// call has ended. Returns `false` if a section is still open after
     /// `timeout` (the caller must then keep what it unpublished).
     pub fn synchronize(&self, timeout: Duration) -> bool {
-        // One number per call, even for calls at once (the collector's,
-        // under its control lock, and the LTTng-UST registry's): a reader
-        // is skipped only if it entered under this call's own number,
-        // which it can have read only after this call's caller
-        // unpublished (a later call's number makes it wait, needlessly
-        // but briefly). A load and a store here let two calls take one
-        // number: one call's reader skipped by the other, still holding
-        // what that other's caller unpublished.
-        let new = self.gp.fetch_add(GP_UNIT, AcqRel).wrapping_add(GP_UNIT);
+        // Callers from anywhere (the collector under its control lock, the
+        // LTTng-UST registry under none): one at a time. A poisoned lock
+        // guards nothing broken (the number is one store).
+        let _one = self.writers.lock().unwrap_or_else(|e| e.into_inner());
+        let new = self.gp.load(Relaxed).wrapping_add(GP_UNIT);
+        self.gp.store(new, Release);
         self.heavy_barrier();
         let start = Instant::now();
         for slot in self.slots {
@@ -287,8 +299,8 @@ pub use published::{Published, Updater};
 
 #[cfg(not(loom))]
 pub use global::{
-    after_fork_in_child, enter_unguarded, exit_unguarded, init, read_lock, slots_used,
-    synchronize_unguarded, thread_index, uses_membarrier, Guard, DOMAIN, SLOTS,
+    after_fork_in_child, enter_unguarded, exit_unguarded, hold_for_fork, init, read_lock,
+    slots_used, synchronize_unguarded, thread_index, uses_membarrier, Guard, DOMAIN, SLOTS,
 };
 
 /// Under loom only [`Domain`] is modelled (`tests/loom.rs`); the process-wide
@@ -315,6 +327,10 @@ mod loom_stubs {
         unreachable!("the tracer does not run under loom; only rcu::Domain is modelled")
     }
     pub fn after_fork_in_child() {}
+    pub fn hold_for_fork() -> std::sync::MutexGuard<'static, ()> {
+        static NONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        NONE.lock().unwrap()
+    }
     pub struct Global;
     impl Global {
         pub fn synchronize(&self, _: Duration) -> bool {
@@ -329,8 +345,8 @@ mod loom_stubs {
 }
 #[cfg(loom)]
 pub use loom_stubs::{
-    after_fork_in_child, init, no_slot_drops, read_lock, slots_used, thread_index, Guard, DOMAIN,
-    SLOTS,
+    after_fork_in_child, hold_for_fork, init, no_slot_drops, read_lock, slots_used, thread_index,
+    Guard, DOMAIN, SLOTS,
 };
 
 /// Records dropped because more than [`SLOTS`] threads were reading at once.
@@ -350,7 +366,8 @@ mod tests {
         let gp = AtomicU64::new(GP_UNIT);
         let slots = [Slot::new(), Slot::new()];
         let mb = AtomicBool::new(false);
-        let d = Domain::new(&gp, &slots, &mb);
+        let w = Mutex::new(());
+        let d = Domain::new(&gp, &slots, &mb, &w);
         let s = d.claim(gettid()).unwrap();
         d.enter(s);
         d.enter(s);
@@ -377,7 +394,8 @@ mod tests {
         let gp = AtomicU64::new(GP_UNIT);
         let slots: Vec<Slot> = (0..2).map(|_| Slot::new()).collect();
         let mb = AtomicBool::new(false);
-        let d = Domain::new(&gp, &slots, &mb);
+        let w = Mutex::new(());
+        let d = Domain::new(&gp, &slots, &mb, &w);
         std::thread::scope(|sc| {
             sc.spawn(|| {
                 let s = d.claim(gettid()).unwrap();

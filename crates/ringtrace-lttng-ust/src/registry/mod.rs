@@ -110,6 +110,40 @@ fn state() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+std::thread_local! {
+    /// The registry's lock, taken before a `fork()` and released after it
+    /// in both processes by the thread that forks.
+    static HELD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, State>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+extern "C" fn before_fork() {
+    let held = state();
+    HELD.with(|h| *h.borrow_mut() = Some(held));
+}
+
+extern "C" fn after_fork() {
+    HELD.with(|h| drop(h.borrow_mut().take()));
+}
+
+/// Holds the registry's lock across `fork()`, so that a child never
+/// inherits it locked by a thread it does not have (a module registered
+/// by a library the child opens, an event enabled there, would wait for
+/// ever). Registered once, at load, before any session: its handler then
+/// runs after the collector's (`pthread_atfork` runs the last registered
+/// first), which take the control lock that attaching is done under
+/// first.
+pub fn hold_across_fork() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: three handlers that take and release a lock of ours.
+        let ret = unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+        if ret != 0 {
+            eprintln!("ringtrace: pthread_atfork failed ({ret}): a fork during an LTTng-UST registration could leave its child's registry locked");
+        }
+    });
+}
+
 /// Whether call site `tp` is of event `provider:event`.
 ///
 /// # Safety
