@@ -35,6 +35,23 @@
 //!
 //! Without `membarrier` (old kernels, seccomp) readers add a full fence
 //! instead, chosen by one relaxed load.
+//!
+//! # Unguarded sections
+//!
+//! A C caller's lock and unlock pair cannot hold a [`Guard`]
+//! ([`enter_unguarded`], [`exit_unguarded`]: the read side of
+//! `ringtrace-lttng-ust`'s tracepoint registry). A thread with no slot
+//! free is counted in one shared counter instead, which
+//! [`synchronize_unguarded`] waits for after the grace period.
+//!
+//! # Checked by
+//!
+//! loom (`ringtrace`'s `tests/loom.rs`: one and two readers, nested
+//! sections, two writers waiting at once) for [`Domain`]; the unit tests
+//! below (also under Miri); real threads for the process's domain
+//! (`tests/unguarded.rs`: every slot taken, a reader counted outside
+//! them, a grace period waiting for it; `ringtrace`'s fork tests for the
+//! slots across `fork`).
 
 use std::time::{Duration, Instant};
 
