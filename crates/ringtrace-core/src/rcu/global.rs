@@ -138,7 +138,10 @@ pub fn enter_unguarded() {
     let slot = match my_slot::get().checked_sub(1) {
         // SAFETY: as in `read_lock`.
         Some(i) => unsafe { SLOT_ARRAY.get_unchecked(i) },
-        None => match register() {
+        // No slot: not counted among the records dropped for want of one
+        // (`NO_SLOT`): nothing is dropped here, the probe's record counts
+        // itself.
+        None => match claim() {
             Some(s) => s,
             None => {
                 OUTSIDE.fetch_add(1, SeqCst);
@@ -204,15 +207,28 @@ pub fn thread_index() -> Option<usize> {
 
 #[cold]
 fn register() -> Option<&'static Slot> {
-    match DOMAIN.claim(gettid()) {
-        Some(s) => {
-            HIGH_WATER.fetch_max(slot_index(s) + 1, AcqRel);
-            my_slot::set(slot_index(s) + 1);
-            Some(s)
-        }
-        None => {
-            NO_SLOT.fetch_add(1, Relaxed);
-            None
-        }
+    let s = claim();
+    if s.is_none() {
+        NO_SLOT.fetch_add(1, Relaxed);
+    }
+    s
+}
+
+/// Claims a slot for the calling thread, if one is free.
+#[cold]
+fn claim() -> Option<&'static Slot> {
+    let s = DOMAIN.claim(gettid())?;
+    HIGH_WATER.fetch_max(slot_index(s) + 1, AcqRel);
+    my_slot::set(slot_index(s) + 1);
+    Some(s)
+}
+
+/// Whether the calling thread is inside a read section of its slot (a
+/// grace period it waited for would never end).
+pub fn in_read_section() -> bool {
+    match my_slot::get().checked_sub(1) {
+        // SAFETY: as in `read_lock`.
+        Some(i) => unsafe { SLOT_ARRAY.get_unchecked(i) }.ctr.load(Relaxed) & NEST_MASK != 0,
+        None => false,
     }
 }

@@ -316,8 +316,9 @@ pub use published::{Published, Updater};
 
 #[cfg(not(loom))]
 pub use global::{
-    after_fork_in_child, enter_unguarded, exit_unguarded, hold_for_fork, init, read_lock,
-    slots_used, synchronize_unguarded, thread_index, uses_membarrier, Guard, DOMAIN, SLOTS,
+    after_fork_in_child, enter_unguarded, exit_unguarded, hold_for_fork, in_read_section, init,
+    read_lock, slots_used, synchronize_unguarded, thread_index, uses_membarrier, Guard, DOMAIN,
+    SLOTS,
 };
 
 /// Under loom only [`Domain`] is modelled (`tests/loom.rs`); the process-wide

@@ -292,6 +292,13 @@ pub fn detach(provider: &CStr, event: &CStr, probe: TpProbe) -> c_int {
 /// retired array (every read section of either RCU flavour that began
 /// before has ended), then frees the retired arrays.
 pub fn prune() {
+    if rcu::in_read_section() {
+        // Called from inside a read section (a signal handler's `exit()`
+        // that interrupted a call site, unregistering a provider): its
+        // grace period would wait for itself for ever. What is retired
+        // stays retired, for a later prune.
+        return;
+    }
     let retired = std::mem::take(&mut state().retired);
     // A reader stopped for long (a debugger) delays this, as it delays
     // LTTng-UST's registry; a thread that died inside a section does not
@@ -451,6 +458,30 @@ mod tests {
         assert_eq!(detach(p, e, probe(probe_a)), 0);
         lttng_ust_tracepoint_module_unregister(m1);
         prune();
+    }
+
+    #[test]
+    fn a_prune_inside_a_read_section_returns() {
+        let (p, e, sig) = (c"reg_t3", c"ev", c"int, x");
+        let tp = site(p, e, sig);
+        let m = module(&[tp]);
+        assert_eq!(attach(p, e, probe(probe_a), Some(sig)), 0);
+        let (done, finished) = mpsc::channel();
+        std::thread::spawn(move || {
+            lttng_ust_tp_rcu_read_lock();
+            assert_eq!(detach(p, e, probe(probe_a)), 0);
+            // Its own section would hold the grace period for ever: the
+            // detached array stays retired (another test's prune frees it
+            // once this section ends).
+            prune();
+            lttng_ust_tp_rcu_read_unlock();
+            prune();
+            done.send(()).unwrap();
+        });
+        finished
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a prune inside a read section waited for itself");
+        lttng_ust_tracepoint_module_unregister(m);
     }
 
     #[test]
