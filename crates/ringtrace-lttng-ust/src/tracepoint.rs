@@ -14,6 +14,7 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 use crate::registry::{self, TpProbe};
+
 type Register = unsafe extern "C" fn(
     *const c_char,
     *const c_char,

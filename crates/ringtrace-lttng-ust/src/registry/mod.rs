@@ -485,6 +485,47 @@ mod tests {
     }
 
     #[test]
+    fn a_fork_while_another_thread_holds_the_registry_leaves_the_child_its_registry() {
+        hold_across_fork();
+        let (locked, release) = (mpsc::channel(), mpsc::channel::<()>());
+        let holder = std::thread::spawn(move || {
+            let held = state();
+            locked.0.send(()).unwrap();
+            // Long enough that the fork below starts while this is held
+            // (it then waits for it: the handler takes the lock).
+            let _ = release.1.recv_timeout(Duration::from_millis(200));
+            drop(held);
+        });
+        locked.1.recv().unwrap();
+        // SAFETY: the child only takes the registry's lock and exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            drop(state());
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(0) };
+        }
+        assert!(pid > 0, "fork failed");
+        let _ = release.0.send(());
+        holder.join().unwrap();
+        // The child ends within seconds, or it inherited the lock held.
+        let mut status = 0;
+        for _ in 0..1000 {
+            // SAFETY: waits for our own child without blocking.
+            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // SAFETY: our own child, stuck.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, &mut status, 0);
+        }
+        panic!("the fork child found the registry's lock held for ever");
+    }
+
+    #[test]
     fn a_detached_probe_is_released_only_when_no_call_site_reads_it() {
         let (p, e, sig) = (c"reg_t2", c"ev", c"int, x");
         let tp = site(p, e, sig);
