@@ -3,6 +3,10 @@
 //! slots, and waited for by `rcu::synchronize_unguarded` all the same. Its
 //! own process (a test binary of its own): every slot is taken here.
 
+// The process-wide domain does not exist under loom (only `rcu::Domain`
+// is modelled).
+#![cfg(not(loom))]
+
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::Duration;
