@@ -410,6 +410,19 @@ mod tests {
         }
     }
 
+    /// One call site of `provider:event` in a module of its own, with
+    /// `probe_a` attached: the site and the module.
+    fn attached(
+        provider: &'static CStr,
+        event: &'static CStr,
+        signature: &'static CStr,
+    ) -> (*mut Tracepoint, *const *mut Tracepoint) {
+        let tp = site(provider, event, signature);
+        let m = module(&[tp]);
+        assert_eq!(attach(provider, event, probe(probe_a), Some(signature)), 0);
+        (tp, m)
+    }
+
     fn probe(f: unsafe extern "C" fn()) -> TpProbe {
         TpProbe {
             func: Some(f),
@@ -463,9 +476,7 @@ mod tests {
     #[test]
     fn a_prune_inside_a_read_section_returns() {
         let (p, e, sig) = (c"reg_t3", c"ev", c"int, x");
-        let tp = site(p, e, sig);
-        let m = module(&[tp]);
-        assert_eq!(attach(p, e, probe(probe_a), Some(sig)), 0);
+        let (_, m) = attached(p, e, sig);
         let (done, finished) = mpsc::channel();
         std::thread::spawn(move || {
             lttng_ust_tp_rcu_read_lock();
@@ -528,9 +539,7 @@ mod tests {
     #[test]
     fn a_detached_probe_is_released_only_when_no_call_site_reads_it() {
         let (p, e, sig) = (c"reg_t2", c"ev", c"int, x");
-        let tp = site(p, e, sig);
-        let m = module(&[tp]);
-        assert_eq!(attach(p, e, probe(probe_a), Some(sig)), 0);
+        let (tp, m) = attached(p, e, sig);
         // A call site's thread inside its read section, holding the array.
         let (entered, release) = (mpsc::channel(), mpsc::channel::<()>());
         // The site's array pointer, as a number: the site is leaked,
