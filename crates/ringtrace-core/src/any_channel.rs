@@ -93,6 +93,9 @@ impl AnyChannel {
         name: &str,
     ) -> Result<(AnyChannel, ReadSides), ringbuf::Error> {
         let code = contexts.layout().code();
+        // A channel is proof that the process's clock exists
+        // (`clock::now_for`): its own, if it is the first.
+        crate::clock::ensure(ids.clock);
         macro_rules! mk {
             ($v:ident) => {{
                 let (ch, read) = Channel::new(

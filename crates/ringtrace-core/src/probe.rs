@@ -94,10 +94,8 @@ pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
     // The clock before the buffer lookup: `rdtsc` takes tens of cycles,
     // which the CPU overlaps with finding the buffer instead of waiting
     // for it inside the reservation. One reading for every session the
-    // event goes to. A published probe means a channel, so a clock.
-    let Some(now) = crate::clock::now() else {
-        return;
-    };
+    // event goes to.
+    let now = crate::clock::now_for(&list.first.channel);
     if single {
         list.first.record(now, len, write, &guard);
         return;

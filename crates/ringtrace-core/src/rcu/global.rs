@@ -8,9 +8,23 @@ use std::sync::atomic::AtomicUsize;
 /// records nothing and counts it (see [`super::no_slot_drops`]).
 pub const SLOTS: usize = 1024;
 
-static GP: AtomicU64 = AtomicU64::new(GP_UNIT);
-static SLOT_ARRAY: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
-static MEMBARRIER: AtomicBool = AtomicBool::new(false);
+/// What every read section touches, in one object: the read side finds
+/// the grace-period number, the membarrier flag and its slot from one
+/// address (one load of it from the GOT where each static took its own),
+/// and a slot index plus one times the slot's size is the slot's offset
+/// in it, the number and the flag filling the first slot's place.
+#[repr(C)]
+struct State {
+    gp: AtomicU64,
+    membarrier: AtomicBool,
+    slots: [Slot; SLOTS],
+}
+
+static STATE: State = State {
+    gp: AtomicU64::new(GP_UNIT),
+    membarrier: AtomicBool::new(false),
+    slots: [const { Slot::new() }; SLOTS],
+};
 static WRITERS: Mutex<()> = Mutex::new(());
 pub(super) static NO_SLOT: AtomicU64 = AtomicU64::new(0);
 /// One more than the highest slot index ever claimed.
@@ -19,7 +33,8 @@ static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 /// The process's domain. A constant (of references to the statics), so
 /// that the read side addresses the grace-period counter and the
 /// membarrier flag directly rather than through a static's pointers.
-pub const DOMAIN: Domain<'static> = Domain::new(&GP, &SLOT_ARRAY, &MEMBARRIER, &WRITERS);
+pub const DOMAIN: Domain<'static> =
+    Domain::new(&STATE.gp, &STATE.slots, &STATE.membarrier, &WRITERS);
 
 // This thread's slot (`my_slot.rs`): its index plus one, 0 until its
 // first read section. No destructor: exited threads' slots are found with
@@ -37,7 +52,7 @@ use super::my_slot;
 /// "reading" for ever.
 pub fn after_fork_in_child() {
     let mine = my_slot::get().checked_sub(1);
-    for (i, slot) in SLOT_ARRAY.iter().enumerate() {
+    for (i, slot) in STATE.slots.iter().enumerate() {
         if Some(i) == mine {
             slot.tid.store(gettid(), Relaxed);
         } else {
@@ -59,14 +74,14 @@ pub fn hold_for_fork() -> std::sync::MutexGuard<'static, ()> {
 /// Registers the process for `membarrier`; readers then stop fencing.
 /// Called before the first pointer is published.
 pub fn init() {
-    if !MEMBARRIER.load(Relaxed) && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) {
-        MEMBARRIER.store(true, Relaxed);
+    if !STATE.membarrier.load(Relaxed) && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) {
+        STATE.membarrier.store(true, Relaxed);
     }
 }
 
 /// Whether `membarrier` is in use.
 pub fn uses_membarrier() -> bool {
-    MEMBARRIER.load(Relaxed)
+    STATE.membarrier.load(Relaxed)
 }
 
 /// A read section of the calling thread; ends when dropped.
@@ -85,11 +100,11 @@ impl Guard {
     }
 }
 
-/// Position of `slot` in `SLOT_ARRAY` (address arithmetic: a subtraction
+/// Position of `slot` in `STATE.slots` (address arithmetic: a subtraction
 /// and a shift).
 #[inline(always)]
 fn slot_index(slot: &'static Slot) -> usize {
-    (slot as *const Slot as usize - SLOT_ARRAY.as_ptr() as usize) / std::mem::size_of::<Slot>()
+    (slot as *const Slot as usize - STATE.slots.as_ptr() as usize) / std::mem::size_of::<Slot>()
 }
 
 /// How many slots any thread has used so far (slot indices are below).
@@ -110,8 +125,8 @@ impl Drop for Guard {
 pub fn read_lock() -> Option<Guard> {
     let slot = match my_slot::get().checked_sub(1) {
         // SAFETY: a thread's slot index is only ever set from the position
-        // of a slot of `SLOT_ARRAY` (`register`), so it is in bounds.
-        Some(i) => unsafe { SLOT_ARRAY.get_unchecked(i) },
+        // of a slot of `STATE.slots` (`register`), so it is in bounds.
+        Some(i) => unsafe { STATE.slots.get_unchecked(i) },
         None => register()?,
     };
     DOMAIN.enter(slot);
@@ -137,7 +152,7 @@ static OUTSIDE: AtomicU64 = AtomicU64::new(0);
 pub fn enter_unguarded() {
     let slot = match my_slot::get().checked_sub(1) {
         // SAFETY: as in `read_lock`.
-        Some(i) => unsafe { SLOT_ARRAY.get_unchecked(i) },
+        Some(i) => unsafe { STATE.slots.get_unchecked(i) },
         // No slot: not counted among the records dropped for want of one
         // (`NO_SLOT`): nothing is dropped here, the probe's record counts
         // itself.
@@ -162,7 +177,7 @@ pub fn enter_unguarded() {
 pub fn exit_unguarded() {
     if let Some(i) = my_slot::get().checked_sub(1) {
         // SAFETY: as in `read_lock`.
-        let slot = unsafe { SLOT_ARRAY.get_unchecked(i) };
+        let slot = unsafe { STATE.slots.get_unchecked(i) };
         if slot.ctr.load(Relaxed) & NEST_MASK != 0 {
             DOMAIN.exit(slot);
             return;
@@ -228,7 +243,7 @@ fn claim() -> Option<&'static Slot> {
 pub fn in_read_section() -> bool {
     match my_slot::get().checked_sub(1) {
         // SAFETY: as in `read_lock`.
-        Some(i) => unsafe { SLOT_ARRAY.get_unchecked(i) }.ctr.load(Relaxed) & NEST_MASK != 0,
+        Some(i) => unsafe { STATE.slots.get_unchecked(i) }.ctr.load(Relaxed) & NEST_MASK != 0,
         None => false,
     }
 }
