@@ -15,13 +15,13 @@ const RSEQ_COMMIT_TRIES: usize = 3;
 impl<C: Config> Buffer<C> {
     /// Commits the record `[end - len, end)` of ring sub-buffer `idx`.
     #[inline(always)]
-    pub(crate) fn commit_record(&self, idx: u32, end: u64, len: u32) {
+    pub(crate) fn commit_record(&self, idx: usize, end: u64, len: u32) {
         // Rseq buffers count the record in the commit's own store.
         if C::COUNT_RECORDS && C::SYNC != Sync::Rseq {
-            self.wr.records.add(C::SYNC, 1);
+            self.wr.records.bump(C::SYNC);
         }
         self.commit_in(
-            idx as usize,
+            idx,
             end.wrapping_sub(1),
             len as u64,
             C::COUNT_RECORDS as u64,

@@ -157,7 +157,7 @@ pub struct Slot<'a, C: Config> {
     len: u32,
     /// Ring index of the record's sub-buffer (`Geometry::sb_index`), kept
     /// from the reservation for the commit.
-    idx: u32,
+    idx: usize,
     ts: u64,
     ptr: *mut u8,
 }
@@ -218,7 +218,7 @@ impl<C: Config> Drop for Slot<'_, C> {
 /// The commit of a dropped slot (see its `Drop`).
 #[cold]
 #[inline(never)]
-fn commit_dropped<C: Config>(buf: &Buffer<C>, idx: u32, end: u64, len: u32) {
+fn commit_dropped<C: Config>(buf: &Buffer<C>, idx: usize, end: u64, len: u32) {
     buf.commit_record(idx, end, len);
 }
 
@@ -494,7 +494,7 @@ impl<C: Config> Buffer<C> {
             buf: self,
             end,
             len: (end.wrapping_sub(begin)) as u32,
-            idx: idx as u32,
+            idx,
             ts,
             // SAFETY: `phys <= N` and the record lies inside its sub-buffer,
             // so the offset is within the (N + 1)·S bytes of the store.

@@ -103,6 +103,26 @@ impl Counter {
         let _ = sync;
         self.0.fetch_add(v, Ordering::AcqRel)
     }
+
+    /// Adds one, returning nothing: for a per-thread buffer one `add` to
+    /// memory (an `xadd` needs its operand set first and returns a value
+    /// no one reads).
+    #[inline(always)]
+    pub(crate) fn bump(&self, sync: Sync) {
+        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+        if let Sync::Local = sync {
+            // SAFETY: as in `add`.
+            unsafe {
+                core::arch::asm!(
+                    "add qword ptr [{p}], 1",
+                    p = in(reg) self.0.as_ptr(),
+                    options(nostack),
+                );
+            }
+            return;
+        }
+        self.add(sync, 1);
+    }
 }
 
 /// Pads and aligns a value to its own cache line (128 bytes: adjacent-line

@@ -62,6 +62,27 @@ macro_rules! ie_words {
                 ".popsection",
             );
 
+            /// The variable's offset from the thread pointer, a constant of
+            /// the program once linked (in an executable the linker makes
+            /// the GOT load an immediate): a pure asm statement, so that
+            /// the accesses of one function share one.
+            #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+            #[inline(always)]
+            fn offset() -> usize {
+                let t: usize;
+                // SAFETY: the GOT entry of the variable's TLS offset
+                // (declared above), filled by the dynamic linker before
+                // any code runs: reads no memory that changes.
+                unsafe {
+                    ::std::arch::asm!(
+                        concat!("mov {t}, qword ptr [rip + ", var!(), "@GOTTPOFF]"),
+                        t = out(reg) t,
+                        options(pure, nomem, nostack, preserves_flags),
+                    );
+                }
+                t
+            }
+
             /// Word `i` of the calling thread.
             #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
             #[inline(always)]
@@ -69,15 +90,15 @@ macro_rules! ie_words {
                 debug_assert!(i < N);
                 let v: u64;
                 // SAFETY: the variable is this thread's own `N` words of
-                // static TLS (declared above, aligned to 8; `i < N`); the
-                // GOT entry holds its offset from the thread pointer
-                // (`%fs`), which the kernel and glibc set for every
-                // thread. A plain load, no side effect.
+                // static TLS (declared above, aligned to 8; `i < N`) at
+                // `offset()` from the thread pointer (`%fs`), which the
+                // kernel and glibc set for every thread. A plain load, no
+                // side effect.
                 unsafe {
                     ::std::arch::asm!(
-                        concat!("mov {v}, qword ptr [rip + ", var!(), "@GOTTPOFF]"),
-                        "mov {v}, qword ptr fs:[{v} + {i} * 8]",
+                        "mov {v}, qword ptr fs:[{t} + {i} * 8]",
                         v = out(reg) v,
+                        t = in(reg) offset(),
                         i = in(reg) i,
                         options(nostack, readonly, preserves_flags),
                     );
@@ -96,9 +117,9 @@ macro_rules! ie_words {
                 // SAFETY: as in `get` (`I < N`, checked at compile time).
                 unsafe {
                     ::std::arch::asm!(
-                        concat!("mov {v}, qword ptr [rip + ", var!(), "@GOTTPOFF]"),
-                        "mov {v}, qword ptr fs:[{v} + {o}]",
+                        "mov {v}, qword ptr fs:[{t} + {o}]",
                         v = out(reg) v,
+                        t = in(reg) offset(),
                         o = const I * 8,
                         options(nostack, readonly, preserves_flags),
                     );
@@ -115,9 +136,8 @@ macro_rules! ie_words {
                 // copy, which no other thread reads.
                 unsafe {
                     ::std::arch::asm!(
-                        concat!("mov {t}, qword ptr [rip + ", var!(), "@GOTTPOFF]"),
                         "mov qword ptr fs:[{t} + {i} * 8], {v}",
-                        t = out(reg) _,
+                        t = in(reg) offset(),
                         i = in(reg) i,
                         v = in(reg) v,
                         options(nostack, preserves_flags),

@@ -324,67 +324,80 @@ pub(crate) fn record_layout<K: Kind, P: Payload, const L: u8>(
     write: &P,
 ) -> bool {
     macro_rules! words {
-        ($n:literal) => {
-            record_body(
-                ch,
-                now,
-                id,
-                8 * $n + len,
-                &WithWords::<P, $n> {
-                    words: words::<$n>(),
-                    payload: write,
-                },
-            )
-        };
+        ($n:literal) => {{
+            let words = words::<$n>();
+            record_body(ch, now, id, 8 * $n + len, move || WithWords::<P, $n> {
+                words,
+                payload: write,
+            })
+        }};
     }
     match L {
-        0 => record_body(ch, now, id, len, write),
+        0 => record_body(ch, now, id, len, || Ref(write)),
         1 => words!(1),
         2 => words!(2),
         3 => words!(4),
         _ => {
             let set = ch.config().contexts().contexts();
-            record_body(
-                ch,
-                now,
-                id,
-                set.len() + len,
-                &WithContexts {
-                    set,
-                    payload: write,
-                },
-            )
+            record_body(ch, now, id, set.len() + len, move || WithContexts {
+                set,
+                payload: write,
+            })
         }
     }
 }
 
-/// A record: the event header and `len` bytes that `write` fills. The
-/// reservation's fast path here, everything else out of line
-/// ([`record_body_slow`]): the two write the record each in their own
-/// code, so that the fast path's slot stays in registers.
+/// A record: the event header and `len` bytes that the payload `make`
+/// returns fills. The reservation's fast path here, everything else out
+/// of line ([`record_body_slow`]): the two write the record each in their
+/// own code, so that the fast path's slot stays in registers. Each makes
+/// its own payload: one made before the branch is stored to the stack for
+/// the slow path's reference (four stores per event with the contexts).
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn record_body<C: Config, P: Payload>(
     ch: &Channel<C>,
     now: u64,
     id: u32,
     len: usize,
-    write: &P,
+    make: impl Fn() -> P,
 ) -> bool {
     // A length that could wrap the record's size goes the slow way, which
     // saturates it (refused as too big): `fill` relies on the sum. A
     // constant length (`event!`'s numbers) folds the test away.
     if len > isize::MAX as usize {
-        return record_body_slow(ch, now, id, len, write);
+        return record_body_slow(ch, now, id, len, &make());
     }
     // `move`: id and len are captured by value, not through stack spills.
     let size =
         move |ctx: ringbuf::SlotCtx| event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len;
     match ch.try_reserve_fast(now, size) {
         Some(slot) => {
-            fill(slot, id, len, write);
+            fill(slot, id, len, &make());
             true
         }
-        None => record_body_slow(ch, now, id, len, write),
+        None => record_body_slow(ch, now, id, len, &make()),
+    }
+}
+
+/// A payload by reference, as one by value.
+struct Ref<'a, P>(&'a P);
+
+impl<P: Payload> Payload for Ref<'_, P> {
+    #[inline(always)]
+    fn write(&self, out: &mut [u8]) {
+        self.0.write(out)
+    }
+
+    #[inline(always)]
+    fn ip(&self) -> u64 {
+        self.0.ip()
+    }
+
+    const DEFERRED: bool = P::DEFERRED;
+
+    #[inline(always)]
+    fn keep<C: Config>(&self, slot: ringbuf::Slot<'_, C>, h: usize, id: u32) {
+        self.0.keep(slot, h, id)
     }
 }
 
