@@ -120,7 +120,7 @@ macro_rules! __event {
             // the caller's own code: the closure may be out of line.
             let __ringtrace_ip = $crate::here();
             #[allow(clippy::redundant_closure_call)]
-            (|$($f: $t),*| {
+            (move |$($f: $t),*| {
                 __RINGTRACE_DESC.emit_fields_at(($($f,)*), __ringtrace_ip);
             })($($v),*);
         }
