@@ -85,11 +85,15 @@ impl Geometry {
     /// Index of the sub-buffer containing `x`.
     #[inline(always)]
     pub fn sb_index(self, x: u64) -> usize {
-        ((x >> self.subbuf_order) & self.index_mask) as usize
+        ((x >> self.subbuf_order()) & self.index_mask) as usize
     }
     /// `log2(S)`.
     #[inline(always)]
     pub fn subbuf_order(self) -> u32 {
+        // SAFETY: `new` accepts sizes up to `MAX_SUBBUF_SIZE`, 2^30, and
+        // no field changes after. Said so that a shift by it needs no
+        // masking of the count (the write path shifts by it twice).
+        unsafe { std::hint::assert_unchecked(self.subbuf_order <= 30) };
         self.subbuf_order
     }
     /// Laps × S: what every complete lap adds to each commit count.
