@@ -20,6 +20,9 @@ struct State {
     slots: [Slot; SLOTS],
 }
 
+// `my_slot`'s unit is a slot's size.
+const _: () = assert!(std::mem::size_of::<Slot>() == 128);
+
 static STATE: State = State {
     gp: AtomicU64::new(GP_UNIT),
     membarrier: AtomicBool::new(false),

@@ -1,6 +1,6 @@
 //! Which reader slot the calling thread owns, read at the start of every
 //! event: its index in the process's slot array plus one (0 until the
-//! thread's first read section), in one initial-exec word
+//! thread's first read section), times the slot's size, in one initial-exec word
 //! (`ringbuf::ie_words!`), so that `libringtrace.so` finds it with two
 //! `%fs`-relative loads instead of a call to `__tls_get_addr` (C programs
 //! linked with the shared library took 1.18-1.19x the Rust macro's time
@@ -14,16 +14,25 @@ ringbuf::ie_words! {
     mod word = ("__ringtrace_rcu_my_slot", 1);
 }
 
+/// The word holds the index plus one times this (a slot's size): the
+/// slot's byte offset in the process's RCU state (`global.rs`), so that
+/// finding the slot is one add.
+const UNIT: usize = 128;
+
 /// The calling thread's slot index plus one (0: none yet).
 #[inline(always)]
 pub(crate) fn get() -> usize {
-    word::get_at::<0>() as usize
+    let w = word::get_at::<0>() as usize;
+    // SAFETY: `set` is the only writer, and stores multiples of `UNIT`
+    // (the word starts at 0).
+    unsafe { std::hint::assert_unchecked(w % UNIT == 0) };
+    w / UNIT
 }
 
 /// Sets the calling thread's slot index plus one.
 #[inline]
 pub(crate) fn set(index_plus_one: usize) {
-    word::set(0, index_plus_one as u64)
+    word::set(0, (index_plus_one * UNIT) as u64)
 }
 
 #[cfg(test)]
