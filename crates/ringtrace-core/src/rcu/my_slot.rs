@@ -25,7 +25,7 @@ pub(crate) fn get() -> usize {
     let w = word::get_at::<0>() as usize;
     // SAFETY: `set` is the only writer, and stores multiples of `UNIT`
     // (the word starts at 0).
-    unsafe { std::hint::assert_unchecked(w % UNIT == 0) };
+    unsafe { std::hint::assert_unchecked(w.is_multiple_of(UNIT)) };
     w / UNIT
 }
 
