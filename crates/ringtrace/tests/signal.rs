@@ -40,6 +40,7 @@ fn signal_handlers_record_valid_events_in_both_buffer_kinds() {
     // The handler only uses async-signal-safe operations.
     on_sigusr1(handler);
     const N: u64 = 300_000;
+    const PER_SIGNAL: u64 = 1000;
     let done = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel::<libc::pthread_t>();
     let writer = {
@@ -47,8 +48,22 @@ fn signal_handlers_record_valid_events_in_both_buffer_kinds() {
         std::thread::spawn(move || {
             // SAFETY: pthread_self has no preconditions.
             tx.send(unsafe { libc::pthread_self() }).unwrap();
+            // However fast the events, the handler interrupts them: every
+            // `PER_SIGNAL` events the thread waits (bounded) until its
+            // handler has run once more.
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
             for i in 0..N {
                 event!(sigtest, main, seq: u64 = i, pad: u64 = !i);
+                if i % PER_SIGNAL == PER_SIGNAL - 1 {
+                    while H_SEQ.load(Ordering::Relaxed) < i / PER_SIGNAL + 1 {
+                        assert!(
+                            std::time::Instant::now() < deadline,
+                            "the handler ran only {} times in 60 s",
+                            H_SEQ.load(Ordering::Relaxed)
+                        );
+                        std::hint::spin_loop();
+                    }
+                }
             }
             done.store(true, Ordering::Release);
         })
@@ -65,7 +80,10 @@ fn signal_handlers_record_valid_events_in_both_buffer_kinds() {
     writer.join().unwrap();
     s.stop().unwrap();
     let handled = H_SEQ.load(Ordering::Relaxed);
-    assert!(handled > 100, "only {handled} of {sent} signals handled");
+    assert!(
+        handled >= N / PER_SIGNAL,
+        "only {handled} of {sent} signals handled"
+    );
     let st = s.stats();
     assert_eq!(st.lost(), 0, "{st:#?}");
     assert_eq!(st.records(), 2 * (N + handled));
