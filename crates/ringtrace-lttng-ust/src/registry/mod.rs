@@ -360,8 +360,19 @@ mod tests {
     use std::sync::atomic::AtomicBool;
     use std::sync::{mpsc, Arc};
 
-    unsafe extern "C" fn probe_a() {}
-    unsafe extern "C" fn probe_b() {}
+    // Two probes, one address each, as a program's: with equal bodies an
+    // optimized build merges the two into one function (the registry then
+    // sees one probe attached twice), and a small function may be copied
+    // into each codegen unit that takes its address (a detach from
+    // another unit then names another probe).
+    #[inline(never)]
+    unsafe extern "C" fn probe_a() {
+        std::hint::black_box(1);
+    }
+    #[inline(never)]
+    unsafe extern "C" fn probe_b() {
+        std::hint::black_box(2);
+    }
 
     /// A call site of `provider:event` with `signature`, leaked (a
     /// program's call sites live as long as their module).
