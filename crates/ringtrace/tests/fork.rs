@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ringtrace::{event, Session};
+use ringtrace::{event, ChannelConfig, Level, Session};
 
 /// The tests fork (or spawn): one at a time, so that each session counts
 /// exactly its own test's children.
@@ -19,9 +19,19 @@ fn fork_children_trace_into_their_own_sessions_only() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let parent_dir = tmpdir("fork-parent");
     let child_dir = tmpdir("fork-child");
+    // The busy thread's events in a channel of their own, which it may
+    // fill faster than the consumer empties it (on a loaded machine it
+    // did, and the main thread's events after the fork were all
+    // discarded): the counted ones go to a per-thread channel that holds
+    // them all.
     let s = Session::builder("parent")
         .output(&parent_dir)
-        .enable("forktest:*")
+        .channel(ChannelConfig::new("busy"))
+        .channel(ChannelConfig::new("counted").per_thread())
+        .enable_in("busy", "forktest:busy", Level::Debug)
+        .enable_in("counted", "forktest:before", Level::Debug)
+        .enable_in("counted", "forktest:after", Level::Debug)
+        .enable_in("counted", "forktest:in_child", Level::Debug)
         .create()
         .unwrap();
     s.start();
