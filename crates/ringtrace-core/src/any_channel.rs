@@ -94,7 +94,7 @@ impl AnyChannel {
     ) -> Result<(AnyChannel, ReadSides), ringbuf::Error> {
         let code = contexts.layout().code();
         // A channel is proof that the process's clock exists
-        // (`clock::now_for`): its own, if it is the first.
+        // (`AnyChannel::now`): its own, if it is the first.
         crate::clock::ensure(ids.clock);
         macro_rules! mk {
             ($v:ident) => {{
@@ -270,6 +270,19 @@ impl AnyChannel {
             // at most 4) are no route either.
             _ => unsafe { std::hint::unreachable_unchecked() },
         }
+    }
+
+    /// A reading of the process's clock for a record of this channel
+    /// (unordered: the ring buffer clamps it). No test of whether the
+    /// clock exists: the channel is proof that it does.
+    #[inline(always)]
+    pub(crate) fn now(&self) -> u64 {
+        // SAFETY: `self` exists, so `new` returned, after `clock::ensure`
+        // (or an earlier setting). The setting happened before the
+        // channel was made, and the channel reached this thread through
+        // a publication (an Acquire load of a probe list,
+        // `rcu::Published`) or from the thread that made it.
+        unsafe { crate::clock::now_set() }
     }
 
     /// The contexts every record of the channel carries.

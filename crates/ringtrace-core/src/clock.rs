@@ -28,25 +28,21 @@ pub fn now() -> Option<u64> {
     CLOCK.get().map(|c| c.now_unordered())
 }
 
-/// A reading of the process's clock for a probe of `_channel`: the
-/// channel proves the clock exists ([`AnyChannel::new`] makes sure of it
-/// before a channel is), so no test of whether it does. One test of the
-/// clock's kind (the TSC, read inline) and the reading.
+/// A reading of the process's clock, without testing that it exists
+/// (what [`AnyChannel::now`](crate::any_channel::AnyChannel::now) reads:
+/// one test of the clock's kind, the TSC read inline, and the reading).
 ///
-/// [`AnyChannel::new`]: crate::any_channel::AnyChannel::new
+/// # Safety
+/// The clock was set ([`set`], [`clock`] or [`ensure`] returned) before,
+/// and that is visible to the calling thread.
 #[inline(always)]
-pub(crate) fn now_for(_channel: &crate::any_channel::AnyChannel) -> u64 {
-    // SAFETY: `_channel` exists, so `AnyChannel::new` returned, after
-    // `CLOCK` was set (by it or before it); a `OnceLock` once set stays
-    // set. Its contents were written before the channel was made, and the
-    // channel reached this thread through a publication (an Acquire load
-    // of the probe list, `rcu::Published`) or from the thread that made
-    // it: they are visible here.
+pub(crate) unsafe fn now_set() -> u64 {
+    // SAFETY: set, says the caller; a `OnceLock` once set stays set.
     unsafe { CLOCK.get().unwrap_unchecked() }.now_unordered()
 }
 
 /// Makes `c` the process's clock unless one was chosen: every channel's
-/// creation, so that a channel is proof of a clock ([`now_for`]).
+/// creation, so that a channel is proof of a clock.
 pub(crate) fn ensure(c: TraceClock) {
     let _ = CLOCK.set(c);
 }

@@ -185,7 +185,7 @@ pub(crate) fn open(probes: &Published<ProbeList>, len: usize, ip: u64, rec: &Ope
     if !is_active(&p.active) {
         return Opened::Off;
     }
-    let now = crate::clock::now_for(&p.channel);
+    let now = p.channel.now();
     p.record(now, len, &Deferred { rec, ip }, &guard);
     if !rec.is_open() {
         return Opened::Off;

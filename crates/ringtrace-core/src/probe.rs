@@ -95,7 +95,7 @@ pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
     // which the CPU overlaps with finding the buffer instead of waiting
     // for it inside the reservation. One reading for every session the
     // event goes to.
-    let now = crate::clock::now_for(&list.first.channel);
+    let now = list.first.channel.now();
     if single {
         list.first.record(now, len, write, &guard);
         return;
