@@ -183,10 +183,7 @@ impl AnyChannel {
     /// their records: the probe does, see [`AnyChannel::counts_records`]).
     #[inline(always)]
     pub fn record<F: Fn(&mut [u8])>(&self, id: u32, len: usize, write: &F) -> bool {
-        // Every channel's client reads `clock::clock()`, which exists once a
-        // channel does.
-        let now = crate::clock::now().unwrap_or_default();
-        self.record_payload(now, id, len, write)
+        self.record_payload(self.now(), id, len, write)
     }
 
     /// [`AnyChannel::record`] with the clock read by the caller (`now`, a
