@@ -40,6 +40,13 @@
 #[cfg(not(all(target_arch = "x86_64", not(miri))))]
 use std::sync::atomic::{compiler_fence, Ordering::SeqCst};
 
+/// The name under which the collector declares event class 0 of each
+/// stream class: never recorded (id bits of zero are this mark), declared
+/// only so that class ids run 0..N without a hole, as babeltrace2's
+/// debug-info filter (2.0) requires. Recovery still trusts the marks of a
+/// stream whose class 0 is this one.
+pub const CLASS_NAME: &str = "ringtrace:unfinished_record";
+
 /// Sub-buffers up to this size hold only records whose length fits the
 /// mark's 27 bits.
 pub const MAX_MARKED: usize = 1 << 27;

@@ -77,7 +77,28 @@ pub fn trace_desc(
             .zip(channels)
             .map(|(id, c)| StreamClass::new(id, HEADER, c.fields()))
             .collect(),
-        events: Vec::new(),
+        events: (0u32..)
+            .take(channels.len())
+            .map(unfinished_class)
+            .collect(),
+    }
+}
+
+/// Event class 0 of stream class `stream_id`: never in a trace. Id bits
+/// of zero mark a record whose writer has not committed it
+/// (`ringtrace_core::unfinished`), which no reader sees (a snapshot or
+/// the consumer reads committed records; recovery steps over unfinished
+/// ones), so the events' classes are numbered from 1. Declaring 0 makes
+/// the ids 0..N with no hole: babeltrace2's debug-info filter (2.0) looks
+/// the classes of a stream class up by id from 0 and stops on a hole.
+fn unfinished_class(stream_id: u32) -> EventClass {
+    EventClass {
+        id: 0,
+        name: ringtrace_core::unfinished::CLASS_NAME.into(),
+        loglevel: ringtrace_core::level::Level::Debug as u8,
+        stream_id,
+        context: Vec::new(),
+        fields: Vec::new(),
     }
 }
 

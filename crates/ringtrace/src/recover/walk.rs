@@ -49,14 +49,16 @@ impl Walk {
 /// Whether the unfinished-record marks of `ringtrace_core::unfinished`
 /// can be trusted in stream `stream_id` of sub-buffers `subbuf` bytes
 /// long: compact headers, no event class 0 (a written header's id bits
-/// are never zero), and records short enough for the mark's length.
+/// are never zero) but the collector's placeholder
+/// (`unfinished::CLASS_NAME`, never recorded), and records short enough
+/// for the mark's length.
 pub(super) fn marks_trusted(desc: &TraceDesc, stream_id: u32, subbuf: usize) -> bool {
     let stream = desc.streams.iter().find(|s| s.id == stream_id);
     stream.is_some_and(|s| s.header == HeaderKind::Compact)
         && !desc
             .events
             .iter()
-            .any(|c| c.stream_id == stream_id && c.id == 0)
+            .any(|c| c.stream_id == stream_id && c.id == 0 && c.name != unfinished::CLASS_NAME)
         && subbuf <= unfinished::MAX_MARKED
 }
 
