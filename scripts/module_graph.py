@@ -94,6 +94,7 @@ LAYERS = {
         ["error"],
         ["sys", "output"],
         ["control", "recover"],
+        ["statedump"],
         ["consume"],
         ["fork"],
         ["ctl"],

@@ -26,6 +26,7 @@ struct Held {
     consumer: consumer::ForkHold,
     descs: MutexGuard<'static, Vec<&'static EventDesc>>,
     control: registry::ForkHold,
+    objects: crate::statedump::objects::ForkHold,
 }
 
 thread_local! {
@@ -35,6 +36,7 @@ thread_local! {
 }
 
 extern "C" fn prepare() {
+    let objects = crate::statedump::objects::before_fork();
     let control = registry::hold_for_fork();
     let descs = ringtrace_core::desc::hold_for_fork();
     let consumer = consumer::hold_for_fork();
@@ -47,6 +49,7 @@ extern "C" fn prepare() {
             consumer,
             descs,
             control,
+            objects,
         })
     });
 }
@@ -55,6 +58,8 @@ extern "C" fn parent() {
     HELD.with(|h| {
         if let Some(held) = h.borrow_mut().take() {
             held.control.count_fork();
+            let Held { objects, .. } = held;
+            objects.parent();
         }
     });
 }
@@ -72,12 +77,15 @@ extern "C" fn child() {
                 consumer,
                 descs,
                 control,
+                objects,
             } = held;
             drop(grace);
             drop(notice);
             drop(consumer);
             drop(descs);
             drop(control);
+            // The listing stays: the child's first dump takes it.
+            drop(objects);
         }
     });
 }

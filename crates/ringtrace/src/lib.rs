@@ -75,6 +75,7 @@ pub mod fuzz;
 pub mod output;
 pub mod recover;
 mod session;
+pub mod statedump;
 mod sys;
 
 /// The standby consumer's handshake, for its loom model (`tests/loom.rs`).

@@ -81,9 +81,15 @@ fn contexts_added_before_recording_are_in_every_event() {
     );
 
     // Every event twice (both channels), each with its channel's new
-    // contexts, decoded through the rewritten metadata.
+    // contexts, decoded through the rewritten metadata; channel a, which
+    // records `ip`, also holds the state dump of its start.
     let (evs, discarded) = read_all(&dir);
+    let (evs, dump): (Vec<Ev>, Vec<Ev>) = evs.into_iter().partition(|e| e.name == "add_ctx:tick");
     assert_eq!((evs.len(), discarded), (200, 0));
+    assert!(dump.len() > 4, "{dump:?}");
+    assert!(dump
+        .iter()
+        .all(|e| e.name.starts_with("lttng_ust_statedump:") && e.context.len() == 4));
     let start = emit as *const () as u64;
     let (mut with_all, mut with_vtid) = (0, 0);
     for e in &evs {
@@ -109,7 +115,7 @@ fn contexts_added_before_recording_are_in_every_event() {
     assert_eq!((with_all, with_vtid), (100, 100));
     if let Some(bt) = babeltrace2() {
         let out = bt2(bt, &dir);
-        assert_eq!(out.events.len(), 200);
+        assert_eq!(out.events.len(), 200 + dump.len());
         let named = "procname = \"ctx-adder\", ip = 0x";
         assert_eq!(out.events.iter().filter(|l| l.contains(named)).count(), 100);
         let vtid_only = format!("{{ vtid = {tid} }}");

@@ -30,6 +30,19 @@ impl Recording {
         registry::start(self);
         lock(&self.sink).started();
         consumer::wake();
+        self.report_statedump();
+    }
+
+    /// Records a state dump of the loaded objects in the channels that
+    /// record `ip` (`statedump/`); an error is said on stderr: the
+    /// recording goes on without it.
+    pub(crate) fn report_statedump(&self) {
+        if let Err(e) = crate::statedump::dump(self) {
+            eprintln!(
+                "ringtrace: session '{}': no state dump of the loaded objects: {e}",
+                self.name
+            );
+        }
     }
 
     /// Stops recording, waits for the writers already inside a probe,
@@ -112,6 +125,12 @@ impl Recording {
             )));
         }
         output::create_trace_dir(dir)?;
+        // A dump at the end of the window the snapshot keeps, however
+        // long ago the session started (per-CPU buffers: the switch below
+        // includes it).
+        if st.active.load(Relaxed) {
+            st.report_statedump();
+        }
         {
             let meta = lock(&st.meta);
             MetadataFile::create(dir, &meta.desc).map_err(|e| Error::io(dir, e))?;

@@ -241,6 +241,11 @@ pub fn finish_env_session() -> Result<(), Error> {
     let Some(s) = s else {
         return Ok(());
     };
+    if s.mode() == Mode::FlightRecorder {
+        // The start's dump may have been overwritten long ago; `stop`
+        // flushes this one into the snapshot.
+        s.statedump()?;
+    }
     s.stop()?;
     if s.mode() == Mode::FlightRecorder {
         let dir = s

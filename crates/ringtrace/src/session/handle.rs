@@ -143,6 +143,19 @@ impl Session {
         self.rec.snapshot(dir)
     }
 
+    /// Records a state dump of the loaded objects (executable, shared
+    /// libraries: where each is mapped, its file, build id and debug
+    /// link) in every channel that records the `ip` context, as a
+    /// session's start does: what turns the addresses of later events
+    /// into functions and lines when objects were loaded since. Nothing
+    /// is done for a stopped session or one without `ip`.
+    pub fn statedump(&self) -> Result<crate::statedump::Dumped, Error> {
+        if self.rec.inherited() {
+            return Err(Error::Inherited(self.rec.name.clone()));
+        }
+        crate::statedump::dump(&self.rec)
+    }
+
     /// Sends a flight-recorder snapshot to an lttng-relayd (as `lttng
     /// snapshot record net://…`): a relay session of its own, stored by
     /// relayd as `HOST/<name>-<pid>-snapshot-<n>-DATE/`; the result's `dir` is that

@@ -1,0 +1,100 @@
+//! The state dump of the loaded objects: recorded when a session starts,
+//! into the channels that record `ip` and no other, in LTTng-UST's order
+//! (start, procname, bin_info / build_id / debug_link per object, end);
+//! the address of a recorded event lies inside the object the dump names
+//! for it; `Session::statedump` adds one on demand and counts what it
+//! wrote; a stopped session gets none.
+
+mod common;
+
+use common::*;
+use ctf::value::Value;
+use ringtrace::{event, ChannelConfig, Contexts, Session};
+
+/// Not inlined: the `ip` context of its events lies in this executable.
+#[inline(never)]
+fn emit(i: u64) {
+    event!(sd, tick, i: u64 = i);
+}
+
+fn field<'a>(e: &'a Ev, trace: &ctf::read::Trace, name: &str) -> &'a Value {
+    let class = trace.desc.events.iter().find(|c| c.name == e.name).unwrap();
+    let i = class.fields.iter().position(|f| f.name == name).unwrap();
+    &e.values[i]
+}
+
+#[test]
+fn a_dump_goes_to_the_channels_that_record_ip_and_names_the_object_of_each_address() {
+    let dir = tmpdir("statedump");
+    let s = Session::builder("statedump")
+        .output(&dir)
+        .channel(ChannelConfig::new("with_ip").contexts(Contexts::DEFAULT | Contexts::IP))
+        .channel(ChannelConfig::new("plain"))
+        .enable("sd:*")
+        .create()
+        .unwrap();
+    // Stopped: nothing.
+    assert_eq!(
+        s.statedump().unwrap(),
+        ringtrace::statedump::Dumped::default()
+    );
+    s.start();
+    for i in 0..10 {
+        emit(i);
+    }
+    let again = s.statedump().unwrap();
+    assert_eq!((again.channels, again.refused), (1, 0));
+    assert!(again.objects >= 3, "{again:?}");
+    s.stop().unwrap();
+
+    let trace = ctf::read::Trace::open(&dir).unwrap();
+    let (evs, discarded) = read_all(&dir);
+    assert_eq!(discarded, 0);
+    let dumps: Vec<&Ev> = evs
+        .iter()
+        .filter(|e| e.name.starts_with("lttng_ust_statedump:"))
+        .collect();
+    // Two dumps (start, and the one asked for), each of `again.events`.
+    assert_eq!(dumps.len() as u64, 2 * again.events);
+    // Only in the channel with `ip`: its stream events carry 3 contexts.
+    assert!(dumps.iter().all(|e| e.context.len() == 3));
+    let names: Vec<&str> = dumps.iter().map(|e| e.name.as_str()).collect();
+    let half = names.len() / 2;
+    for one in [&names[..half], &names[half..]] {
+        assert_eq!(one[0], "lttng_ust_statedump:start");
+        assert_eq!(one[1], "lttng_ust_statedump:procname");
+        assert_eq!(one[one.len() - 1], "lttng_ust_statedump:end");
+    }
+    // Every bin_info of a file is followed by its build id.
+    for (k, e) in dumps.iter().enumerate() {
+        if e.name == "lttng_ust_statedump:bin_info" && uint(field(e, &trace, "has_build_id")) == 1 {
+            assert_eq!(dumps[k + 1].name, "lttng_ust_statedump:build_id");
+            assert_eq!(
+                field(dumps[k + 1], &trace, "baddr"),
+                field(e, &trace, "baddr")
+            );
+        }
+    }
+    // The events' address lies in the executable the dump names.
+    let exe = std::fs::read_link("/proc/self/exe").unwrap();
+    let bin = dumps
+        .iter()
+        .find(|e| {
+            e.name == "lttng_ust_statedump:bin_info"
+                && matches!(field(e, &trace, "path"), Value::Str(p) if *p == exe.to_string_lossy())
+        })
+        .expect("the executable's bin_info");
+    let (baddr, memsz) = (
+        uint(field(bin, &trace, "baddr")),
+        uint(field(bin, &trace, "memsz")),
+    );
+    let ticks: Vec<&Ev> = evs.iter().filter(|e| e.name == "sd:tick").collect();
+    assert_eq!(ticks.len(), 20, "each tick in both channels");
+    for t in ticks.iter().filter(|t| t.context.len() == 3) {
+        let ip = uint(&t.context[2]);
+        assert!(
+            ip >= baddr && ip < baddr + memsz,
+            "{ip:#x} in {baddr:#x}+{memsz}"
+        );
+    }
+}
