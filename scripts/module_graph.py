@@ -56,7 +56,7 @@ LAYERS = {
     ],
     "ringtrace-cli": [
         ["out", "who", "filter", "read", "outdir", "babeltrace", "session_opts", "session_stats", "lttng_ust"],
-        ["pretty", "select"],
+        ["pretty", "select", "symbols"],
         ["follow"],
         ["demo", "record", "view", "stats", "export", "recover", "ctl", "docs"],
     ],

@@ -37,6 +37,7 @@ mod select;
 mod session_opts;
 mod session_stats;
 mod stats;
+mod symbols;
 mod view;
 mod who;
 

@@ -307,6 +307,23 @@ impl LineWriter {
         &self.buf
     }
 
+    /// Appends where the event was recorded: `  @ function+0xoff
+    /// (file:line)`, or `  @ 0xADDRESS` when that is not known.
+    pub fn push_at(&mut self, ip: u64, at: Option<&str>) {
+        self.buf.push_str("  @ ");
+        match at {
+            Some(a) => self.buf.push_str(a),
+            None => {
+                let _ = write!(self.buf, "{ip:#x}");
+            }
+        }
+    }
+
+    /// The line written last.
+    pub fn text(&self) -> &str {
+        &self.buf
+    }
+
     /// `HH:MM:SS.nnnnnnnnn (+S.nnnnnnnnn`: the event's time and the delta
     /// to the previous one (the caller closes the parenthesis).
     #[inline(always)]

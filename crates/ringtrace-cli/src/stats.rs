@@ -11,10 +11,25 @@ use ctf::types::EnvValue;
 
 /// Arguments of `stats`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Example:\n  ringtrace stats /tmp/t")]
+#[command(
+    after_help = "Examples:\n  ringtrace stats /tmp/t\n  ringtrace stats /tmp/t --by function   (events recorded with --context ip)"
+)]
 pub struct Args {
     /// Trace directory.
     dir: PathBuf,
+    /// Also count the events per function that recorded them (from
+    /// their `ip` context and the trace's state dump).
+    #[arg(long, value_enum)]
+    by: Option<By>,
+    #[command(flatten)]
+    symbols: crate::symbols::SymbolArgs,
+}
+
+/// What else `stats` counts by.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum By {
+    /// The function of each event's `ip`.
+    Function,
 }
 
 #[derive(Default)]
@@ -94,6 +109,8 @@ struct Counts {
     per_class: Vec<u64>,
     /// (pid, tid) → (events, the thread's last name).
     per_thread: BTreeMap<(i64, i64), (u64, String)>,
+    /// Function (or unresolved address) → events.
+    per_function: BTreeMap<String, u64>,
     /// What could not be read.
     errors: Vec<String>,
 }
@@ -102,7 +119,17 @@ struct Counts {
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let dir = a.dir.as_path();
     let trace = crate::read::open(dir)?;
-    let c = count(&trace, dir);
+    let mut symbols = match a.by {
+        Some(By::Function) => Some(a.symbols.resolver(&trace).ok_or_else(|| {
+            format!(
+                "{}: no event carries its address (the ip context): record with --context ip \
+                 to count events by function",
+                dir.display()
+            )
+        })?),
+        None => None,
+    };
+    let c = count(&trace, dir, symbols.as_mut());
     if trace.desc.clock.is_absent() {
         outln!("trace {}  (no clock: events carry no time)", dir.display());
     } else {
@@ -117,6 +144,9 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     class_table(&trace.desc, &c.per_class, events);
     if !c.per_thread.is_empty() {
         who_tables(&c.per_thread, &process_names(&trace), events);
+    }
+    if symbols.is_some() {
+        function_table(&c.per_function, events);
     }
     let untraced = crate::read::untraced(dir);
     if !untraced.is_empty() {
@@ -143,12 +173,18 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     crate::read::damage(&c.errors, "counts above stop at the damage")
 }
 
-/// Reads every stream of `trace` (in `dir`), payloads stepped over.
-fn count(trace: &ctf::read::Trace, dir: &std::path::Path) -> Counts {
+/// Reads every stream of `trace` (in `dir`), payloads stepped over; with
+/// `symbols`, counts the events per function too.
+fn count(
+    trace: &ctf::read::Trace,
+    dir: &std::path::Path,
+    mut symbols: Option<&mut crate::symbols::Symbols>,
+) -> Counts {
     let mut c = Counts {
         rows: Vec::new(),
         per_class: vec![0u64; trace.desc.events.len()],
         per_thread: BTreeMap::new(),
+        per_function: BTreeMap::new(),
         errors: Vec::new(),
     };
     let who = crate::who::Contexts::of(&trace.desc);
@@ -185,7 +221,18 @@ fn count(trace: &ctf::read::Trace, dir: &std::path::Path) -> Counts {
                     break;
                 }
             }
-            c.add(&mut st, &who, s.head());
+            let item = s.head();
+            if let (Some(sym), ItemRef::Event(e)) = (symbols.as_deref_mut(), &item) {
+                if let Some((ip, at)) = sym.resolve(e.class, e.context) {
+                    // The function, not the offset in it.
+                    let f = match at.as_deref() {
+                        Some(a) => a.split_once('+').map_or(a, |(f, _)| f).to_string(),
+                        None => format!("{ip:#x}"),
+                    };
+                    *c.per_function.entry(f).or_default() += 1;
+                }
+            }
+            c.add(&mut st, &who, item);
             if st.events.is_multiple_of(65536) {
                 pb.set_position(done_before + s.bytes_read());
             }
@@ -313,6 +360,23 @@ fn class_table(desc: &ctf::types::TraceDesc, per_class: &[u64], events: u64) {
             name,
             n,
             100.0 * n as f64 / events.max(1) as f64
+        );
+    }
+}
+
+/// Events per function, most first (an address no object or symbol
+/// names stands for itself).
+fn function_table(per_function: &BTreeMap<String, u64>, events: u64) {
+    outln!();
+    outln!("{:<40} {:>12} {:>8}", "function", "count", "%");
+    let mut rows: Vec<(&String, &u64)> = per_function.iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    for (f, n) in rows {
+        outln!(
+            "{:<40} {:>12} {:>7.2}%",
+            f,
+            n,
+            100.0 * *n as f64 / events.max(1) as f64
         );
     }
 }

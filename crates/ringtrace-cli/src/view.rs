@@ -58,6 +58,8 @@ pub struct Args {
     /// (Ctrl-C): events merged by time as they come.
     #[arg(long, short = 'f')]
     follow: bool,
+    #[command(flatten)]
+    symbols: crate::symbols::SymbolArgs,
 }
 
 /// How `view` prints events.
@@ -229,6 +231,11 @@ fn print(a: &Args, trace: &Trace, select: &Select<'_>) -> Result<(), Box<dyn std
         select,
         lines: pretty::LineWriter::default(),
         bt2: (a.format == Format::Babeltrace).then(|| crate::babeltrace::Writer::new(trace)),
+        // babeltrace2's lines are its own: no addresses added.
+        symbols: match a.format {
+            Format::Text => a.symbols.resolver(trace),
+            Format::Babeltrace => None,
+        },
         prev: None,
         shown: 0,
     };
@@ -298,6 +305,8 @@ struct Printer<'a> {
     select: &'a Select<'a>,
     lines: pretty::LineWriter,
     bt2: Option<crate::babeltrace::Writer>,
+    /// The resolver of the events' `ip`, if they carry one and it is on.
+    symbols: Option<crate::symbols::Symbols>,
     /// The time of the event printed last.
     prev: Option<u64>,
     /// Events printed.
@@ -334,16 +343,24 @@ impl Printer<'_> {
                             e.values,
                         )
                     }
-                    None => self.lines.line(
-                        clock,
-                        class,
-                        e.ts,
-                        prev,
-                        e.cpu,
-                        &w,
-                        e.values,
-                        e.own_context,
-                    ),
+                    None => {
+                        self.lines.line(
+                            clock,
+                            class,
+                            e.ts,
+                            prev,
+                            e.cpu,
+                            &w,
+                            e.values,
+                            e.own_context,
+                        );
+                        if let Some(sym) = &mut self.symbols {
+                            if let Some((ip, at)) = sym.resolve(e.class, e.context) {
+                                self.lines.push_at(ip, at.as_deref());
+                            }
+                        }
+                        self.lines.text()
+                    }
                 }))
             }
             ItemRef::Discarded {

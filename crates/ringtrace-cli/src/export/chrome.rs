@@ -92,6 +92,8 @@ impl drive::Sink for Chrome {
                 drawn,
                 values,
                 span,
+                func,
+                at,
             } => {
                 let mut args = Map::new();
                 for (fd, v) in class.fields.iter().zip(values) {
@@ -100,7 +102,11 @@ impl drive::Sink for Chrome {
                 for (n, v) in span {
                     args.insert(n.clone(), json_value(v));
                 }
-                let mut ev = json!({"name": drawn.name, "cat": drawn.cat, "pid": p, "tid": tid, "ts": ts, "args": args});
+                if let Some(at) = at {
+                    args.insert("at".into(), json!(&*at));
+                }
+                let name = func.as_deref().unwrap_or(&drawn.name);
+                let mut ev = json!({"name": name, "cat": drawn.cat, "pid": p, "tid": tid, "ts": ts, "args": args});
                 let o = ev.as_object_mut().expect("an object");
                 let k = drawn.kind;
                 match (k, drawn.id.map(|i| &values[i])) {

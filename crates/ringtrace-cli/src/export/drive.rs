@@ -7,6 +7,7 @@
 //! through [`Sink`].
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use ctf::read::{ItemRef, Trace};
 use ctf::types::EventClass;
@@ -59,6 +60,12 @@ pub(crate) enum What<'a> {
         drawn: &'a Drawn,
         values: &'a [Value],
         span: &'a [(String, Value)],
+        /// The function a `func_entry` enters: the slice's name, in place
+        /// of the class's.
+        func: Option<Rc<str>>,
+        /// Where the event was recorded (its `ip`): `function+0xoff
+        /// (file:line)` or the address, shown as an argument `at`.
+        at: Option<Rc<str>>,
     },
 }
 
@@ -87,6 +94,7 @@ pub(crate) fn drive(
     let drawn = classes(desc);
     let who = crate::who::Contexts::of(desc);
     let mut spans = super::spans::SpanFields::default();
+    let mut symbols = a.symbols.resolver(trace);
     // Each lane's name as last announced, and the processes announced.
     let mut lanes: HashMap<Lane, String> = HashMap::new();
     let mut pids = HashSet::from([pid]);
@@ -110,11 +118,23 @@ pub(crate) fn drive(
             ItemRef::Event(e) => {
                 let class = &desc.events[e.class];
                 spans.observe(class, e.values);
+                let d = &drawn[e.class];
+                let (mut func, mut at) = (None, None);
+                if let Some(sym) = &mut symbols {
+                    if let Some(Value::Uint(addr)) = d.func_addr.map(|i| &e.values[i]) {
+                        func = Some(sym.function_at(e.class, e.context, *addr));
+                    }
+                    at = sym.resolve(e.class, e.context).map(|(ip, at)| {
+                        at.unwrap_or_else(|| Rc::from(format!("{ip:#x}").as_str()))
+                    });
+                }
                 What::Event {
                     class,
-                    drawn: &drawn[e.class],
+                    drawn: d,
                     values: e.values,
                     span: spans.entered(class, e.values),
+                    func,
+                    at,
                 }
             }
         };

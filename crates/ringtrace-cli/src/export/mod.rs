@@ -54,6 +54,8 @@ pub struct Args {
     /// Replace the output file if it exists.
     #[arg(long)]
     pub(crate) force: bool,
+    #[command(flatten)]
+    pub(crate) symbols: crate::symbols::SymbolArgs,
 }
 
 /// Creates the output file: new (`O_EXCL`, never through a symbolic link),
@@ -142,6 +144,10 @@ pub(crate) struct Drawn {
     /// The position of its `id` (or `span_id`) field, which keys
     /// begin/end pairs when present.
     pub id: Option<usize>,
+    /// A begin event's `addr` field: the address of the function it
+    /// enters (LTTng-UST's `cyg_profile` `func_entry`), whose name the
+    /// slice takes.
+    pub func_addr: Option<usize>,
 }
 
 /// How each event class of `desc` is drawn.
@@ -156,11 +162,15 @@ pub(crate) fn classes(desc: &TraceDesc) -> Vec<Drawn> {
                 .iter()
                 .position(|f| f.name == "id")
                 .or_else(|| c.fields.iter().position(|f| f.name == "span_id"));
+            let func_addr = (kind == Kind::Begin)
+                .then(|| c.fields.iter().position(|f| f.name == "addr"))
+                .flatten();
             Drawn {
                 kind,
                 cat: cat.to_owned(),
                 name: name.to_owned(),
                 id,
+                func_addr,
             }
         })
         .collect()

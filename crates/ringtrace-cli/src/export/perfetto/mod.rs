@@ -390,8 +390,10 @@ impl drive::Sink for Perfetto {
                 drawn,
                 values,
                 span,
+                func,
+                at,
             } => {
-                let args = class
+                let mut args: Vec<_> = class
                     .fields
                     .iter()
                     .map(|f| &f.name)
@@ -399,7 +401,13 @@ impl drive::Sink for Perfetto {
                     .chain(span.iter().map(|(n, v)| (n, v)))
                     .map(|(n, v)| annotation(n, v))
                     .collect();
-                let (ty, track, shown) = self.placed(drawn, class, values, lane_track)?;
+                if let Some(at) = at {
+                    args.push(annotation("at", &Value::Str(at.to_string())));
+                }
+                let (ty, track, mut shown) = self.placed(drawn, class, values, lane_track)?;
+                if let (Some(f), SLICE_BEGIN) = (func, ty) {
+                    shown = f.to_string();
+                }
                 TrackEvent {
                     r#type: Some(ty),
                     track_uuid: Some(track),

@@ -1,0 +1,190 @@
+//! Where in the code: the `ip` an event carries, turned into
+//! `function+0xoff (file:line)` for `view`, `stats --by function` and the
+//! exports. The trace says where each object was loaded (its state dumps,
+//! `objects.rs`, read in a first pass over the events that hold them);
+//! each object's files are found and opened once (`files.rs`), and each
+//! (process, address) is resolved once: a trace of millions of events
+//! from a few thousand call sites resolves a few thousand addresses.
+//! What cannot be resolved (an object changed since the recording, or
+//! not found) is said once on stderr, and its addresses are shown as
+//! numbers.
+
+mod files;
+pub mod objects;
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use ctf::read::{ItemRef, Trace};
+use ctf::value::Value;
+
+use files::ObjectFile;
+use objects::{DumpClasses, Processes};
+
+/// The options of the commands that resolve addresses.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SymbolArgs {
+    /// `on`: events that carry `ip` show `@ function+0xoff (file:line)`,
+    /// from the trace's state dump and the objects' DWARF or symbol
+    /// tables; `off`: `@ ADDRESS`, nothing read.
+    #[arg(long, value_enum, default_value = "on")]
+    symbols: OnOff,
+    /// Another folder to search for separate debug files (by build id:
+    /// `DIR/.build-id/xx/yyyy.debug`, and by debug link); repeatable.
+    /// `/usr/lib/debug` is always searched.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    debug_dirs: Vec<PathBuf>,
+}
+
+/// On or off.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+impl SymbolArgs {
+    /// The resolver these options ask for on `trace` (`None`: off, or no
+    /// event carries `ip`).
+    pub fn resolver(&self, trace: &Trace) -> Option<Symbols> {
+        Symbols::for_trace(trace, self.debug_dirs.clone(), self.symbols == OnOff::On)
+    }
+}
+
+/// The resolver of one trace's addresses.
+pub struct Symbols {
+    procs: Processes,
+    /// Per event class: where `vpid` and `ip` are in its stream context.
+    slots: Vec<(Option<usize>, Option<usize>)>,
+    debug_dirs: Vec<PathBuf>,
+    /// Per object (path, base address): its opened files, or `None` when
+    /// they cannot be used (said once).
+    files: HashMap<(String, u64), Option<Rc<ObjectFile>>>,
+    /// Per (process, address): its description.
+    cache: HashMap<(i64, u64), Option<Rc<str>>>,
+    said: HashSet<String>,
+}
+
+impl Symbols {
+    /// The resolver of `trace`, `None` if no event of it carries `ip` and
+    /// it describes no loaded object.
+    /// With `resolve`, reads the events that describe loaded objects
+    /// first (a pass over the trace, made only when its metadata declares
+    /// such events); without, it finds the addresses and resolves none.
+    pub fn for_trace(trace: &Trace, debug_dirs: Vec<PathBuf>, resolve: bool) -> Option<Symbols> {
+        let desc = &trace.desc;
+        let slots: Vec<(Option<usize>, Option<usize>)> = desc
+            .events
+            .iter()
+            .map(|c| {
+                let Some(st) = desc.stream(c.stream_id) else {
+                    return (None, None);
+                };
+                let at = |n: &str| st.context.iter().position(|f| f.name == n);
+                (at("vpid"), at("ip"))
+            })
+            .collect();
+        let dumps = DumpClasses::of(desc);
+        if slots.iter().all(|s| s.1.is_none()) && dumps.is_none() {
+            return None;
+        }
+        let mut procs = Processes::default();
+        if let Some(dumps) = dumps.filter(|_| resolve) {
+            let mut merger = ctf::merge::Merger::new(trace);
+            while let Some(item) = merger.next_ref() {
+                // A damaged stream: the reading that follows says so.
+                let Ok((_, ItemRef::Event(e))) = item else {
+                    continue;
+                };
+                if dumps.wants(e.class) {
+                    dumps.add(&mut procs, e.class, e.values, e.context);
+                }
+            }
+        }
+        Some(Symbols {
+            procs,
+            slots,
+            debug_dirs,
+            files: HashMap::new(),
+            cache: HashMap::new(),
+            said: HashSet::new(),
+        })
+    }
+
+    /// The `ip` of an event of `class` with stream context `ctx`, if it
+    /// carries one.
+    pub fn ip(&self, class: usize, ctx: &[Value]) -> Option<u64> {
+        let i = self.slots.get(class)?.1?;
+        match ctx.get(i)? {
+            Value::Uint(x) => Some(*x),
+            _ => None,
+        }
+    }
+
+    /// The event's `ip` and, when it resolves, `function+0xoff
+    /// (file:line)`; `None` if the event carries no `ip`.
+    pub fn resolve(&mut self, class: usize, ctx: &[Value]) -> Option<(u64, Option<Rc<str>>)> {
+        let ip = self.ip(class, ctx)?;
+        let vpid = self.vpid(class, ctx);
+        if let Some(d) = self.cache.get(&(vpid, ip)) {
+            return Some((ip, d.clone()));
+        }
+        let d = self.describe(vpid, ip);
+        self.cache.insert((vpid, ip), d.clone());
+        Some((ip, d))
+    }
+
+    /// The name of the function at `addr` (a function's own address, as
+    /// a `func_entry` event gives it) in the process of an event of
+    /// `class` with context `ctx`; the address in hex when unknown.
+    pub fn function_at(&mut self, class: usize, ctx: &[Value], addr: u64) -> Rc<str> {
+        let vpid = self.vpid(class, ctx);
+        let d = match self.cache.get(&(vpid, addr)) {
+            Some(d) => d.clone(),
+            None => {
+                let d = self.describe(vpid, addr);
+                self.cache.insert((vpid, addr), d.clone());
+                d
+            }
+        };
+        match d {
+            Some(d) => Rc::from(d.split_once('+').map_or(&*d, |(f, _)| f)),
+            None => Rc::from(format!("{addr:#x}").as_str()),
+        }
+    }
+
+    fn vpid(&self, class: usize, ctx: &[Value]) -> i64 {
+        self.slots
+            .get(class)
+            .and_then(|&(vpid, _)| ctx.get(vpid?))
+            .and_then(|v| match v {
+                Value::Int(x) => Some(*x),
+                Value::Uint(x) => i64::try_from(*x).ok(),
+                _ => None,
+            })
+            .unwrap_or(-1)
+    }
+
+    fn describe(&mut self, vpid: i64, ip: u64) -> Option<Rc<str>> {
+        let o = self.procs.find(vpid, ip)?.clone();
+        let key = (o.path.clone(), o.baddr);
+        let file = match self.files.get(&key) {
+            Some(f) => f.clone(),
+            None => {
+                let f = match ObjectFile::open(&o, &self.debug_dirs) {
+                    Ok(f) => Some(Rc::new(f)),
+                    Err(why) => {
+                        if self.said.insert(why.clone()) {
+                            eprintln!("ringtrace: {why}");
+                        }
+                        None
+                    }
+                };
+                self.files.insert(key, f.clone());
+                f
+            }
+        }?;
+        file.describe(&o, ip).map(Rc::from)
+    }
+}
