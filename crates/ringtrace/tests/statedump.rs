@@ -2,13 +2,15 @@
 //! into the channels that record `ip` and no other, in LTTng-UST's order
 //! (start, procname, bin_info / build_id / debug_link per object, end);
 //! the address of a recorded event lies inside the object the dump names
-//! for it; `Session::statedump` adds one on demand and counts what it
-//! wrote; a stopped session gets none.
+//! for it; `Session::statedump` and `ctl PID statedump` add one on demand
+//! and count what they wrote; a stopped session gets none.
 
 mod common;
 
 use common::*;
 use ctf::value::Value;
+use ringtrace::ctl::proto::Request;
+use ringtrace::ctl::server::execute;
 use ringtrace::{event, ChannelConfig, Contexts, Session};
 
 /// Not inlined: the `ip` context of its events lies in this executable.
@@ -45,7 +47,24 @@ fn a_dump_goes_to_the_channels_that_record_ip_and_names_the_object_of_each_addre
     let again = s.statedump().unwrap();
     assert_eq!((again.channels, again.refused), (1, 0));
     assert!(again.objects >= 3, "{again:?}");
+    // Over the control socket: a third dump, said in one line.
+    let said = execute(&Request::Statedump {
+        session: "statedump".into(),
+    })
+    .unwrap();
+    assert!(
+        said.starts_with(&format!(
+            "state dump: {} objects, {} events in 1 channel(s), 0 refused, ",
+            again.objects, again.events
+        )),
+        "{said}"
+    );
     s.stop().unwrap();
+    assert!(execute(&Request::Statedump {
+        session: "statedump".into()
+    })
+    .unwrap_err()
+    .contains("is stopped or none of its channels records ip"));
 
     let trace = ctf::read::Trace::open(&dir).unwrap();
     let (evs, discarded) = read_all(&dir);
@@ -54,13 +73,12 @@ fn a_dump_goes_to_the_channels_that_record_ip_and_names_the_object_of_each_addre
         .iter()
         .filter(|e| e.name.starts_with("lttng_ust_statedump:"))
         .collect();
-    // Two dumps (start, and the one asked for), each of `again.events`.
-    assert_eq!(dumps.len() as u64, 2 * again.events);
+    // Three dumps (start, and the two asked for), each of `again.events`.
+    assert_eq!(dumps.len() as u64, 3 * again.events);
     // Only in the channel with `ip`: its stream events carry 3 contexts.
     assert!(dumps.iter().all(|e| e.context.len() == 3));
     let names: Vec<&str> = dumps.iter().map(|e| e.name.as_str()).collect();
-    let half = names.len() / 2;
-    for one in [&names[..half], &names[half..]] {
+    for one in names.chunks(names.len() / 3) {
         assert_eq!(one[0], "lttng_ust_statedump:start");
         assert_eq!(one[1], "lttng_ust_statedump:procname");
         assert_eq!(one[one.len() - 1], "lttng_ust_statedump:end");

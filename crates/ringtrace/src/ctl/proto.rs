@@ -16,7 +16,7 @@ use ringtrace_core::level::Level;
 /// First line of every request.
 pub const MAGIC: &str = "ringtrace-ctl 1";
 /// Every command's name, as a request names it (and `ringtrace ctl`).
-pub const COMMANDS: [&str; 9] = [
+pub const COMMANDS: [&str; 10] = [
     "sessions",
     "enable",
     "disable",
@@ -26,6 +26,7 @@ pub const COMMANDS: [&str; 9] = [
     "snapshot",
     "stats",
     "add-context",
+    "statedump",
 ];
 
 /// Largest request accepted.
@@ -111,6 +112,13 @@ pub enum Request {
         #[cfg_attr(feature = "clap", arg(long))]
         channel: Option<String>,
     },
+    /// Record a state dump of the loaded objects (as `lttng regenerate
+    /// statedump`) in the channels that record `ip`: what resolves the
+    /// addresses of objects loaded since the last one.
+    Statedump {
+        /// Session name.
+        session: String,
+    },
 }
 
 /// A request that could not be decoded.
@@ -171,6 +179,7 @@ impl Request {
             Request::Flush { session } => f.extend(["flush", session]),
             Request::Snapshot { session, dir } => f.extend(["snapshot", session, dir]),
             Request::Stats { session } => f.extend(["stats", session]),
+            Request::Statedump { session } => f.extend(["statedump", session]),
             Request::AddContext {
                 session,
                 contexts,
@@ -237,13 +246,14 @@ impl Request {
                     channel: opt(args[2]),
                 }
             }
-            "start" | "stop" | "flush" | "stats" => {
+            "start" | "stop" | "flush" | "stats" | "statedump" => {
                 want(1)?;
                 let session = session();
                 match cmd {
                     "start" => Request::Start { session },
                     "stop" => Request::Stop { session },
                     "flush" => Request::Flush { session },
+                    "statedump" => Request::Statedump { session },
                     _ => Request::Stats { session },
                 }
             }
@@ -383,6 +393,9 @@ mod tests {
                 session: "s".into(),
                 contexts: vec!["ip".into()],
                 channel: None,
+            },
+            Request::Statedump {
+                session: "s".into(),
             },
         ];
         let mut named = std::collections::BTreeSet::new();
