@@ -110,8 +110,9 @@ int main(void) {
             panic!("lost events: {item:?}");
         };
         let name = &t.desc.events[e.class].name;
-        if name.starts_with("lttng_ust_statedump:") {
-            // The state dump a channel with `ip` gets at its start.
+        if name.starts_with("lttng_ust_") {
+            // The state dump a channel with `ip` gets (lttng_ust_statedump:*
+            // at its start, lttng_ust_lib:* for objects loaded later).
             continue;
         }
         let k = usize::from(name.ends_with("there"));

@@ -26,7 +26,7 @@ struct Held {
     consumer: consumer::ForkHold,
     descs: MutexGuard<'static, Vec<&'static EventDesc>>,
     control: registry::ForkHold,
-    objects: crate::statedump::objects::ForkHold,
+    objects: crate::statedump::ForkHold,
 }
 
 thread_local! {
@@ -36,7 +36,7 @@ thread_local! {
 }
 
 extern "C" fn prepare() {
-    let objects = crate::statedump::objects::before_fork();
+    let objects = crate::statedump::before_fork();
     let control = registry::hold_for_fork();
     let descs = ringtrace_core::desc::hold_for_fork();
     let consumer = consumer::hold_for_fork();

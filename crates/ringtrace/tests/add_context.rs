@@ -89,7 +89,7 @@ fn contexts_added_before_recording_are_in_every_event() {
     assert!(dump.len() > 4, "{dump:?}");
     assert!(dump
         .iter()
-        .all(|e| e.name.starts_with("lttng_ust_statedump:") && e.context.len() == 4));
+        .all(|e| e.name.starts_with("lttng_ust_") && e.context.len() == 4));
     let start = emit as *const () as u64;
     let (mut with_all, mut with_vtid) = (0, 0);
     for e in &evs {

@@ -13,6 +13,10 @@ use ringtrace::ctl::proto::Request;
 use ringtrace::ctl::server::execute;
 use ringtrace::{event, ChannelConfig, Contexts, Session};
 
+/// The tests one at a time: objects another test loads are reported to
+/// every session that records `ip`.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Not inlined: the `ip` context of its events lies in this executable.
 #[inline(never)]
 fn emit(i: u64) {
@@ -27,6 +31,7 @@ fn field<'a>(e: &'a Ev, trace: &ctf::read::Trace, name: &str) -> &'a Value {
 
 #[test]
 fn a_dump_goes_to_the_channels_that_record_ip_and_names_the_object_of_each_address() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tmpdir("statedump");
     let s = Session::builder("statedump")
         .output(&dir)
@@ -115,4 +120,71 @@ fn a_dump_goes_to_the_channels_that_record_ip_and_names_the_object_of_each_addre
             "{ip:#x} in {baddr:#x}+{memsz}"
         );
     }
+}
+
+#[test]
+fn objects_opened_and_closed_later_are_reported_as_lttng_ust_lib_events() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("statedump-dlopen");
+    // No event enabled: the session's records are the dumps' alone.
+    let s = Session::builder("statedump-dlopen")
+        .output(&dir)
+        .channel(ChannelConfig::new("with_ip").contexts(Contexts::VPID | Contexts::IP))
+        .enable("none:*")
+        .create()
+        .unwrap();
+    s.start();
+    // Waits (bounded, failing loudly) until the session holds `more`
+    // records than `from`: the consumer's look at the loader.
+    let wait_for = |from: u64, more: u64, what: &str| -> u64 {
+        let t = std::time::Instant::now();
+        loop {
+            let n = s.stats().records();
+            if n >= from + more {
+                return n;
+            }
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(20),
+                "{what}: {n} records, waited for {}",
+                from + more
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let before = s.stats().records();
+    // A library no one has loaded here (a stub of glibc's).
+    let name = c"libanl.so.1";
+    // SAFETY: a NUL-terminated name; the stub has no constructor.
+    let h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW) };
+    assert!(!h.is_null(), "dlopen libanl.so.1");
+    // lib:load and lib:build_id at least.
+    let loaded = wait_for(before, 2, "after dlopen");
+    // SAFETY: the handle dlopen returned, closed once.
+    assert_eq!(unsafe { libc::dlclose(h) }, 0);
+    wait_for(loaded, 1, "after dlclose");
+    s.stop().unwrap();
+
+    let trace = ctf::read::Trace::open(&dir).unwrap();
+    let (evs, _) = read_all(&dir);
+    let load = evs
+        .iter()
+        .find(|e| {
+            e.name == "lttng_ust_lib:load"
+                && matches!(field(e, &trace, "path"), Value::Str(p) if p.ends_with("/libanl.so.1"))
+        })
+        .unwrap_or_else(|| panic!("no lib:load of libanl: {:?}", names(&evs)));
+    let baddr = uint(field(load, &trace, "baddr"));
+    assert!(uint(field(load, &trace, "memsz")) > 0);
+    assert!(evs
+        .iter()
+        .any(|e| e.name == "lttng_ust_lib:build_id" && uint(field(e, &trace, "baddr")) == baddr));
+    let unload = evs
+        .iter()
+        .find(|e| e.name == "lttng_ust_lib:unload" && uint(field(e, &trace, "baddr")) == baddr)
+        .unwrap_or_else(|| panic!("no lib:unload of libanl: {:?}", names(&evs)));
+    assert!(unload.ts > load.ts);
+}
+
+fn names(evs: &[Ev]) -> Vec<&str> {
+    evs.iter().map(|e| e.name.as_str()).collect()
 }

@@ -137,11 +137,16 @@ fn run() {
             s.promise(now + standby::PASS);
         }
         let mut next = now + IDLE;
-        for s in all() {
+        let sessions = all();
+        for s in &sessions {
             if let Some(d) = s.consume(now, false) {
                 next = next.min(d);
             }
         }
+        // Objects loaded or unloaded since the last look (`dlopen`).
+        let states: Vec<&crate::control::state::SessionState> =
+            sessions.iter().map(|r| &*r.state).collect();
+        crate::statedump::watch(&states);
         if let Some(s) = &mut standby {
             s.promise(next);
         }

@@ -10,6 +10,11 @@
 //! build_id    baddr: u64 hex, build_id: u8 hex sequence (u64 length)
 //! debug_link  baddr: u64 hex, crc: u32, filename: string
 //! end         (no field)
+//!
+//! lttng_ust_lib:load        baddr, memsz, path, has_build_id, has_debug_link (as bin_info)
+//! lttng_ust_lib:build_id    as build_id above
+//! lttng_ust_lib:debug_link  as debug_link above
+//! lttng_ust_lib:unload      baddr
 //! ```
 //!
 //! These descriptors are not the program's call sites: no rule enables
@@ -27,6 +32,9 @@ use ringtrace_core::level::Level;
 /// The state dump's provider name.
 pub const PROVIDER: &str = "lttng_ust_statedump";
 
+/// The provider of objects loaded and unloaded after a dump.
+const LIB_PROVIDER: &str = "lttng_ust_lib";
+
 /// The six descriptors.
 pub(crate) struct Descs {
     pub(crate) start: &'static EventDesc,
@@ -35,6 +43,12 @@ pub(crate) struct Descs {
     pub(crate) build_id: &'static EventDesc,
     pub(crate) debug_link: &'static EventDesc,
     pub(crate) end: &'static EventDesc,
+    /// `lttng_ust_lib:load`: `bin_info` without `is_pic`.
+    pub(crate) lib_load: &'static EventDesc,
+    pub(crate) lib_build_id: &'static EventDesc,
+    pub(crate) lib_debug_link: &'static EventDesc,
+    /// `lttng_ust_lib:unload`: `baddr` alone.
+    pub(crate) lib_unload: &'static EventDesc,
 }
 
 /// The descriptors, made once (they live as long as the program).
@@ -47,7 +61,37 @@ pub(crate) fn descs() -> &'static Descs {
             ..u(bits)
         };
         let baddr = ("baddr", FieldType::Int(hex(64)));
+        let build_id = vec![
+            baddr.clone(),
+            (
+                "build_id",
+                FieldType::SequenceOf {
+                    len: u(64),
+                    elem: hex(8),
+                },
+            ),
+        ];
+        let debug_link = vec![
+            baddr.clone(),
+            ("crc", FieldType::Int(u(32))),
+            ("filename", FieldType::String),
+        ];
+        let lib = |name, fields| desc(LIB_PROVIDER, name, fields);
+        let desc = |name, fields| desc(PROVIDER, name, fields);
         Descs {
+            lib_load: lib(
+                "load",
+                vec![
+                    baddr.clone(),
+                    ("memsz", FieldType::Int(u(64))),
+                    ("path", FieldType::String),
+                    ("has_build_id", FieldType::Int(u(8))),
+                    ("has_debug_link", FieldType::Int(u(8))),
+                ],
+            ),
+            lib_build_id: lib("build_id", build_id.clone()),
+            lib_debug_link: lib("debug_link", debug_link.clone()),
+            lib_unload: lib("unload", vec![baddr.clone()]),
             start: desc("start", vec![]),
             procname: desc("procname", vec![("procname", FieldType::Text(16))]),
             bin_info: desc(
@@ -61,35 +105,20 @@ pub(crate) fn descs() -> &'static Descs {
                     ("has_debug_link", FieldType::Int(u(8))),
                 ],
             ),
-            build_id: desc(
-                "build_id",
-                vec![
-                    baddr.clone(),
-                    (
-                        "build_id",
-                        FieldType::SequenceOf {
-                            len: u(64),
-                            elem: hex(8),
-                        },
-                    ),
-                ],
-            ),
-            debug_link: desc(
-                "debug_link",
-                vec![
-                    baddr,
-                    ("crc", FieldType::Int(u(32))),
-                    ("filename", FieldType::String),
-                ],
-            ),
+            build_id: desc("build_id", build_id),
+            debug_link: desc("debug_link", debug_link),
             end: desc("end", vec![]),
         }
     })
 }
 
-/// A descriptor of the provider's event `name` with `fields`, leaked (made
+/// A descriptor of `provider`'s event `name` with `fields`, leaked (made
 /// once per process).
-fn desc(name: &'static str, fields: Vec<(&'static str, FieldType)>) -> &'static EventDesc {
+fn desc(
+    provider: &'static str,
+    name: &'static str,
+    fields: Vec<(&'static str, FieldType)>,
+) -> &'static EventDesc {
     let fields: Vec<FieldDesc> = fields
         .into_iter()
         .map(|(n, ty)| FieldDesc {
@@ -98,7 +127,7 @@ fn desc(name: &'static str, fields: Vec<(&'static str, FieldType)>) -> &'static 
         })
         .collect();
     Box::leak(Box::new(EventDesc::new(
-        PROVIDER,
+        provider,
         name,
         // What LTTng-UST gives an event declared without a level.
         Level::DebugLine,

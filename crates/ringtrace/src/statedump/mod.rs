@@ -14,7 +14,9 @@
 //! a flight recorder's snapshot asks for one first, so that the snapshot
 //! holds a dump however long ago the session started. The sequence is
 //! LTTng-UST's: `start`, `procname`, then per object `bin_info` and, if
-//! it has them, `build_id` and `debug_link`, then `end`.
+//! it has them, `build_id` and `debug_link`, then `end`. Objects loaded
+//! or unloaded later (`dlopen`, `dlclose`) are reported as LTTng-UST's
+//! `lttng_ust_lib:*` events (`loads.rs`).
 //!
 //! Not on the recording path: it reads files and allocates (in a thread
 //! of the program that starts the session, or of the tracer), and marks
@@ -22,6 +24,7 @@
 //! wrapper) does not record its allocations.
 
 mod events;
+mod loads;
 pub mod objects;
 
 use std::time::{Duration, Instant};
@@ -35,6 +38,32 @@ use ringtrace_core::context::Contexts;
 use ringtrace_core::desc::EventDesc;
 
 pub use events::PROVIDER;
+pub(crate) use loads::watch;
+
+/// The state dump's locks, held across `fork` (`fork.rs`): the watch's
+/// (`loads.rs`), then the listing's, which also lists the objects for the
+/// child (`objects.rs`).
+pub(crate) struct ForkHold {
+    // Released first, taken last.
+    objects: objects::ForkHold,
+    _loads: loads::ForkHold,
+}
+
+/// In the parent's fork preparation (see [`ForkHold`]).
+pub(crate) fn before_fork() -> ForkHold {
+    let loads = loads::hold_for_fork();
+    ForkHold {
+        objects: objects::before_fork(),
+        _loads: loads,
+    }
+}
+
+impl ForkHold {
+    /// In the parent after the fork: the listing was the child's.
+    pub(crate) fn parent(self) {
+        self.objects.parent();
+    }
+}
 
 /// What one dump wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -60,23 +89,38 @@ pub(crate) fn dump(s: &SessionState) -> Result<Dumped, Error> {
 
 fn dump_now(s: &SessionState) -> Result<Dumped, Error> {
     let t0 = Instant::now();
-    if !ringtrace_core::any_channel::is_active(&s.active) {
-        return Ok(Dumped::default());
-    }
-    let chans: Vec<usize> = (0..s.channels.len())
-        .filter(|&c| s.channels[c].chan.contexts().contains(Contexts::IP))
-        .collect();
-    if chans.is_empty() {
+    if !ringtrace_core::any_channel::is_active(&s.active) || ip_channels(s).is_empty() {
         return Ok(Dumped::default());
     }
     let objs = objects::loaded_objects();
-    let events = sequence(&objs);
-    let mut done = Dumped {
-        channels: chans.len(),
+    loads::baseline(&objs);
+    let (channels, events, refused) = record(s, &sequence(&objs))?;
+    Ok(Dumped {
+        channels,
         objects: objs.len(),
-        ..Dumped::default()
-    };
-    for ch in chans {
+        events,
+        refused,
+        took: t0.elapsed(),
+    })
+}
+
+/// The channels of `s` that record `ip`.
+fn ip_channels(s: &SessionState) -> Vec<usize> {
+    (0..s.channels.len())
+        .filter(|&c| s.channels[c].chan.contexts().contains(Contexts::IP))
+        .collect()
+}
+
+/// Records `events` (descriptor, payload) in every channel of `s` that
+/// records `ip`, while `s` is active: (channels, records committed,
+/// records the buffers refused).
+pub(crate) fn record(
+    s: &SessionState,
+    events: &[(&'static EventDesc, Vec<u8>)],
+) -> Result<(usize, u64, u64), Error> {
+    let chans = ip_channels(s);
+    let (mut committed, mut refused) = (0, 0);
+    for &ch in &chans {
         // The class ids first (each written to the metadata before any
         // record of it), under the session's lock, not held while
         // recording.
@@ -93,11 +137,11 @@ fn dump_now(s: &SessionState) -> Result<Dumped, Error> {
             // Inside a read section, as a probe: a `stop` waits for it
             // before it closes the buffers.
             let Some(guard) = ringtrace_core::rcu::read_lock() else {
-                done.refused += 1;
+                refused += 1;
                 continue;
             };
             if !ringtrace_core::any_channel::is_active(&s.active) {
-                return Ok(done);
+                return Ok((chans.len(), committed, refused));
             }
             let now = ringtrace_core::clock::clock().now_unordered();
             let body = At {
@@ -105,7 +149,7 @@ fn dump_now(s: &SessionState) -> Result<Dumped, Error> {
                 ip,
             };
             let len = payload.len();
-            let committed = match &c.tally {
+            let ok = match &c.tally {
                 // Per-CPU channels with atomics: the writer counts.
                 Some(t) => {
                     let ok = c.chan.record_to_tally(now, id, len, &body);
@@ -116,15 +160,14 @@ fn dump_now(s: &SessionState) -> Result<Dumped, Error> {
                 }
                 None => c.chan.record_payload(now, id, len, &body),
             };
-            if committed {
-                done.events += 1;
+            if ok {
+                committed += 1;
             } else {
-                done.refused += 1;
+                refused += 1;
             }
         }
     }
-    done.took = t0.elapsed();
-    Ok(done)
+    Ok((chans.len(), committed, refused))
 }
 
 /// The dump's events for `objs`, in LTTng-UST's order.

@@ -115,6 +115,22 @@ impl ForkHold {
     }
 }
 
+/// The loader's counts of objects added and removed so far
+/// (`dlpi_adds`, `dlpi_subs`): they move at each `dlopen` and `dlclose`
+/// that maps or unmaps an object.
+pub(crate) fn counters() -> (u64, u64) {
+    extern "C" fn first(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+        // SAFETY: a valid entry for the call; `data` is the pair below.
+        let (info, out) = unsafe { (&*info, &mut *(data as *mut (u64, u64))) };
+        *out = (info.dlpi_adds, info.dlpi_subs);
+        1
+    }
+    let mut out = (0u64, 0u64);
+    // SAFETY: `first` does not unwind and writes only the pair it is given.
+    unsafe { libc::dl_iterate_phdr(Some(first), &mut out as *mut (u64, u64) as *mut c_void) };
+    out
+}
+
 fn list_now(files: &mut Option<FileFacts>) -> Vec<LoadedObject> {
     let files = files.get_or_insert_with(HashMap::new);
     let mut raws: Vec<Raw> = Vec::new();
