@@ -42,11 +42,17 @@ const SYSTEM_LIBS: [&str; 7] = [
 /// Builds `src/<name>.c` against libringtrace.a (built first) into
 /// `out/<name>`; its path.
 pub fn build(src: &Path, out: &Path, name: &str) -> Result<PathBuf, String> {
+    build_with(src, out, name, &["-O2"])
+}
+
+/// [`build`] with the compiler options `flags`.
+pub fn build_with(src: &Path, out: &Path, name: &str, flags: &[&str]) -> Result<PathBuf, String> {
     let lib = static_lib()?;
     let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates/ringtrace-ffi/include");
     let bin = out.join(name);
     let st = Command::new("cc")
-        .args(["-O2", "-o"])
+        .args(flags)
+        .arg("-o")
         .arg(&bin)
         .arg(src.join(format!("{name}.c")))
         .arg("-I")

@@ -196,7 +196,14 @@ fn run() -> Result<(), String> {
     }
     if want("reading") && !a.focus {
         let runs = if a.quick { 1 } else { runs.min(3) };
-        more.extend(reading::table(&bin, n, runs, &scratch, a.keep_traces)?);
+        more.extend(reading::table(
+            &bin,
+            n,
+            runs,
+            &scratch,
+            a.keep_traces,
+            &mut ratios,
+        )?);
     }
     if want("wake") {
         more.push(wake::table()?);

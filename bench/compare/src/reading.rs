@@ -4,7 +4,10 @@
 //! of the same N u64 events, both written to stdout redirected to
 //! `/dev/null`. Runs alternate between the two readers of a pair; each
 //! cell is the median. The goal for LTTng-UST traces: `view` at least 5x
-//! babeltrace2's text output, `stats` at least 10x its counter.
+//! babeltrace2's text output, `stats` at least 10x its counter. And
+//! `view` of a trace with `ip` from 10,000 call sites (`c/sites.c`) with
+//! its addresses resolved against without (the ratio line `ratio view
+//! with symbols/without`; goal at most 1.5).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -58,6 +61,7 @@ pub fn table(
     runs: usize,
     scratch: &Path,
     keep_traces: bool,
+    ratios: &mut Vec<String>,
 ) -> Result<Vec<serde_json::Value>, String> {
     let rt = ringtrace()?;
     // Both traces kept out of `settle`'s way.
@@ -134,8 +138,66 @@ pub fn table(
             "stats_s": stats, "babeltrace2_counter_s": counter,
         }));
     }
+    let (row, line) = symbols(events, runs, &keep)?;
+    out.push(row);
+    ratios.push(line);
     if !keep_traces {
         let _ = std::fs::remove_dir_all(&keep);
     }
     Ok(out)
+}
+
+/// `view` with and without symbols on a trace of `events` u64 events
+/// with `ip` from 10,000 call sites (`c/sites.c`): the row's JSON and
+/// the ratio line. The goal: at most 1.5.
+fn symbols(events: u64, runs: usize, keep: &Path) -> Result<(serde_json::Value, String), String> {
+    let rt = ringtrace()?;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("c");
+    eprintln!("reading: building c/sites.c (10,000 call sites, -O0 -g)");
+    let bin = crate::c_build::build_with(&src, keep, "sites", &["-O0", "-g"])?;
+    let dir = keep.join("sites-trace");
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("reading: recording {events} events from 10,000 call sites with ip");
+    let o = Command::new(&bin)
+        .arg(&dir)
+        .arg(events.to_string())
+        .output()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    if !o.status.success() {
+        return Err(format!(
+            "sites failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    let said = String::from_utf8_lossy(&o.stdout);
+    let n: Vec<u64> = said
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (recorded, lost) = (
+        n.first().copied().unwrap_or(0),
+        n.get(1).copied().unwrap_or(0),
+    );
+    eprintln!("reading: sites trace, view with symbols and without");
+    let (with, without) = pair(
+        Command::new(&rt).arg("view").arg(&dir),
+        Command::new(&rt)
+            .args(["view", "--symbols", "off"])
+            .arg(&dir),
+        runs,
+    )?;
+    println!(
+        "  {:<18} {:>10} {:>10.2} {:>12} {:>9} (view --symbols off: {without:.2} s; {lost} lost)",
+        "with ip, symbols", recorded, with, "", ""
+    );
+    Ok((
+        serde_json::json!({
+            "table": "reading", "trace": "sites", "events": recorded, "lost": lost,
+            "view_symbols_s": with, "view_no_symbols_s": without,
+        }),
+        format!(
+            "ratio view with symbols/without: {:.2} ({recorded} events with ip from 10,000 call sites, medians of {runs} alternated runs)",
+            with / without
+        ),
+    ))
 }

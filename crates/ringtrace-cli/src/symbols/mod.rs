@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use ctf::read::{ItemRef, Trace};
+use ctf::types::EventClass;
 use ctf::value::Value;
 
 use files::ObjectFile;
@@ -91,16 +92,7 @@ impl Symbols {
         }
         let mut procs = Processes::default();
         if let Some(dumps) = dumps.filter(|_| resolve) {
-            let mut merger = ctf::merge::Merger::new(trace);
-            while let Some(item) = merger.next_ref() {
-                // A damaged stream: the reading that follows says so.
-                let Ok((_, ItemRef::Event(e))) = item else {
-                    continue;
-                };
-                if dumps.wants(e.class) {
-                    dumps.add(&mut procs, e.class, e.values, e.context);
-                }
-            }
+            collect(trace, &dumps, &mut procs);
         }
         Some(Symbols {
             procs,
@@ -186,5 +178,38 @@ impl Symbols {
             }
         }?;
         file.describe(&o, ip).map(Rc::from)
+    }
+}
+
+/// Reads what the events of `dumps`' classes say of the loaded objects
+/// into `procs`, in time order: each stream read on its own with every
+/// other payload stepped over (as `stats` reads), the few events kept
+/// then sorted. A damaged stream stops there: the reading that follows
+/// says so.
+fn collect(trace: &Trace, dumps: &DumpClasses, procs: &mut Processes) {
+    let is_dump = |c: &EventClass| objects::describes_objects(&c.name);
+    let mut found: Vec<(u64, usize, Vec<Value>, Vec<Value>)> = Vec::new();
+    for k in 0..trace.streams.len() {
+        let Ok(s) = trace.stream(k) else {
+            continue;
+        };
+        let mut s = s.skip_payloads_except(is_dump);
+        loop {
+            match s.advance() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(_) if s.has_next_file() => continue,
+                Err(_) => break,
+            }
+            if let ItemRef::Event(e) = s.head() {
+                if dumps.wants(e.class) {
+                    found.push((e.ts, e.class, e.values.to_vec(), e.context.to_vec()));
+                }
+            }
+        }
+    }
+    found.sort_by_key(|f| f.0);
+    for (_, class, values, ctx) in &found {
+        dumps.add(procs, *class, values, ctx);
     }
 }

@@ -54,6 +54,29 @@ struct Fields {
     filename: Option<usize>,
 }
 
+/// What an event class named `name` says of the loaded objects, if
+/// anything.
+fn kind(name: &str) -> Option<Kind> {
+    let (provider, name) = name.split_once(':')?;
+    if !matches!(
+        provider,
+        "lttng_ust_statedump" | "lttng_ust_lib" | "lttng_ust_dl"
+    ) {
+        return None;
+    }
+    match name {
+        "bin_info" | "load" | "dlopen" | "dlmopen" => Some(Kind::Object),
+        "build_id" => Some(Kind::BuildId),
+        "debug_link" => Some(Kind::DebugLink),
+        _ => None,
+    }
+}
+
+/// Whether events of the class named `name` describe loaded objects.
+pub fn describes_objects(name: &str) -> bool {
+    kind(name).is_some()
+}
+
 impl DumpClasses {
     /// Finds the object-describing classes of `desc`; `None` if it has none.
     pub fn of(desc: &TraceDesc) -> Option<DumpClasses> {
@@ -61,19 +84,7 @@ impl DumpClasses {
             .events
             .iter()
             .map(|c| {
-                let (provider, name) = c.name.split_once(':')?;
-                if !matches!(
-                    provider,
-                    "lttng_ust_statedump" | "lttng_ust_lib" | "lttng_ust_dl"
-                ) {
-                    return None;
-                }
-                let kind = match name {
-                    "bin_info" | "load" | "dlopen" | "dlmopen" => Kind::Object,
-                    "build_id" => Kind::BuildId,
-                    "debug_link" => Kind::DebugLink,
-                    _ => return None,
-                };
+                let kind = kind(&c.name)?;
                 let at = |n: &str| c.fields.iter().position(|f| f.name == n);
                 Some((
                     kind,

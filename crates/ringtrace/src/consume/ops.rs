@@ -127,7 +127,8 @@ impl Recording {
         output::create_trace_dir(dir)?;
         // A dump at the end of the window the snapshot keeps, however
         // long ago the session started (per-CPU buffers: the switch below
-        // includes it).
+        // includes it; a per-thread buffer's live sub-buffer is not
+        // switched, see `statedump/`).
         if st.active.load(Relaxed) {
             st.report_statedump();
         }

@@ -12,7 +12,11 @@
 //! each `fork` child, whose per-process session starts in the fork
 //! handler) and when asked (`Session::statedump`, `ctl PID statedump`);
 //! a flight recorder's snapshot asks for one first, so that the snapshot
-//! holds a dump however long ago the session started. The sequence is
+//! holds a dump however long ago the session started (per-CPU buffers:
+//! the snapshot's switch takes it in; per-thread buffers, whose live
+//! sub-buffers a snapshot does not switch, hold it once its sub-buffer is
+//! complete, and the environment's session makes one before its final
+//! `stop`, which flushes it). The sequence is
 //! LTTng-UST's: `start`, `procname`, then per object `bin_info` and, if
 //! it has them, `build_id` and `debug_link`, then `end`. Objects loaded
 //! or unloaded later (`dlopen`, `dlclose`) are reported as LTTng-UST's
@@ -74,8 +78,9 @@ pub struct Dumped {
     pub objects: usize,
     /// Events recorded, over all channels.
     pub events: u64,
-    /// Events the buffers refused (full, in discard mode): counted as
-    /// lost in the channel, as any event.
+    /// Events not recorded: refused by a full buffer in discard mode
+    /// (counted as lost in the channel, as any event), or with no RCU
+    /// reader slot left for the thread.
     pub refused: u64,
     /// How long it took.
     pub took: Duration,
@@ -120,6 +125,9 @@ pub(crate) fn record(
 ) -> Result<(usize, u64, u64), Error> {
     let chans = ip_channels(s);
     let (mut committed, mut refused) = (0, 0);
+    if events.is_empty() {
+        return Ok((chans.len(), 0, 0));
+    }
     for &ch in &chans {
         // The class ids first (each written to the metadata before any
         // record of it), under the session's lock, not held while

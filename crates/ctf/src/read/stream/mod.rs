@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 mod packet;
+mod skip;
+
+use skip::Skip;
 
 use super::ids::IdTable;
 use super::{ClockMap, Event, EventRef, Item, ItemRef, ReadError};
@@ -83,17 +86,6 @@ pub struct StreamReader {
     next_files: std::collections::VecDeque<PathBuf>,
     /// Bytes of the files read before the current one.
     bytes_before: u64,
-}
-
-/// How [`StreamReader::skip_payloads`] steps over an event class's payload.
-#[derive(Debug, Clone, Copy)]
-enum Skip {
-    /// It always takes this many bytes.
-    Fixed(usize),
-    /// Field by field, measuring strings and sequences.
-    Walk,
-    /// It holds a variant: decoded.
-    Decode,
 }
 
 /// The current item of a stream, without its values.
@@ -226,35 +218,6 @@ impl StreamReader {
                 Err(e)
             }
         }
-    }
-
-    /// From now on, event payloads are stepped over, not decoded: each
-    /// event's values are empty (its class, time, CPU and stream context
-    /// are still there). For readers that count, such as `stats`; a payload
-    /// of fixed size is one bounds check.
-    pub fn skip_payloads(mut self) -> Self {
-        self.fixed_payload = Some(
-            self.desc
-                .events
-                .iter()
-                .map(|c| {
-                    // An aligned field's padding depends on where it is.
-                    let fixed = c.fields.iter().try_fold(0usize, |n, f| {
-                        (f.align == 1).then_some(())?;
-                        n.checked_add(crate::value::fixed_size(&f.ty)?)
-                    });
-                    match fixed {
-                        Some(n) => Skip::Fixed(n),
-                        // A variant's size is its tag's doing: decoded.
-                        None if c.fields.iter().any(|f| crate::value::has_variant(&f.ty)) => {
-                            Skip::Decode
-                        }
-                        None => Skip::Walk,
-                    }
-                })
-                .collect(),
-        );
-        self
     }
 
     /// The reader of a stream of one trace of a set: class indices shifted
