@@ -417,3 +417,60 @@ fn a_program_forking_three_children_one_of_which_execs_is_traced_whole() {
     assert_eq!(with_pid(execed[0]), 2, "{subs:?}");
     assert_eq!(subs.len(), 5, "{subs:?}");
 }
+
+/// With `ip`, each process's sub-trace holds its own state dump: the
+/// fork child's made in the fork handler from the parent's listing, the
+/// `exec`ed program's at its start, each under its own pid.
+#[test]
+fn each_process_of_a_program_dumps_its_loaded_objects_in_its_sub_trace() {
+    let root = tmpdir("whole-program-statedump");
+    let session = format!(
+        "{},per-process,context=vpid+vtid+ip,wholeprog:*",
+        root.display()
+    );
+    let out = run_role("parent", &session);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let subs = ctf::read::find_traces(&root).unwrap();
+    assert_eq!(subs.len(), 3, "{subs:?}");
+    let exe = std::fs::read_link("/proc/self/exe").unwrap();
+    for s in &subs {
+        let name = s.file_name().unwrap().to_string_lossy().to_string();
+        let pid: i64 = name.rsplitn(4, '-').nth(2).unwrap().parse().unwrap();
+        let (evs, _) = read_all(s);
+        let dump: Vec<&Ev> = evs
+            .iter()
+            .filter(|e| e.name.starts_with("lttng_ust_statedump:"))
+            .collect();
+        let count = |n: &str| dump.iter().filter(|e| e.name == n).count();
+        assert_eq!(
+            (
+                count("lttng_ust_statedump:start"),
+                count("lttng_ust_statedump:end")
+            ),
+            (1, 1),
+            "{name}"
+        );
+        assert!(
+            dump.iter().all(|e| e.context[0] == Value::Int(pid)),
+            "{name}: the dump is its own process's"
+        );
+        // This test binary, which every process of the program runs.
+        let trace = ctf::read::Trace::open(s).unwrap();
+        let class = trace
+            .desc
+            .events
+            .iter()
+            .find(|c| c.name == "lttng_ust_statedump:bin_info")
+            .unwrap();
+        let path = class.fields.iter().position(|f| f.name == "path").unwrap();
+        assert!(
+            dump.iter().any(|e| e.name == "lttng_ust_statedump:bin_info"
+                && e.values[path] == Value::Str(exe.to_string_lossy().into_owned())),
+            "{name}: the executable's bin_info"
+        );
+    }
+}
