@@ -196,14 +196,9 @@ fn run() -> Result<(), String> {
     }
     if want("reading") && !a.focus {
         let runs = if a.quick { 1 } else { runs.min(3) };
-        more.extend(reading::table(
-            &bin,
-            n,
-            runs,
-            &scratch,
-            a.keep_traces,
-            &mut ratios,
-        )?);
+        let (rows, line) = reading::table(&bin, n, runs, &scratch, a.keep_traces)?;
+        more.extend(rows);
+        ratios.push(line);
     }
     if want("wake") {
         more.push(wake::table()?);

@@ -53,16 +53,15 @@ fn pair(ours: &mut Command, theirs: &mut Command, runs: usize) -> Result<(f64, f
     Ok((median(a), median(b)))
 }
 
-/// Records the two traces, measures, prints the table; one JSON object
-/// per trace.
+/// Records the traces, measures, prints the table; one JSON object per
+/// trace, and the ratio line of symbols.
 pub fn table(
     lttng_bin: &Path,
     events: u64,
     runs: usize,
     scratch: &Path,
     keep_traces: bool,
-    ratios: &mut Vec<String>,
-) -> Result<Vec<serde_json::Value>, String> {
+) -> Result<(Vec<serde_json::Value>, String), String> {
     let rt = ringtrace()?;
     // Both traces kept out of `settle`'s way.
     let keep = scratch.join("reading");
@@ -140,11 +139,10 @@ pub fn table(
     }
     let (row, line) = symbols(events, runs, &keep)?;
     out.push(row);
-    ratios.push(line);
     if !keep_traces {
         let _ = std::fs::remove_dir_all(&keep);
     }
-    Ok(out)
+    Ok((out, line))
 }
 
 /// `view` with and without symbols on a trace of `events` u64 events

@@ -439,7 +439,7 @@ fn each_process_of_a_program_dumps_its_loaded_objects_in_its_sub_trace() {
     let exe = std::fs::read_link("/proc/self/exe").unwrap();
     for s in &subs {
         let name = s.file_name().unwrap().to_string_lossy().to_string();
-        let pid: i64 = name.rsplitn(4, '-').nth(2).unwrap().parse().unwrap();
+        let pid: i64 = name.rsplit('-').nth(2).unwrap().parse().unwrap();
         let (evs, _) = read_all(s);
         let dump: Vec<&Ev> = evs
             .iter()

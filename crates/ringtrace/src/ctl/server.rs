@@ -234,6 +234,29 @@ fn find(name: &str) -> Result<Arc<Recording>, String> {
     }
 }
 
+/// `ctl PID statedump SESSION`: a state dump, said in one line.
+fn statedump(session: &str) -> Reply {
+    let s = find(session)?;
+    if s.inherited() {
+        return Err(err(crate::Error::Inherited(s.name.clone())));
+    }
+    let d = crate::statedump::dump(&s).map_err(err)?;
+    if d.channels == 0 {
+        return Err(format!(
+            "session '{session}' is stopped or none of its channels records ip: \
+             nothing dumped (ringtrace ctl PID add-context {session} ip, before it starts)"
+        ));
+    }
+    Ok(format!(
+        "state dump: {} objects, {} events in {} channel(s), {} refused, {:.2} ms\n",
+        d.objects,
+        d.events,
+        d.channels,
+        d.refused,
+        d.took.as_secs_f64() * 1e3
+    ))
+}
+
 fn err(e: Error) -> String {
     e.to_string()
 }
@@ -307,27 +330,7 @@ pub fn execute(req: &Request) -> Reply {
             find(session)?.stop().map_err(err)?;
             Ok("stopped; the trace is complete\n".into())
         }
-        Request::Statedump { session } => {
-            let s = find(session)?;
-            if s.inherited() {
-                return Err(err(crate::Error::Inherited(s.name.clone())));
-            }
-            let d = crate::statedump::dump(&s).map_err(err)?;
-            if d.channels == 0 {
-                return Err(format!(
-                    "session '{session}' is stopped or none of its channels records ip: \
-                     nothing dumped (ringtrace ctl PID add-context {session} ip, before it starts)"
-                ));
-            }
-            Ok(format!(
-                "state dump: {} objects, {} events in {} channel(s), {} refused, {:.2} ms\n",
-                d.objects,
-                d.events,
-                d.channels,
-                d.refused,
-                d.took.as_secs_f64() * 1e3
-            ))
-        }
+        Request::Statedump { session } => statedump(session),
         Request::Flush { session } => {
             find(session)?.flush().map_err(err)?;
             Ok("flushed\n".into())
