@@ -44,7 +44,7 @@ PACKAGES=(
   "lttng-tools"     # the LTTng-UST reading test records with a real session daemon
   "liblttng-ust-dev" # ... and builds a program with LTTng-UST tracepoints (and its shipped examples)
   "liblttng-ust1"    # LTTng-UST's helper libraries (libc, pthread, cyg-profile, dl) the ringtrace-lttng-ust tests preload
-  "binutils"        # objdump: the LTTng-UST library's exported symbols are checked against LTTng-UST's (gcc pulls it in today)
+  "binutils"        # objdump: the LTTng-UST library's exported symbols checked against LTTng-UST's; addr2line, objcopy, strip: the symbol tests (gcc pulls it in today)
   "cmake"           # LTTng-UST's cmake-multiple-shared-libraries example is built with it
   "liburcu-dev"     # the RCU benchmark links liburcu (benchmarks are built)
   "mount"           # the full-disk tests mount a tmpfs

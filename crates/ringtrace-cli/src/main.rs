@@ -9,7 +9,8 @@
 //! ```text
 //!   demo, record, view, stats, export, recover, ctl, docs   (subcommands)
 //!     follow                                  (view --follow)
-//!       pretty (event text), select (which events view shows)
+//!       pretty (event text), select (which events view shows), symbols
+//!       (addresses to functions and lines: view, stats --by function, export)
 //!         read (open traces, progress), outdir (-o folders the user owns),
 //!         out (aligned tables, errors), who (process and thread columns),
 //!         filter (--filter), babeltrace (its text format), session_opts

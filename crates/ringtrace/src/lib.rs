@@ -42,6 +42,8 @@
 //!      │
 //!   consume/   the consumer thread, stream files, the relay sender, stop/flush/snapshot/stats
 //!      │
+//!   statedump/ the loaded objects, recorded as LTTng-UST's state dump (start,
+//!      │        snapshots, on demand) and lib load/unload events (dlopen)
 //!   control/   configuration, session state, metadata, the probe-list registry
 //!      │        (writes what ringtrace-core's probes read)
 //!   recover/   a killed process's trace, from its buffer files
