@@ -127,7 +127,7 @@ impl ObjectFile {
         };
         let func = self.loader.find_symbol_info(addr).map(|s| {
             let name = addr2line::demangle_auto(Cow::Borrowed(s.name()), None);
-            format!("{name}+{:#x}", addr - s.address())
+            format!("{name}+{:#x}", addr.saturating_sub(s.address()))
         });
         // The outermost frame: the function the address is in, and the
         // line in it (the innermost frames are functions inlined there).
