@@ -226,7 +226,7 @@ fn count(
                 if let Some((ip, at)) = sym.resolve(e.class, e.context) {
                     // The function, not the offset in it.
                     let f = match at.as_deref() {
-                        Some(a) => a.split_once('+').map_or(a, |(f, _)| f).to_string(),
+                        Some(a) => crate::symbols::function_of(a).to_string(),
                         None => format!("{ip:#x}"),
                     };
                     *c.per_function.entry(f).or_default() += 1;

@@ -141,7 +141,7 @@ impl Symbols {
             }
         };
         match d {
-            Some(d) => Rc::from(d.split_once('+').map_or(&*d, |(f, _)| f)),
+            Some(d) => Rc::from(function_of(&d)),
             None => Rc::from(format!("{addr:#x}").as_str()),
         }
     }
@@ -181,6 +181,20 @@ impl Symbols {
     }
 }
 
+/// The function of a description `function+0xoff (file:line)` (a C++
+/// name may hold `+` itself: `operator+`); the description itself when
+/// it names none.
+pub fn function_of(d: &str) -> &str {
+    // The `+0x…` whose hex digits end the text or come before ` (`.
+    for (i, _) in d.rmatch_indices("+0x") {
+        let rest = d[i + 3..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
+        if rest.is_empty() || rest.starts_with(" (") {
+            return &d[..i];
+        }
+    }
+    d.split(" (").next().unwrap_or(d)
+}
+
 /// Reads what the events of `dumps`' classes say of the loaded objects
 /// into `procs`, in time order: each stream read on its own with every
 /// other payload stepped over (as `stats` reads), the few events kept
@@ -211,5 +225,21 @@ fn collect(trace: &Trace, dumps: &DumpClasses, procs: &mut Processes) {
     found.sort_by_key(|f| f.0);
     for (_, class, values, ctx) in &found {
         dumps.add(procs, *class, values, ctx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_function_of_a_description() {
+        use super::function_of;
+        assert_eq!(function_of("parse_header+0x51 (app.c:11)"), "parse_header");
+        assert_eq!(function_of("work_step+0x5c"), "work_step");
+        assert_eq!(
+            function_of("Num::operator+(Num)+0x1f (num.cc:3)"),
+            "Num::operator+(Num)"
+        );
+        assert_eq!(function_of("?? (app.c:11)"), "??");
+        assert_eq!(function_of("f(int (*)(int))+0x10"), "f(int (*)(int))");
     }
 }
