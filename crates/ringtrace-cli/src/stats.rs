@@ -110,7 +110,7 @@ struct Counts {
     /// (pid, tid) → (events, the thread's last name).
     per_thread: BTreeMap<(i64, i64), (u64, String)>,
     /// Function (or unresolved address) → events.
-    per_function: BTreeMap<String, u64>,
+    per_function: std::collections::HashMap<std::rc::Rc<str>, u64>,
     /// What could not be read.
     errors: Vec<String>,
 }
@@ -184,7 +184,7 @@ fn count(
         rows: Vec::new(),
         per_class: vec![0u64; trace.desc.events.len()],
         per_thread: BTreeMap::new(),
-        per_function: BTreeMap::new(),
+        per_function: std::collections::HashMap::new(),
         errors: Vec::new(),
     };
     let who = crate::who::Contexts::of(&trace.desc);
@@ -223,12 +223,7 @@ fn count(
             }
             let item = s.head();
             if let (Some(sym), ItemRef::Event(e)) = (symbols.as_deref_mut(), &item) {
-                if let Some((ip, at)) = sym.resolve(e.class, e.context) {
-                    // The function, not the offset in it.
-                    let f = match at.as_deref() {
-                        Some(a) => crate::symbols::function_of(a).to_string(),
-                        None => format!("{ip:#x}"),
-                    };
+                if let Some(f) = sym.function(e.class, e.context) {
                     *c.per_function.entry(f).or_default() += 1;
                 }
             }
@@ -366,10 +361,10 @@ fn class_table(desc: &ctf::types::TraceDesc, per_class: &[u64], events: u64) {
 
 /// Events per function, most first (an address no object or symbol
 /// names stands for itself).
-fn function_table(per_function: &BTreeMap<String, u64>, events: u64) {
+fn function_table(per_function: &std::collections::HashMap<std::rc::Rc<str>, u64>, events: u64) {
     outln!();
     outln!("{:<40} {:>12} {:>8}", "function", "count", "%");
-    let mut rows: Vec<(&String, &u64)> = per_function.iter().collect();
+    let mut rows: Vec<(&std::rc::Rc<str>, &u64)> = per_function.iter().collect();
     rows.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     for (f, n) in rows {
         outln!(

@@ -53,6 +53,48 @@ impl SymbolArgs {
     }
 }
 
+/// One address resolved.
+struct Resolved {
+    /// `function+0xoff (file:line)`, if anything knows it.
+    text: Option<Rc<str>>,
+    /// The function alone, or the address in hex.
+    function: Rc<str>,
+}
+
+/// The cache's hasher: one multiply per word (keys are a pid and an
+/// address, not chosen by an adversary who could make them collide to
+/// any effect beyond slowness); SipHash cost more than the lookup it
+/// served, once per event.
+#[derive(Default, Clone, Copy)]
+struct Fast;
+
+impl std::hash::BuildHasher for Fast {
+    type Hasher = FastHasher;
+    fn build_hasher(&self) -> FastHasher {
+        FastHasher(0)
+    }
+}
+
+/// See [`Fast`].
+struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+}
+
 /// The resolver of one trace's addresses.
 pub struct Symbols {
     procs: Processes,
@@ -62,8 +104,9 @@ pub struct Symbols {
     /// Per object (path, base address): its opened files, or `None` when
     /// they cannot be used (said once).
     files: HashMap<(String, u64), Option<Rc<ObjectFile>>>,
-    /// Per (process, address): its description.
-    cache: HashMap<(i64, u64), Option<Rc<str>>>,
+    /// Per (process, address): its description, and the function alone
+    /// (see [`function_of`]).
+    cache: HashMap<(i64, u64), Resolved, Fast>,
     said: HashSet<String>,
 }
 
@@ -99,7 +142,7 @@ impl Symbols {
             slots,
             debug_dirs,
             files: HashMap::new(),
-            cache: HashMap::new(),
+            cache: HashMap::default(),
             said: HashSet::new(),
         })
     }
@@ -119,12 +162,28 @@ impl Symbols {
     pub fn resolve(&mut self, class: usize, ctx: &[Value]) -> Option<(u64, Option<Rc<str>>)> {
         let ip = self.ip(class, ctx)?;
         let vpid = self.vpid(class, ctx);
-        if let Some(d) = self.cache.get(&(vpid, ip)) {
-            return Some((ip, d.clone()));
+        Some((ip, self.resolved(vpid, ip).text.clone()))
+    }
+
+    /// The function an event of `class` with context `ctx` was recorded
+    /// in (the address in hex when unknown); `None` if it carries no `ip`.
+    pub fn function(&mut self, class: usize, ctx: &[Value]) -> Option<Rc<str>> {
+        let ip = self.ip(class, ctx)?;
+        let vpid = self.vpid(class, ctx);
+        Some(self.resolved(vpid, ip).function.clone())
+    }
+
+    /// The cached resolution of `addr` in process `vpid`.
+    fn resolved(&mut self, vpid: i64, addr: u64) -> &Resolved {
+        if !self.cache.contains_key(&(vpid, addr)) {
+            let text = self.describe(vpid, addr);
+            let function = match &text {
+                Some(d) => Rc::from(function_of(d)),
+                None => Rc::from(format!("{addr:#x}").as_str()),
+            };
+            self.cache.insert((vpid, addr), Resolved { text, function });
         }
-        let d = self.describe(vpid, ip);
-        self.cache.insert((vpid, ip), d.clone());
-        Some((ip, d))
+        &self.cache[&(vpid, addr)]
     }
 
     /// The name of the function at `addr` (a function's own address, as
@@ -132,18 +191,7 @@ impl Symbols {
     /// `class` with context `ctx`; the address in hex when unknown.
     pub fn function_at(&mut self, class: usize, ctx: &[Value], addr: u64) -> Rc<str> {
         let vpid = self.vpid(class, ctx);
-        let d = match self.cache.get(&(vpid, addr)) {
-            Some(d) => d.clone(),
-            None => {
-                let d = self.describe(vpid, addr);
-                self.cache.insert((vpid, addr), d.clone());
-                d
-            }
-        };
-        match d {
-            Some(d) => Rc::from(function_of(&d)),
-            None => Rc::from(format!("{addr:#x}").as_str()),
-        }
+        self.resolved(vpid, addr).function.clone()
     }
 
     fn vpid(&self, class: usize, ctx: &[Value]) -> i64 {

@@ -285,7 +285,10 @@ mod tests {
     use super::*;
 
     #[test]
-    #[cfg_attr(miri, ignore = "dl_iterate_phdr is a foreign function Miri does not run")]
+    #[cfg_attr(
+        miri,
+        ignore = "dl_iterate_phdr is a foreign function Miri does not run"
+    )]
     fn the_executable_comes_first_with_its_build_id_and_libc_follows() {
         let objs = loaded_objects();
         let exe = std::fs::read_link("/proc/self/exe").unwrap();
