@@ -57,6 +57,15 @@ pub struct Args {
     /// too). Default: every level.
     #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
     loglevel: Option<ringtrace::Level>,
+    /// Record only the events this filter accepts, in LTTng's filter
+    /// language: `(i & 1) == 0 && path == "/api/*"`, `$ctx.procname ==
+    /// "worker-*"` (fields, $ctx.vpid/vtid/pthread_id/procname, numbers,
+    /// "strings" with * globs, == != < <= > >=, & | ^ << >> % ~, && || !).
+    /// Evaluated before a record is reserved: a rejected event costs no
+    /// buffer space. Naming a field that the events of an -e pattern
+    /// without * lack is an error when the program starts.
+    #[arg(long, value_name = "EXPR", value_parser = check_filter)]
+    filter: Option<String>,
     /// LTTng-UST's helper libraries to load into the program (and the
     /// programs it runs), comma-separated: libc (malloc, free, …), pthread
     /// (mutex lock requests, acquisitions, unlocks), cyg-profile and
@@ -204,6 +213,13 @@ fn record(a: Args, status_out: &mut Option<ExitStatus>) -> Result<u8, Box<dyn st
         return Ok(1);
     }
     Ok(shell_code(status))
+}
+
+/// `--filter`: parsed here, so that a mistake is told before the program
+/// runs.
+fn check_filter(s: &str) -> Result<String, String> {
+    ringtrace::filter::parse(s)?;
+    Ok(s.to_string())
 }
 
 /// Checks what the program could not say in terms of this command's flags.
@@ -365,6 +381,13 @@ fn session_spec(
         }
     }
     spec.extend(a.events.iter().map(|e| e.trim().to_string()));
+    if let Some(f) = &a.filter {
+        // Escaped as the session description reads it (`\,` and `\\`).
+        spec.push(format!(
+            "filter={}",
+            f.replace('\\', "\\\\").replace(',', "\\,")
+        ));
+    }
     let spec = spec.join(",");
     // What the program will parse, checked here so that a mistake is told
     // in terms of this command's flags (a failure here is a bug of ours).

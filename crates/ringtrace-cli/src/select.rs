@@ -10,12 +10,12 @@ use crate::who::{Contexts, Filter, Who};
 
 /// The selection, resolved against one trace's description.
 pub struct Select<'a> {
-    desc: &'a TraceDesc,
     /// Per event class, whether its name matches a pattern.
     wanted: Vec<bool>,
     cpu: Option<u32>,
     who: &'a Filter,
-    filter: Option<&'a crate::filter::Expr>,
+    /// Per event class, the filter compiled for it.
+    filters: Option<Vec<ringtrace::filter::Program>>,
     contexts: Contexts,
 }
 
@@ -50,12 +50,20 @@ impl<'a> Select<'a> {
             .iter()
             .map(|c| patterns.is_empty() || patterns.iter().any(|p| matches(p, &c.name)))
             .collect();
+        let filters = filter.map(|f| {
+            desc.events
+                .iter()
+                .map(|c| {
+                    let context = desc.stream(c.stream_id).map_or(&[][..], |s| &s.context[..]);
+                    crate::filter::compile_for(f, c, context)
+                })
+                .collect()
+        });
         Ok(Select {
-            desc,
             wanted,
             cpu,
             who,
-            filter,
+            filters,
             contexts: Contexts::of(desc),
         })
     }
@@ -82,18 +90,12 @@ impl<'a> Select<'a> {
         if !self.who.matches(&w) {
             return None;
         }
-        if let Some(f) = self.filter {
-            let c = &self.desc.events[class];
-            let fields = self
-                .desc
-                .stream(c.stream_id)
-                .map_or(&[][..], |s| &s.context[..]);
-            let ev = crate::filter::Event {
-                class: c,
-                values,
-                context: (fields, context),
+        if let Some(f) = &self.filters {
+            let v = crate::filter::Values {
+                fields: values,
+                context,
             };
-            if !f.matches(&ev) {
+            if !f[class].accepts(&v) {
                 return None;
             }
         }

@@ -47,7 +47,7 @@ pub struct Args {
     /// Only events for which this expression holds, as LTTng's filters:
     /// `status >= 500 && path == "/api/*"`, `$ctx.procname == "worker-*"`
     /// (`==`, `!=`, `<`, `<=`, `>`, `>=`, `&&`, `||`, `!`, parentheses).
-    #[arg(long, value_parser = crate::filter::parse)]
+    #[arg(long, value_parser = crate::filter::check_size)]
     filter: Option<crate::filter::Expr>,
     /// `text` (this command's columns) or `babeltrace` (the lines
     /// `babeltrace2 DIR` prints, local time; discarded events are said on
@@ -200,9 +200,7 @@ fn warn(a: &Args, desc: &TraceDesc, select: &Select<'_>) -> Result<(), String> {
     }
     if let Some(f) = &a.filter {
         // A field no event has is a typing mistake more often than not.
-        let mut names = Vec::new();
-        crate::filter::fields(f, &mut names);
-        for n in names {
+        for n in f.fields() {
             if !desc
                 .events
                 .iter()

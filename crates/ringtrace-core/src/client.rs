@@ -13,6 +13,7 @@ use ringbuf::{Alloc, Channel, Config, Mode, SubbufBegin, SubbufEnd, Sync};
 use traceclock::TraceClock;
 
 use crate::context::{words, Contexts, Layout};
+use crate::filter::Val;
 use crate::ops::PACKET_SIZE_AT;
 use crate::unfinished;
 
@@ -186,6 +187,14 @@ pub trait Payload {
         0
     }
 
+    /// Payload field `i`'s value, for a filter evaluated before the
+    /// record is reserved ([`crate::filter`]); [`Val::Absent`] where the
+    /// payload's values are only bytes (a closure's).
+    #[inline(always)]
+    fn field(&self, _i: usize) -> Val<'_> {
+        Val::Absent
+    }
+
     /// A payload whose bytes come later ([`crate::open`]: a foreign
     /// probe's fields, written one call at a time): the record is kept
     /// open by [`Payload::keep`] instead of finished and committed. A
@@ -223,6 +232,11 @@ impl<T: crate::field::Fields> Payload for Encoded<T> {
     #[inline(always)]
     fn write(&self, out: &mut [u8]) {
         self.0.encode(out)
+    }
+
+    #[inline(always)]
+    fn field(&self, i: usize) -> Val<'_> {
+        self.0.value(i)
     }
 
     #[inline(always)]

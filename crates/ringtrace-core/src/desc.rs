@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering::*};
 use std::sync::Mutex;
 
-use crate::client::{At, Encoded};
+use crate::client::{At, Encoded, Payload};
 use crate::field::{FieldKind, Fields};
 use crate::level::Level;
 use crate::open::{self, OpenRecord, Opened};
@@ -146,6 +146,14 @@ impl EventDesc {
     #[inline(always)]
     pub fn emit_at<F: Fn(&mut [u8])>(&self, len: usize, ip: u64, write: F) {
         probe::run(&self.probes, len, &At { write, ip });
+    }
+
+    /// Records the event with `payload`, `len` bytes long: a payload type
+    /// of the caller's, which may give its fields' values to filters
+    /// ([`Payload::field`]; the C API's do).
+    #[inline(always)]
+    pub fn emit_with<P: Payload>(&self, len: usize, payload: &P) {
+        probe::run(&self.probes, len, payload);
     }
 
     /// Opens a record of the event with a `len`-byte payload, from the code

@@ -4,6 +4,8 @@
 
 use ctf::types::{FieldType, IntType};
 
+use crate::filter::Val;
+
 /// The type of a field, known at compile time (a `const` in the event's
 /// static descriptor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,10 +70,16 @@ pub trait FieldValue {
     /// Writes it at the start of `out` (at least `encoded_len` bytes) and
     /// returns `encoded_len`.
     fn encode(&self, out: &mut [u8]) -> usize;
+    /// Its value as a filter compares it ([`crate::filter`]); by default
+    /// none, which every comparison finds false.
+    #[inline(always)]
+    fn filter_value(&self) -> Val<'_> {
+        Val::Absent
+    }
 }
 
 macro_rules! int_field {
-    ($($t:ty => $kind:expr),*) => {$(
+    ($($t:ty => $kind:expr, $filter:expr);*) => {$(
         impl FieldValue for $t {
             const KIND: FieldKind = $kind;
             #[inline(always)]
@@ -84,16 +92,26 @@ macro_rules! int_field {
                 out[..N].copy_from_slice(&self.to_le_bytes());
                 N
             }
+            #[inline(always)]
+            #[allow(clippy::unnecessary_cast)]
+            fn filter_value(&self) -> Val<'_> {
+                $filter(*self)
+            }
         }
     )*};
 }
 
 int_field!(
-    u8 => FieldKind::Unsigned(8), u16 => FieldKind::Unsigned(16),
-    u32 => FieldKind::Unsigned(32), u64 => FieldKind::Unsigned(64),
-    i8 => FieldKind::Signed(8), i16 => FieldKind::Signed(16),
-    i32 => FieldKind::Signed(32), i64 => FieldKind::Signed(64),
-    f32 => FieldKind::F32, f64 => FieldKind::F64
+    u8 => FieldKind::Unsigned(8), |v| Val::Int(v as i128);
+    u16 => FieldKind::Unsigned(16), |v| Val::Int(v as i128);
+    u32 => FieldKind::Unsigned(32), |v| Val::Int(v as i128);
+    u64 => FieldKind::Unsigned(64), |v| Val::Int(v as i128);
+    i8 => FieldKind::Signed(8), |v| Val::Int(v as i128);
+    i16 => FieldKind::Signed(16), |v| Val::Int(v as i128);
+    i32 => FieldKind::Signed(32), |v| Val::Int(v as i128);
+    i64 => FieldKind::Signed(64), |v| Val::Int(v as i128);
+    f32 => FieldKind::F32, |v| Val::Float(v as f64);
+    f64 => FieldKind::F64, Val::Float
 );
 
 impl FieldValue for usize {
@@ -105,6 +123,10 @@ impl FieldValue for usize {
     #[inline(always)]
     fn encode(&self, out: &mut [u8]) -> usize {
         (*self as u64).encode(out)
+    }
+    #[inline(always)]
+    fn filter_value(&self) -> Val<'_> {
+        Val::Int(*self as i128)
     }
 }
 
@@ -118,6 +140,10 @@ impl FieldValue for isize {
     fn encode(&self, out: &mut [u8]) -> usize {
         (*self as i64).encode(out)
     }
+    #[inline(always)]
+    fn filter_value(&self) -> Val<'_> {
+        Val::Int(*self as i128)
+    }
 }
 
 impl FieldValue for bool {
@@ -130,6 +156,10 @@ impl FieldValue for bool {
     fn encode(&self, out: &mut [u8]) -> usize {
         out[0] = *self as u8;
         1
+    }
+    #[inline(always)]
+    fn filter_value(&self) -> Val<'_> {
+        Val::Int(*self as i128)
     }
 }
 
@@ -216,6 +246,11 @@ impl FieldValue for &str {
         out[b.len()] = 0;
         b.len() + 1
     }
+    /// The text as the record holds it: up to its first NUL.
+    #[inline(always)]
+    fn filter_value(&self) -> Val<'_> {
+        Val::Text(str_body(self))
+    }
 }
 
 /// Longest byte sequence a record holds; longer ones are cut (a record never
@@ -235,6 +270,11 @@ impl FieldValue for &[u8] {
         copy_short(&mut out[4..], &self[..n]);
         4 + n
     }
+    /// Byte sequences are not compared by filters.
+    #[inline(always)]
+    fn filter_value(&self) -> Val<'_> {
+        Val::Absent
+    }
 }
 
 /// The fields of one event as `event!` passes them: a tuple of up to 32
@@ -245,6 +285,9 @@ pub trait Fields {
     fn encoded_len(&self) -> usize;
     /// Writes them at the start of `out` (at least `encoded_len` bytes).
     fn encode(&self, out: &mut [u8]);
+    /// Field `i`'s value as a filter compares it ([`Val::Absent`] past
+    /// the last).
+    fn value(&self, i: usize) -> Val<'_>;
 }
 
 macro_rules! tuple_fields {
@@ -259,6 +302,14 @@ macro_rules! tuple_fields {
             fn encode(&self, out: &mut [u8]) {
                 let mut at = 0;
                 $(at += self.$n.encode(&mut out[at..]);)*
+            }
+            #[inline]
+            #[allow(unused_variables)]
+            fn value(&self, i: usize) -> Val<'_> {
+                match i {
+                    $($n => self.$n.filter_value(),)*
+                    _ => Val::Absent,
+                }
             }
         }
     )*};

@@ -46,6 +46,7 @@ pub mod clock;
 pub mod context;
 pub mod desc;
 pub mod field;
+pub mod filter;
 pub mod level;
 pub mod rcu;
 pub mod unfinished;

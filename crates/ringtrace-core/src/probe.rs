@@ -1,6 +1,7 @@
 //! The probe: what an enabled event runs. It enters an RCU read section,
 //! loads the event's published probe list, and for each (channel, id) whose
-//! session is active, reserves, serializes and commits. No lock, no
+//! session is active and whose filter (if any) accepts the record,
+//! reserves, serializes and commits. No lock, no
 //! read-modify-write on control data, no fence (`rcu/`), no allocation,
 //! no system call: safe in a signal handler.
 
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use crate::any_channel::{is_active, AnyChannel};
 use crate::client::Payload;
+use crate::filter::Filter;
 use crate::rcu;
 use crate::tally::Tally;
 
@@ -24,6 +26,9 @@ pub struct Probe {
     pub id: u32,
     /// Per-CPU channels: where the writing thread counts the record.
     pub tally: Option<Arc<Tally>>,
+    /// The enable rules' filters, compiled for this event: a record none
+    /// accepts is not reserved (`None`: every record is).
+    pub filter: Option<Box<Filter>>,
 }
 
 /// The immutable list an event's descriptor publishes. Replaced, never
@@ -57,8 +62,18 @@ impl ProbeList {
 impl Probe {
     #[inline(always)]
     fn fire<P: Payload>(&self, now: u64, len: usize, write: &P, g: &rcu::Guard) {
-        if is_active(&self.active) {
+        if is_active(&self.active) && self.passes(write) {
             self.record(now, len, write, g);
+        }
+    }
+
+    /// Whether the record passes the probe's filters (before it is
+    /// reserved: a rejected record costs no buffer space).
+    #[inline(always)]
+    pub fn passes<P: Payload>(&self, write: &P) -> bool {
+        match &self.filter {
+            None => true,
+            Some(f) => f.accepts(write),
         }
     }
 
@@ -88,7 +103,7 @@ pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
     // An event whose only session is stopped (or not started yet) reads
     // no clock; one whose only session is recording checks it once.
     let single = list.rest.is_empty();
-    if single && !is_active(&list.first.active) {
+    if single && !(is_active(&list.first.active) && list.first.passes(write)) {
         return;
     }
     // The clock before the buffer lookup: `rdtsc` takes tens of cycles,

@@ -145,7 +145,7 @@ typedef struct ringtrace_session ringtrace_session;
  *    [,count=4][,switch=<ms>][,read=<ms>][,level=<level>][,bufdir=<dir>]
  *    [,context=vpid+vtid+pthread_id+procname+ip|all|none]
  *    [,rseq=auto|rseq|atomics][,io=buffered|auto|direct]
- *    [,relay=net://HOST[:CTRL[:DATA]]][,live=<ms>][,<pattern>...]"
+ *    [,relay=net://HOST[:CTRL[:DATA]]][,live=<ms>][,filter=<expr>][,<pattern>...]"
  * Every event carries the chosen contexts (default vpid+vtid: who
  * recorded it) as the CTF stream event context. With relay=, the trace is
  * also streamed to an lttng-relayd (the first item may be the URL instead
@@ -157,6 +157,12 @@ ringtrace_session *ringtrace_session_create(const char *name, const char *spec);
  * enabled now, or -1. */
 int ringtrace_session_enable(ringtrace_session *s, const char *channel, const char *pattern,
                              int level);
+/* ringtrace_session_enable, recording only the events `filter` accepts
+ * (LTTng's filter language: "(i & 1) == 0 && status >= 500",
+ * "$ctx.procname == \"worker-*\""), evaluated before a record is reserved.
+ * Returns -1 if it does not parse or names a field the events lack. */
+int ringtrace_session_enable_filter(ringtrace_session *s, const char *channel, const char *pattern,
+                                    int level, const char *filter);
 /* Disables the events matching `pattern`. Returns how many, or -1. */
 int ringtrace_session_disable(ringtrace_session *s, const char *channel, const char *pattern);
 /* Starts recording. Returns 0. */

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicPtr, Ordering::Acquire};
 use rt::{EventDesc, FieldDesc, FieldKind};
 
 use crate::event::{RtArg, RtEvent, MAX_FIELDS};
+use crate::values::{fixed_len, Args};
 
 /// What a NULL string records.
 const NULL_STR: &[u8] = b"(null)";
@@ -37,20 +38,6 @@ unsafe fn body(kind: FieldKind, a: &RtArg) -> &[u8] {
             unsafe { std::slice::from_raw_parts(a.ptr as *const u8, n) }
         }
         _ => &[],
-    }
-}
-
-/// Bytes a fixed-size kind takes.
-fn fixed_len(kind: FieldKind) -> usize {
-    match kind {
-        FieldKind::Unsigned(b) | FieldKind::Signed(b) => b as usize / 8,
-        FieldKind::F32 => 4,
-        FieldKind::F64 => 8,
-        FieldKind::Bool => 1,
-        FieldKind::Str => 1,
-        FieldKind::Bytes => 4,
-        // Never a C API field (`event.rs` makes none).
-        FieldKind::Ctf(_) => 0,
     }
 }
 
@@ -158,10 +145,18 @@ unsafe extern "C" fn emit_at(event: *const RtEvent, args: *const RtArg, ip: u64)
     let mut lens = [0u32; MAX_FIELDS];
     // SAFETY: readable strings and ranges (caller's contract).
     let len = unsafe { measure(desc.fields, args, &mut lens) };
-    // SAFETY: the same arguments, still readable (the call has not returned).
-    desc.emit_at(len, ip, |out| unsafe {
-        serialize(desc.fields, args, &lens, out)
-    });
+    let payload = Args {
+        fields: desc.fields,
+        args,
+        ip,
+        // SAFETY: the same arguments, still readable (the call has not
+        // returned).
+        write: |out: &mut [u8]| unsafe { serialize(desc.fields, args, &lens, out) },
+        // SAFETY: a string argument is null or NUL-terminated (caller's
+        // contract), and read while the call has not returned.
+        text: |a| unsafe { body(FieldKind::Str, a) },
+    };
+    desc.emit_with(len, &payload);
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@ mod error;
 mod event;
 mod packed;
 mod session;
+mod values;
 
 pub use emit::ringtrace_emit;
 pub use error::ringtrace_last_error;

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicPtr, Ordering::Acquire};
 use rt::EventDesc;
 
 use crate::event::{Registered, RtEvent};
+use crate::values::Packed;
 
 entry!(
     /// Records `event` with the `len` payload bytes at `payload`.
@@ -70,15 +71,6 @@ unsafe fn packed(event: *const RtEvent, len: usize) -> Option<&'static EventDesc
     (reg.packed == Some(len)).then_some(&reg.desc)
 }
 
-/// Copies the `N` payload bytes into the record's payload (`N` bytes: the
-/// length the record was reserved with).
-#[inline(always)]
-fn put<const N: usize>(out: &mut [u8], v: &[u8; N]) {
-    if let Ok(o) = <&mut [u8; N]>::try_from(out) {
-        *o = *v;
-    }
-}
-
 /// `ringtrace_emit_packed`'s work, from the code at `ip`.
 ///
 /// # Safety
@@ -98,7 +90,14 @@ unsafe extern "C" fn emit_packed_at(
     };
     // SAFETY: `len` readable bytes (caller's contract).
     let bytes = unsafe { std::slice::from_raw_parts(payload, len) };
-    desc.emit_at(len, ip, |out| out.copy_from_slice(bytes));
+    desc.emit_with(
+        len,
+        &Packed {
+            fields: desc.fields,
+            bytes,
+            ip,
+        },
+    );
 }
 
 /// `ringtrace_emit_packed4`'s work, from the code at `ip`.
@@ -108,7 +107,15 @@ unsafe extern "C" fn emit_packed_at(
 unsafe extern "C" fn emit_packed4_at(event: *const RtEvent, payload: u32, ip: u64) {
     // SAFETY: the caller's contract.
     if let Some(desc) = unsafe { packed(event, 4) } {
-        desc.emit_at(4, ip, move |out| put(out, &payload.to_le_bytes()));
+        let bytes = payload.to_le_bytes();
+        desc.emit_with(
+            4,
+            &Packed {
+                fields: desc.fields,
+                bytes: &bytes,
+                ip,
+            },
+        );
     }
 }
 
@@ -119,7 +126,15 @@ unsafe extern "C" fn emit_packed4_at(event: *const RtEvent, payload: u32, ip: u6
 unsafe extern "C" fn emit_packed8_at(event: *const RtEvent, payload: u64, ip: u64) {
     // SAFETY: the caller's contract.
     if let Some(desc) = unsafe { packed(event, 8) } {
-        desc.emit_at(8, ip, move |out| put(out, &payload.to_le_bytes()));
+        let bytes = payload.to_le_bytes();
+        desc.emit_with(
+            8,
+            &Packed {
+                fields: desc.fields,
+                bytes: &bytes,
+                ip,
+            },
+        );
     }
 }
 
@@ -131,6 +146,13 @@ unsafe extern "C" fn emit_packed16_at(event: *const RtEvent, lo: u64, hi: u64, i
     // SAFETY: the caller's contract.
     if let Some(desc) = unsafe { packed(event, 16) } {
         let v = (u128::from(hi) << 64 | u128::from(lo)).to_le_bytes();
-        desc.emit_at(16, ip, move |out| put(out, &v));
+        desc.emit_with(
+            16,
+            &Packed {
+                fields: desc.fields,
+                bytes: &v,
+                ip,
+            },
+        );
     }
 }

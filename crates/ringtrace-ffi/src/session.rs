@@ -104,6 +104,40 @@ pub unsafe extern "C" fn ringtrace_session_enable(
     }) as c_int
 }
 
+/// Enables the events matching `pattern` at `level` or more severe,
+/// recording only those `filter` accepts.
+///
+/// # Safety
+/// `s` is a live handle; strings are null or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn ringtrace_session_enable_filter(
+    s: *mut RtSession,
+    channel: *const c_char,
+    pattern: *const c_char,
+    level: c_int,
+    filter: *const c_char,
+) -> c_int {
+    status("ringtrace_session_enable_filter", || {
+        // SAFETY: caller's contract.
+        let (s, pattern, filter) = unsafe {
+            (
+                session(s)?,
+                arg(pattern, "pattern")?,
+                arg(filter, "filter")?,
+            )
+        };
+        // SAFETY: caller's contract.
+        let channel = (!channel.is_null())
+            .then(|| unsafe { arg(channel, "channel") })
+            .transpose()?;
+        let level = crate::event::level(level).ok_or_else(|| format!("unknown level {level}"))?;
+        let n = s
+            .enable_filtered(channel, pattern, level, filter)
+            .map_err(|e| e.to_string())?;
+        Ok(n as i64)
+    }) as c_int
+}
+
 /// Disables the events matching `pattern`.
 ///
 /// # Safety

@@ -99,6 +99,7 @@ pub use ringtrace_core::clock::clock;
 pub use ringtrace_core::context::{here, Contexts, ThreadIds};
 pub use ringtrace_core::desc::{all_events, EventDesc, FieldDesc, EVENTS};
 pub use ringtrace_core::field::{FieldKind, FieldValue, Fields};
+pub use ringtrace_core::filter;
 pub use ringtrace_core::level::{Level, UnknownLevel};
 pub use ringtrace_core::rcu;
 pub use session::Session;

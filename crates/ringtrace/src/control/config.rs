@@ -181,6 +181,64 @@ pub(crate) struct Rule {
     pub(crate) pattern: String,
     pub(crate) level: Level,
     pub(crate) enable: bool,
+    /// An enable rule's filter: the events it enables are recorded when
+    /// it accepts them.
+    pub(crate) filter: Option<RuleFilter>,
+}
+
+impl Rule {
+    /// An enable rule.
+    pub(crate) fn enable(pattern: &str, level: Level, filter: Option<RuleFilter>) -> Rule {
+        Rule {
+            pattern: pattern.into(),
+            level,
+            enable: true,
+            filter,
+        }
+    }
+
+    /// Whether the rule applies to an event `name` of `level`.
+    fn applies(&self, name: &str, level: Level) -> bool {
+        crate::control::pattern::matches(&self.pattern, name)
+            && (!self.enable || level <= self.level)
+    }
+}
+
+/// An enable rule's filter: its text, parsed (compiled for each event it
+/// enables, `control/registry.rs`).
+#[derive(Debug, Clone)]
+pub(crate) struct RuleFilter {
+    pub(crate) text: String,
+    pub(crate) expr: ringtrace_core::filter::Expr,
+}
+
+impl RuleFilter {
+    /// Parses `text`.
+    pub(crate) fn parse(text: &str) -> Result<RuleFilter, Error> {
+        Ok(RuleFilter {
+            text: text.to_string(),
+            expr: ringtrace_core::filter::parse(text).map_err(Error::Config)?,
+        })
+    }
+}
+
+impl PartialEq for RuleFilter {
+    fn eq(&self, o: &RuleFilter) -> bool {
+        self.text == o.text
+    }
+}
+
+impl Eq for RuleFilter {}
+
+/// What a channel's rules decide for one event.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Decision<'r> {
+    /// Not recorded.
+    Off,
+    /// Recorded, every time.
+    All,
+    /// Recorded when one of these filters accepts it.
+    Filtered(Vec<&'r RuleFilter>),
 }
 
 /// Rules a channel keeps at most: the live control socket adds rules for
@@ -190,27 +248,49 @@ pub(crate) const MAX_RULES: usize = 1024;
 impl Rule {
     /// Whether this rule, coming later, decides every event `earlier`
     /// applies to: then `earlier` never decides anything and can go.
+    ///
+    /// The enable rules that apply to an event after the last disable
+    /// rule that applies are its filters' union ([`decide`]): a later
+    /// enable rule shadows an earlier one only where their union is the
+    /// later one (no filter, or the same), and an earlier disable rule
+    /// only when it records every such event unfiltered.
     fn shadows(&self, earlier: &Rule) -> bool {
+        let unfiltered = self.filter.is_none();
         self.pattern == earlier.pattern
             && (!self.enable
                 || if earlier.enable {
-                    earlier.level <= self.level
+                    earlier.level <= self.level && (unfiltered || self.filter == earlier.filter)
                 } else {
-                    self.level == Level::Debug
+                    self.level == Level::Debug && unfiltered
                 })
     }
 }
 
-/// Whether `rules` enable an event `name` of `level`: the last rule that
-/// applies decides; none, disabled.
+/// What `rules` decide for an event `name` of `level`: the enable rules
+/// that apply to it after the last disable rule that applies record it,
+/// unfiltered if one of them has no filter, else when one of their
+/// filters accepts it (LTTng's enablers of one event: their filters'
+/// union). None: not recorded.
+pub(crate) fn decide<'r>(rules: &'r [Rule], name: &str, level: Level) -> Decision<'r> {
+    let mut filters = Vec::new();
+    for r in rules.iter().rev().filter(|r| r.applies(name, level)) {
+        match (&r.filter, r.enable) {
+            (_, false) => break,
+            (None, true) => return Decision::All,
+            (Some(f), true) => filters.push(f),
+        }
+    }
+    if filters.is_empty() {
+        Decision::Off
+    } else {
+        filters.reverse();
+        Decision::Filtered(filters)
+    }
+}
+
+/// Whether `rules` record an event `name` of `level` (unfiltered or not).
 pub(crate) fn enabled_by(rules: &[Rule], name: &str, level: Level) -> bool {
-    rules
-        .iter()
-        .rev()
-        .find(|r| {
-            crate::control::pattern::matches(&r.pattern, name) && (!r.enable || level <= r.level)
-        })
-        .is_some_and(|r| r.enable)
+    decide(rules, name, level) != Decision::Off
 }
 
 /// Whether `rules` can take `rule` ([`push_rule`] would not fail).
@@ -254,6 +334,9 @@ pub struct SessionBuilder {
     rules: Vec<(Option<String>, Rule)>,
     relay: Option<RelayConfig>,
     io: FileIo,
+    /// What could not be taken (a filter that does not parse): creating
+    /// the session fails with it.
+    errors: Vec<String>,
 }
 
 impl SessionBuilder {
@@ -268,6 +351,7 @@ impl SessionBuilder {
             rules: Vec::new(),
             relay: None,
             io: FileIo::default(),
+            errors: Vec::new(),
         }
     }
 
@@ -359,29 +443,39 @@ impl SessionBuilder {
 
     /// Enables the events matching `pattern` of level `level` or more severe,
     /// in every channel.
-    pub fn enable_level(mut self, pattern: &str, level: Level) -> Self {
-        self.rules.push((
-            None,
-            Rule {
-                pattern: pattern.into(),
-                level,
-                enable: true,
-            },
-        ));
-        self
+    pub fn enable_level(self, pattern: &str, level: Level) -> Self {
+        self.enable_where(None, pattern, level, None)
     }
 
     /// Enables the events matching `pattern` of level `level` or more severe
     /// in channel `channel`.
-    pub fn enable_in(mut self, channel: &str, pattern: &str, level: Level) -> Self {
-        self.rules.push((
-            Some(channel.into()),
-            Rule {
-                pattern: pattern.into(),
-                level,
-                enable: true,
-            },
-        ));
+    pub fn enable_in(self, channel: &str, pattern: &str, level: Level) -> Self {
+        self.enable_where(Some(channel), pattern, level, None)
+    }
+
+    /// Enables the events matching `pattern` of level `level` or more
+    /// severe, in `channel` (`None`: every channel), recording only those
+    /// that `filter` accepts (`ringtrace_core::filter`'s language, LTTng's:
+    /// `(i & 1) == 0 && path == "/api/*"`). The filter is compiled for
+    /// each event it enables and evaluated before the record is reserved;
+    /// creating the session fails if it does not parse, or names a field
+    /// the events it enables lack.
+    pub fn enable_where(
+        mut self,
+        channel: Option<&str>,
+        pattern: &str,
+        level: Level,
+        filter: Option<&str>,
+    ) -> Self {
+        let f = filter.map(|t| (t.to_string(), RuleFilter::parse(t)));
+        let rule = match &f {
+            Some((_, Err(_))) | None => Rule::enable(pattern, level, None),
+            Some((_, Ok(f))) => Rule::enable(pattern, level, Some(f.clone())),
+        };
+        if let Some((_, Err(e))) = f {
+            self.errors.push(e.to_string());
+        }
+        self.rules.push((channel.map(str::to_string), rule));
         self
     }
 
@@ -390,6 +484,12 @@ impl SessionBuilder {
     /// the mode needs one. The session is created from it by
     /// [`SessionBuilder::create`].
     pub(crate) fn check(self) -> Result<Checked, Error> {
+        if let Some(e) = self.errors.first() {
+            return Err(Error::Config(format!("session '{}': {e}", self.name)));
+        }
+        for (_, r) in &self.rules {
+            crate::control::registry::check_filter(r)?;
+        }
         let mut channels = self.channels;
         if channels.is_empty() {
             channels.push(ChannelConfig::new("channel0"));
@@ -467,9 +567,46 @@ pub(crate) struct Checked {
 mod tests {
     use super::*;
 
+    /// A decision as a comparable value: off, all, or the set of filters.
+    fn summary(d: Decision<'_>) -> Option<Option<std::collections::BTreeSet<String>>> {
+        match d {
+            Decision::Off => None,
+            Decision::All => Some(None),
+            Decision::Filtered(f) => Some(Some(f.iter().map(|f| f.text.clone()).collect())),
+        }
+    }
+
+    /// Enable rules after the last disable rule that applies: their
+    /// filters' union, or all if one has none.
+    #[test]
+    fn decisions_join_filters_like_lttng_enablers() {
+        let f = |t: &str| Some(RuleFilter::parse(t).unwrap());
+        let off = Rule {
+            pattern: "a:*".into(),
+            level: Level::Debug,
+            enable: false,
+            filter: None,
+        };
+        let rules = vec![
+            Rule::enable("a:*", Level::Debug, None),
+            off,
+            Rule::enable("a:*", Level::Debug, f("x == 1")),
+            Rule::enable("a:x", Level::Info, f("y == 2")),
+        ];
+        let set = |v: &[&str]| Some(Some(v.iter().map(|s| s.to_string()).collect()));
+        assert_eq!(summary(decide(&rules, "a:x", Level::Info)), set(&["x == 1", "y == 2"]));
+        assert_eq!(summary(decide(&rules, "a:x", Level::Debug)), set(&["x == 1"]));
+        assert_eq!(summary(decide(&rules, "a:y", Level::Info)), set(&["x == 1"]));
+        assert_eq!(summary(decide(&rules, "b:y", Level::Info)), None);
+        let mut more = rules.clone();
+        more.push(Rule::enable("a:*", Level::Debug, None));
+        assert_eq!(summary(decide(&more, "a:x", Level::Info)), Some(None));
+    }
+
     /// Compaction never changes a decision: random rule sequences over a
-    /// few patterns and every level, pushed compacted and not, decide alike
-    /// for every event; toggling keeps the list short.
+    /// few patterns, filters and every level, pushed compacted and not,
+    /// decide alike for every event (recorded or not, and with which
+    /// filters); toggling keeps the list short.
     #[test]
     #[cfg_attr(
         miri,
@@ -488,10 +625,12 @@ mod tests {
         for _ in 0..2000 {
             let (mut full, mut compact) = (Vec::new(), Vec::new());
             for _ in 0..rnd(12) {
+                let filter = [None, Some("x == 1"), Some("y == 2")][rnd(3)];
                 let r = Rule {
                     pattern: patterns[rnd(patterns.len())].into(),
                     level: Level::ALL[rnd(Level::ALL.len())],
                     enable: rnd(2) == 0,
+                    filter: filter.map(|f| RuleFilter::parse(f).unwrap()),
                 };
                 full.push(r.clone());
                 push_rule(&mut compact, r).unwrap();
@@ -500,8 +639,8 @@ mod tests {
             for n in names {
                 for l in Level::ALL {
                     assert_eq!(
-                        enabled_by(&full, n, l),
-                        enabled_by(&compact, n, l),
+                        summary(decide(&full, n, l)),
+                        summary(decide(&compact, n, l)),
                         "{n} at {l:?}: {full:?} vs {compact:?}"
                     );
                 }
@@ -513,16 +652,13 @@ mod tests {
                 pattern: "app:*".into(),
                 level: Level::Debug,
                 enable: k % 2 == 0,
+                filter: None,
             };
             push_rule(&mut rules, r).unwrap();
         }
         assert_eq!(rules.len(), 1, "toggles keep one rule");
         for k in 0..MAX_RULES {
-            let r = Rule {
-                pattern: format!("p{k}:*"),
-                level: Level::Info,
-                enable: true,
-            };
+            let r = Rule::enable(&format!("p{k}:*"), Level::Info, None);
             if k + 1 < MAX_RULES {
                 push_rule(&mut rules, r).unwrap();
             } else {

@@ -15,10 +15,11 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::control::config::Rule;
+use crate::control::config::{decide, Decision, Rule, RuleFilter};
 use crate::control::state::{SessionState, GRACE_TIMEOUT};
 use crate::error::Error;
 use ringtrace_core::desc::{all_events, EventDesc};
+use ringtrace_core::filter::Filter;
 use ringtrace_core::level::Level;
 use ringtrace_core::probe::{Probe, ProbeList};
 use ringtrace_core::rcu::{self, Updater};
@@ -99,18 +100,111 @@ pub fn register_all(descs: &[&'static EventDesc]) {
 /// `level` or more severe in `channel` of session `s` (`None`: every
 /// channel). Returns how many event call sites it enabled now (the rule
 /// also applies to events registered later).
+///
+/// With `filter`, only the records it accepts: an error if it does not
+/// parse, or if an event the rule enables now lacks a field it names
+/// ([`check_filter`]).
 pub(crate) fn enable(
     s: &Arc<SessionState>,
     channel: Option<&str>,
     pattern: &str,
     level: Level,
+    filter: Option<&str>,
 ) -> Result<usize, Error> {
-    let rule = Rule {
-        pattern: pattern.into(),
-        level,
-        enable: true,
-    };
+    let filter = filter.map(RuleFilter::parse).transpose()?;
+    let rule = Rule::enable(pattern, level, filter);
+    check_filter(&rule)?;
     add_rule(s, channel, rule)
+}
+
+/// Checks an enable rule's filter against the events the rule enables
+/// now, as LTTng checks a filter when it is enabled: an error if the
+/// rule names one event (no `*`) that the filter cannot be compiled for
+/// (a field it lacks, a text compared with a number), or if it can be
+/// compiled for none of the events the rule matches. Events registered
+/// later that it cannot be compiled for are not recorded by the rule.
+pub(crate) fn check_filter(rule: &Rule) -> Result<(), Error> {
+    let Some(f) = &rule.filter else {
+        return Ok(());
+    };
+    let (mut good, mut first_err) = (0, None);
+    for desc in all_events() {
+        if !crate::control::config::enabled_by(
+            std::slice::from_ref(rule),
+            &desc.full_name(),
+            desc.level,
+        ) {
+            continue;
+        }
+        match compile_for(f, desc) {
+            Ok(_) => good += 1,
+            Err(e) => {
+                first_err.get_or_insert_with(|| {
+                    let e = e.trim_start_matches("filter: ");
+                    format!("filter `{}` on {}: {e}", f.text, desc.full_name())
+                });
+            }
+        }
+    }
+    match first_err {
+        Some(e) if good == 0 || !rule.pattern.contains('*') => Err(Error::Config(e)),
+        _ => Ok(()),
+    }
+}
+
+/// `f` compiled for `desc`'s fields and the thread's contexts (strict:
+/// unknown names and kind clashes are errors).
+fn compile_for(
+    f: &RuleFilter,
+    desc: &EventDesc,
+) -> Result<ringtrace_core::filter::Program, String> {
+    use ringtrace_core::field::FieldKind;
+    use ringtrace_core::filter::{compile, kind_of, thread_context, Kind, Name, Slot};
+    compile(&f.expr, true, &mut |n| match n {
+        Name::Field(name) => {
+            let i = desc
+                .fields
+                .iter()
+                .position(|d| d.name == name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = desc.fields.iter().map(|d| d.name).collect();
+                    format!("filter: no field `{name}` (fields: {})", names.join(", "))
+                })?;
+            let kind = match desc.fields[i].kind {
+                FieldKind::Unsigned(_) | FieldKind::Signed(_) | FieldKind::Bool => Kind::Int,
+                FieldKind::F32 | FieldKind::F64 => Kind::Float,
+                FieldKind::Str => Kind::Text,
+                FieldKind::Bytes => Kind::Other,
+                FieldKind::Ctf(c) => kind_of(&c.ty),
+            };
+            Ok(Slot::Field(i, kind))
+        }
+        Name::Context(c) => thread_context(c),
+    })
+}
+
+/// What `decision` records of `desc`: `None` nothing, `Some(None)` every
+/// record, else the filters that compile for it (none: nothing).
+fn probe_filter(decision: Decision<'_>, desc: &EventDesc) -> Option<Option<Box<Filter>>> {
+    match decision {
+        Decision::Off => None,
+        Decision::All => Some(None),
+        Decision::Filtered(fs) => {
+            let (mut any, mut texts) = (Vec::new(), Vec::new());
+            for f in fs {
+                if let Ok(p) = compile_for(f, desc) {
+                    any.push(p);
+                    texts.push(f.text.clone());
+                }
+            }
+            (!any.is_empty()).then(|| {
+                Some(Box::new(Filter {
+                    any: any.into(),
+                    texts: texts.into(),
+                }))
+            })
+        }
+    }
 }
 
 /// Disables the events matching `pattern` in `channel` of session `s`
@@ -124,6 +218,7 @@ pub(crate) fn disable(
         pattern: pattern.into(),
         level: Level::Debug,
         enable: false,
+        filter: None,
     };
     add_rule(s, channel, rule)
 }
@@ -243,9 +338,9 @@ fn republish(c: &mut Control) {
             None => probes.is_empty(),
             Some(l) => {
                 l.iter().count() == probes.len()
-                    && l.iter()
-                        .zip(&probes)
-                        .all(|(a, b)| Arc::ptr_eq(&a.channel, &b.channel) && a.id == b.id)
+                    && l.iter().zip(&probes).all(|(a, b)| {
+                        Arc::ptr_eq(&a.channel, &b.channel) && a.id == b.id && a.filter == b.filter
+                    })
             }
         };
         if same {
@@ -278,15 +373,17 @@ fn wanted_probes(sessions: &[Arc<SessionState>], desc: &'static EventDesc) -> Ve
         }
         let mut meta = s.meta.lock().unwrap_or_else(|e| e.into_inner());
         for (ci, ch) in s.channels.iter().enumerate() {
-            if !SessionState::wants(&meta, ci, desc) {
+            let decision = decide(&meta.rules[ci], &desc.full_name(), desc.level);
+            let Some(filter) = probe_filter(decision, desc) else {
                 continue;
-            }
+            };
             match SessionState::class_id(&mut meta, ci, desc) {
                 Ok(id) => probes.push(Probe {
                     active: s.active.clone(),
                     channel: ch.chan.clone(),
                     id,
                     tally: ch.tally.clone(),
+                    filter,
                 }),
                 Err(e) => eprintln!(
                     "ringtrace: session '{}': cannot describe {}: {e}",

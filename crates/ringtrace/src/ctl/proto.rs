@@ -55,6 +55,10 @@ pub enum Request {
         /// Only this channel (all by default).
         #[cfg_attr(feature = "clap", arg(long))]
         channel: Option<String>,
+        /// Record only the events this filter accepts (LTTng's language:
+        /// `(i & 1) == 0 && path == "/api/*"`); on one line.
+        #[cfg_attr(feature = "clap", arg(long))]
+        filter: Option<String>,
     },
     /// Disable events in a session.
     Disable {
@@ -146,7 +150,7 @@ impl Request {
     /// The request's text.
     pub fn encode(&self) -> String {
         let mut f: Vec<&str> = vec![MAGIC];
-        let (level, joined);
+        let (level, joined, line);
         match self {
             Request::Sessions => f.push("sessions"),
             Request::Enable {
@@ -154,6 +158,7 @@ impl Request {
                 pattern,
                 level: l,
                 channel,
+                filter,
             } => {
                 level = l.name();
                 f.extend([
@@ -163,6 +168,11 @@ impl Request {
                     level,
                     channel.as_deref().unwrap_or("-"),
                 ]);
+                if let Some(t) = filter {
+                    // One line: a line break is blank space to the parser.
+                    line = t.replace(['\n', '\r'], " ");
+                    f.push(&line);
+                }
             }
             Request::Disable {
                 session,
@@ -228,7 +238,8 @@ impl Request {
                 Request::Sessions
             }
             "enable" => {
-                want(4)?;
+                // The filter, a fifth argument, is optional.
+                want(4).or_else(|_| want(5))?;
                 Request::Enable {
                     session: session(),
                     pattern: args[1].into(),
@@ -236,6 +247,7 @@ impl Request {
                         .parse()
                         .map_err(|e: crate::UnknownLevel| ProtoError::Bad(e.to_string()))?,
                     channel: opt(args[3]),
+                    filter: args.get(4).map(|f| f.to_string()),
                 }
             }
             "disable" => {
@@ -362,6 +374,14 @@ mod tests {
                 pattern: "my app:*".into(),
                 level: Level::Warning,
                 channel: Some("c".into()),
+                filter: None,
+            },
+            Request::Enable {
+                session: "s".into(),
+                pattern: "app:*".into(),
+                level: Level::Debug,
+                channel: None,
+                filter: Some("(i & 1) == 0 && path == \"/a b/*\"".into()),
             },
             Request::Disable {
                 session: "s".into(),

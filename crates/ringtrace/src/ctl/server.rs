@@ -300,6 +300,7 @@ pub fn execute(req: &Request) -> Reply {
             pattern,
             level,
             channel,
+            filter,
         } => {
             let s = find(session)?;
             if !ringtrace_core::desc::all_events()
@@ -310,7 +311,14 @@ pub fn execute(req: &Request) -> Reply {
                     "no event of this process matches '{pattern}'; nothing changed"
                 ));
             }
-            let n = registry::enable(&s.state, channel.as_deref(), pattern, *level).map_err(err)?;
+            let n = registry::enable(
+                &s.state,
+                channel.as_deref(),
+                pattern,
+                *level,
+                filter.as_deref(),
+            )
+            .map_err(err)?;
             Ok(format!("{n} call sites enabled\n"))
         }
         Request::Disable {

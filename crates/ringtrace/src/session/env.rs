@@ -17,7 +17,10 @@
 //! default, or forced either way); `io=buffered|auto|direct` (stream
 //! files: through the page cache, the default; fast streams with direct
 //! I/O and slow ones through the page cache; all with direct I/O where
-//! the file system takes it); `relay=net://HOST[:CTRL[:DATA]]`
+//! the file system takes it); `filter=<expr>` (record only the events the filter accepts, for every
+//! pattern given: `filter=(i & 1) == 0 && path == "/api/*"`, the
+//! language of `ringtrace_core::filter`, LTTng's; a comma in it is
+//! written `\,`); `relay=net://HOST[:CTRL[:DATA]]`
 //! (stream to an lttng-relayd as well; if it cannot be reached at start,
 //! the trace goes to `<dir>` alone); `live=<ms>` (the relay stream is live:
 //! flushed every `<ms>`, for `babeltrace2 net://…` while the program runs).
@@ -58,6 +61,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     let mut mode = Mode::Discard;
     let mut level = Level::Debug;
     let mut patterns = Vec::new();
+    let mut filter = None;
     let mut buffer_dir = None;
     let mut per_process = false;
     let mut relay = None;
@@ -106,13 +110,17 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
             Some(("io", v)) => io = crate::FileIo::parse(v).map_err(|e| bad(&e))?,
             Some(("relay", v)) => relay = Some(relay_url(v)?),
             Some(("live", v)) => live = Some(Duration::from_millis(num(v)?.max(1))),
+            Some(("filter", v)) => {
+                ringtrace_core::filter::parse(v).map_err(|e| bad(&e))?;
+                filter = Some(v.to_string());
+            }
             Some(("level", v)) => {
                 level = v
                     .parse()
                     .map_err(|e: crate::UnknownLevel| bad(&e.to_string()))?
             }
             Some(_) => return Err(bad(
-                "unknown option (subbuf, count, switch, read, level, bufdir, context, rseq, io, relay, live)",
+                "unknown option (subbuf, count, switch, read, level, bufdir, context, rseq, io, relay, live, filter)",
             )),
         }
     }
@@ -153,7 +161,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
         b = b.buffer_dir(d);
     }
     for p in patterns {
-        b = b.enable_level(&p, level);
+        b = b.enable_where(None, &p, level, filter.as_deref());
     }
     Ok(b)
 }

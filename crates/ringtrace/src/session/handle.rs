@@ -89,7 +89,24 @@ impl Session {
         pattern: &str,
         level: Level,
     ) -> Result<usize, Error> {
-        registry::enable(&self.rec.state, channel, pattern, level)
+        registry::enable(&self.rec.state, channel, pattern, level, None)
+    }
+
+    /// [`Session::enable`], recording only the events `filter` accepts
+    /// (LTTng's filter language: `(i & 1) == 0 && path == "/api/*"`,
+    /// `$ctx.procname == "worker-*"`): compiled for each event now, and
+    /// evaluated before a record is reserved, so a rejected event costs
+    /// no buffer space. An error if it does not parse, or names a field
+    /// the events it enables lack. Enabling an event again with another
+    /// filter records what either accepts; with none, every record.
+    pub fn enable_filtered(
+        &self,
+        channel: Option<&str>,
+        pattern: &str,
+        level: Level,
+        filter: &str,
+    ) -> Result<usize, Error> {
+        registry::enable(&self.rec.state, channel, pattern, level, Some(filter))
     }
 
     /// Disables the events matching `pattern` in `channel` (`None`: every

@@ -1,0 +1,403 @@
+//! A filter compiled for one event class: names resolved to the event's
+//! field and context slots, types checked, literals laid out in two flat
+//! arrays. Evaluating it reads the values through a [`Source`] and
+//! allocates nothing, takes no lock and makes no system call: the write
+//! path runs it before reserving (`crate::probe`), in a signal handler
+//! too. Its recursion is bounded by the parser's nesting limit and
+//! [`MAX_NODES`].
+
+use super::parse::{BinOp, Expr, UnOp};
+
+/// A value an operand takes for one event.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Val<'a> {
+    /// An integer (every integer, enumeration and boolean field).
+    Int(i128),
+    /// A floating-point number.
+    Float(f64),
+    /// A text: its bytes, without a terminating NUL.
+    Text(&'a [u8]),
+    /// No value: a field the event lacks, or one no filter compares (a
+    /// byte sequence, a structure). Every comparison with it is false.
+    Absent,
+}
+
+impl Val<'_> {
+    /// C's truth: a number other than 0; never a text or nothing.
+    pub fn truth(self) -> bool {
+        match self {
+            Val::Int(x) => x != 0,
+            Val::Float(x) => x != 0.0,
+            Val::Text(_) | Val::Absent => false,
+        }
+    }
+}
+
+/// Where a compiled filter reads an event's values.
+pub trait Source {
+    /// Payload field `i` (the slot [`compile`] resolved its name to).
+    fn field(&self, i: usize) -> Val<'_>;
+    /// Context `i` (the slot [`compile`] resolved its name to).
+    fn context(&self, i: usize) -> Val<'_>;
+}
+
+/// What a value is, where known when compiling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Integers, enumerations, booleans.
+    Int,
+    /// Floating-point numbers.
+    Float,
+    /// Texts.
+    Text,
+    /// Values no filter compares (byte sequences, arrays, structures).
+    Other,
+    /// Not known until evaluated.
+    Unknown,
+}
+
+/// A name in a filter, for the resolver [`compile`] asks.
+#[derive(Debug, Clone, Copy)]
+pub enum Name<'a> {
+    /// A payload field.
+    Field(&'a str),
+    /// `$ctx.NAME`.
+    Context(&'a str),
+}
+
+/// What a name resolves to.
+#[derive(Debug, Clone, Copy)]
+pub enum Slot {
+    /// Payload field `index`, of kind `kind`.
+    Field(usize, Kind),
+    /// Context `index`, of kind `kind`.
+    Context(usize, Kind),
+    /// Nothing: the operand is [`Val::Absent`].
+    Absent,
+}
+
+/// Nodes a compiled filter holds at most.
+pub const MAX_NODES: usize = 256;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Node {
+    Field(u16),
+    Context(u16),
+    Absent,
+    Int(i128),
+    Float(f64),
+    /// Bytes `at..at + len` of the program's texts; `glob`: some are
+    /// wildcards (the same range of `wild`).
+    Text {
+        at: u32,
+        len: u32,
+        glob: bool,
+    },
+    Unary(UnOp, u16),
+    Binary(BinOp, u16, u16),
+}
+
+/// A compiled filter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    /// Children before parents; the root last.
+    nodes: Box<[Node]>,
+    texts: Box<[u8]>,
+    wild: Box<[bool]>,
+}
+
+/// Compiles `e`, resolving each field and context name with `resolve`
+/// (which may refuse a name with an error). `strict`: operators given
+/// operands of a kind they cannot take (a text and a number compared, a
+/// bitwise operator on a float) are errors, as when a filter is enabled;
+/// otherwise they evaluate to false, as when a trace is read.
+pub fn compile(
+    e: &Expr,
+    strict: bool,
+    resolve: &mut dyn FnMut(Name<'_>) -> Result<Slot, String>,
+) -> Result<Program, String> {
+    let mut c = Compiler {
+        nodes: Vec::new(),
+        texts: Vec::new(),
+        wild: Vec::new(),
+        strict,
+        resolve,
+    };
+    c.node(e)?;
+    Ok(Program {
+        nodes: c.nodes.into(),
+        texts: c.texts.into(),
+        wild: c.wild.into(),
+    })
+}
+
+struct Compiler<'r> {
+    nodes: Vec<Node>,
+    texts: Vec<u8>,
+    wild: Vec<bool>,
+    strict: bool,
+    resolve: &'r mut dyn FnMut(Name<'_>) -> Result<Slot, String>,
+}
+
+fn describe(e: &Expr) -> String {
+    match e {
+        Expr::Field(n) => format!("field `{n}`"),
+        Expr::Context(n) => format!("`$ctx.{n}`"),
+        Expr::Text(..) => "a string".into(),
+        Expr::Int(_) | Expr::Float(_) => "a number".into(),
+        _ => "an expression".into(),
+    }
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Int => "an integer",
+        Kind::Float => "a float",
+        Kind::Text => "a text",
+        Kind::Other => "a value filters do not compare (a sequence, array or structure)",
+        Kind::Unknown => "unknown",
+    }
+}
+
+impl Compiler<'_> {
+    /// Compiles `e`; returns its node's index and kind.
+    fn node(&mut self, e: &Expr) -> Result<(u16, Kind), String> {
+        let (node, kind) = match e {
+            Expr::Field(n) | Expr::Context(n) => {
+                let name = match e {
+                    Expr::Field(_) => Name::Field(n),
+                    _ => Name::Context(n),
+                };
+                match (self.resolve)(name)? {
+                    Slot::Field(i, k) => (Node::Field(slot(i)?), k),
+                    Slot::Context(i, k) => (Node::Context(slot(i)?), k),
+                    Slot::Absent => (Node::Absent, Kind::Unknown),
+                }
+            }
+            Expr::Int(v) => (Node::Int(*v), Kind::Int),
+            Expr::Float(v) => (Node::Float(*v), Kind::Float),
+            Expr::Text(bytes, wild) => {
+                let at = self.texts.len() as u32;
+                self.texts.extend_from_slice(bytes);
+                self.wild.extend_from_slice(wild);
+                let glob = wild.iter().any(|w| *w);
+                let len = bytes.len() as u32;
+                (Node::Text { at, len, glob }, Kind::Text)
+            }
+            Expr::Unary(op, a) => {
+                let (i, k) = self.node(a)?;
+                let ok = match op {
+                    UnOp::Not => k != Kind::Text,
+                    UnOp::BitNot => matches!(k, Kind::Int | Kind::Unknown),
+                    UnOp::Neg => matches!(k, Kind::Int | Kind::Float | Kind::Unknown),
+                };
+                self.check(ok, || {
+                    format!(
+                        "this unary operator cannot take {} ({})",
+                        kind_name(k),
+                        describe(a)
+                    )
+                })?;
+                let kind = match op {
+                    UnOp::Not => Kind::Int,
+                    _ => k,
+                };
+                (Node::Unary(*op, i), kind)
+            }
+            Expr::Binary(op, a, b) => self.binary(*op, a, b)?,
+        };
+        if self.nodes.len() == MAX_NODES {
+            return Err(format!(
+                "filter: more than {MAX_NODES} operands and operators"
+            ));
+        }
+        self.nodes.push(node);
+        Ok(((self.nodes.len() - 1) as u16, kind))
+    }
+
+    fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Result<(Node, Kind), String> {
+        let (i, ka) = self.node(a)?;
+        let (j, kb) = self.node(b)?;
+        let known = |k| k != Kind::Unknown;
+        let number = |k| matches!(k, Kind::Int | Kind::Float);
+        if op.integral() {
+            for (k, e) in [(ka, a), (kb, b)] {
+                self.check(!known(k) || k == Kind::Int, || {
+                    format!(
+                        "`{}` takes integers: {} is {}",
+                        op.text(),
+                        describe(e),
+                        kind_name(k)
+                    )
+                })?;
+            }
+        } else if op.compares() {
+            for (k, e) in [(ka, a), (kb, b)] {
+                self.check(k != Kind::Other, || {
+                    format!("{} is {}", describe(e), kind_name(k))
+                })?;
+            }
+            let clash = known(ka) && known(kb) && (number(ka) != number(kb));
+            self.check(!clash, || {
+                format!(
+                    "`{}` compares {} ({}) with {} ({})",
+                    op.text(),
+                    kind_name(ka),
+                    describe(a),
+                    kind_name(kb),
+                    describe(b)
+                )
+            })?;
+        }
+        let kind = match op {
+            _ if op.compares() || matches!(op, BinOp::And | BinOp::Or) => Kind::Int,
+            _ => ka,
+        };
+        Ok((Node::Binary(op, i, j), kind))
+    }
+
+    fn check(&self, ok: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
+        if ok || !self.strict {
+            Ok(())
+        } else {
+            Err(format!("filter: {}", msg()))
+        }
+    }
+}
+
+fn slot(i: usize) -> Result<u16, String> {
+    u16::try_from(i).map_err(|_| format!("filter: slot {i} is out of range"))
+}
+
+/// Whether `text` matches `pattern`, whose bytes flagged in `wild` match
+/// any run of bytes (greedy, backtracking to the last wildcard: no
+/// recursion, no allocation).
+pub fn glob(pattern: &[u8], wild: &[bool], text: &[u8]) -> bool {
+    let (mut i, mut j) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while j < text.len() {
+        if i < pattern.len() && wild[i] {
+            star = Some((i, j));
+            i += 1;
+        } else if i < pattern.len() && pattern[i] == text[j] {
+            i += 1;
+            j += 1;
+        } else if let Some((si, sj)) = star {
+            i = si + 1;
+            j = sj + 1;
+            star = Some((si, sj + 1));
+        } else {
+            return false;
+        }
+    }
+    wild[i..].iter().all(|w| *w)
+}
+
+impl Program {
+    /// Whether the event whose values `src` gives passes.
+    #[inline]
+    pub fn accepts(&self, src: &dyn Source) -> bool {
+        self.eval(self.nodes.len() - 1, src).truth()
+    }
+
+    fn eval<'s>(&'s self, n: usize, src: &'s dyn Source) -> Val<'s> {
+        match self.nodes[n] {
+            Node::Field(i) => src.field(i as usize),
+            Node::Context(i) => src.context(i as usize),
+            Node::Absent => Val::Absent,
+            Node::Int(v) => Val::Int(v),
+            Node::Float(v) => Val::Float(v),
+            Node::Text { at, len, .. } => Val::Text(&self.texts[at as usize..(at + len) as usize]),
+            Node::Unary(op, a) => unary(op, self.eval(a as usize, src)),
+            Node::Binary(BinOp::And, a, b) => Val::Int(
+                (self.eval(a as usize, src).truth() && self.eval(b as usize, src).truth()) as i128,
+            ),
+            Node::Binary(BinOp::Or, a, b) => Val::Int(
+                (self.eval(a as usize, src).truth() || self.eval(b as usize, src).truth()) as i128,
+            ),
+            Node::Binary(op, a, b) => {
+                let (x, y) = (self.eval(a as usize, src), self.eval(b as usize, src));
+                if op.compares() {
+                    Val::Int(self.compare(op, (a, x), (b, y)) as i128)
+                } else {
+                    arith(op, x, y)
+                }
+            }
+        }
+    }
+
+    /// A literal's wildcards, if node `n` is a literal that has some.
+    fn pattern(&self, n: u16) -> Option<(&[u8], &[bool])> {
+        match self.nodes[n as usize] {
+            Node::Text {
+                at,
+                len,
+                glob: true,
+            } => {
+                let r = at as usize..(at + len) as usize;
+                Some((&self.texts[r.clone()], &self.wild[r]))
+            }
+            _ => None,
+        }
+    }
+
+    fn compare(&self, op: BinOp, (a, x): (u16, Val<'_>), (b, y): (u16, Val<'_>)) -> bool {
+        let ord = match (x, y) {
+            (Val::Int(x), Val::Int(y)) => x.partial_cmp(&y),
+            (Val::Float(x), Val::Float(y)) => x.partial_cmp(&y),
+            (Val::Int(x), Val::Float(y)) => (x as f64).partial_cmp(&y),
+            (Val::Float(x), Val::Int(y)) => x.partial_cmp(&(y as f64)),
+            (Val::Text(x), Val::Text(y)) => {
+                if matches!(op, BinOp::Eq | BinOp::Ne) {
+                    // A literal's `*` is a wildcard, on either side.
+                    let equal = match (self.pattern(b), self.pattern(a)) {
+                        (Some((p, w)), _) => glob(p, w, x),
+                        (None, Some((p, w))) => glob(p, w, y),
+                        (None, None) => x == y,
+                    };
+                    return equal == (op == BinOp::Eq);
+                }
+                x.partial_cmp(y)
+            }
+            _ => return false,
+        };
+        let Some(ord) = ord else { return false };
+        match op {
+            BinOp::Eq => ord.is_eq(),
+            BinOp::Ne => ord.is_ne(),
+            BinOp::Lt => ord.is_lt(),
+            BinOp::Le => ord.is_le(),
+            BinOp::Gt => ord.is_gt(),
+            _ => ord.is_ge(),
+        }
+    }
+}
+
+fn unary(op: UnOp, x: Val<'_>) -> Val<'_> {
+    match (op, x) {
+        (UnOp::Not, x) => Val::Int(!x.truth() as i128),
+        (UnOp::BitNot, Val::Int(v)) => Val::Int(!v),
+        (UnOp::Neg, Val::Int(v)) => Val::Int(v.wrapping_neg()),
+        (UnOp::Neg, Val::Float(v)) => Val::Float(-v),
+        _ => Val::Absent,
+    }
+}
+
+/// The integer operators; anything else is [`Val::Absent`] (a shift of
+/// 128 bits or more, a remainder by 0, an operand that is not an
+/// integer).
+fn arith<'a>(op: BinOp, x: Val<'a>, y: Val<'a>) -> Val<'a> {
+    let (Val::Int(x), Val::Int(y)) = (x, y) else {
+        return Val::Absent;
+    };
+    let shift = u32::try_from(y).ok().filter(|s| *s < 128);
+    match op {
+        BinOp::BitOr => Val::Int(x | y),
+        BinOp::BitXor => Val::Int(x ^ y),
+        BinOp::BitAnd => Val::Int(x & y),
+        BinOp::Shl => shift.map_or(Val::Absent, |s| Val::Int(x.wrapping_shl(s))),
+        BinOp::Shr => shift.map_or(Val::Absent, |s| Val::Int(x >> s)),
+        BinOp::Rem => x.checked_rem(y).map_or(Val::Absent, Val::Int),
+        _ => Val::Absent,
+    }
+}
