@@ -195,6 +195,16 @@ pub trait Payload {
         Val::Absent
     }
 
+    /// Whether the filter of probe `k` of the event's list accepts this
+    /// record, when the caller already knows (a foreign probe's filter,
+    /// evaluated on its own copy of the values before the payload was
+    /// put together: `ringtrace-lttng-ust`); `None` to evaluate the
+    /// filter on [`Payload::field`]'s values.
+    #[inline(always)]
+    fn verdict(&self, _k: usize) -> Option<bool> {
+        None
+    }
+
     /// A payload whose bytes come later ([`crate::open`]: a foreign
     /// probe's fields, written one call at a time): the record is kept
     /// open by [`Payload::keep`] instead of finished and committed. A

@@ -158,10 +158,12 @@ impl EventDesc {
 
     /// Opens a record of the event with a `len`-byte payload, from the code
     /// at `ip`, in `rec` (which has none open): a foreign probe's, whose
-    /// fields are written later, one call each ([`crate::open`]).
+    /// fields are written later, one call each ([`crate::open`]). A probe
+    /// with a filter records it if bit 0 of `verdict` is set (the caller
+    /// evaluated the filters of the event's probes on its own values).
     #[inline(always)]
-    pub fn open_at(&self, len: usize, ip: u64, rec: &OpenRecord) -> Opened {
-        open::open(&self.probes, len, ip, rec)
+    pub fn open_at(&self, len: usize, ip: u64, verdict: Option<u64>, rec: &OpenRecord) -> Opened {
+        open::open(&self.probes, len, ip, verdict, rec)
     }
 
     /// Records the event with `fields` as its payload: what `event!` calls

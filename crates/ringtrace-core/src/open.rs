@@ -169,7 +169,13 @@ impl OpenRecord {
 /// [`crate::EventDesc`]'s), called from the code at `ip`, in `rec`, which
 /// must have none open.
 #[inline(always)]
-pub(crate) fn open(probes: &Published<ProbeList>, len: usize, ip: u64, rec: &OpenRecord) -> Opened {
+pub(crate) fn open(
+    probes: &Published<ProbeList>,
+    len: usize,
+    ip: u64,
+    verdict: Option<u64>,
+    rec: &OpenRecord,
+) -> Opened {
     debug_assert!(!rec.is_open(), "a record is already open here");
     let Some(guard) = rcu::read_lock() else {
         return Opened::Off;
@@ -182,11 +188,12 @@ pub(crate) fn open(probes: &Published<ProbeList>, len: usize, ip: u64, rec: &Ope
         return Opened::Several;
     }
     let p = &list.first;
-    if !is_active(&p.active) {
+    let payload = Deferred { rec, ip, verdict };
+    if !(is_active(&p.active) && p.passes(&payload, 0)) {
         return Opened::Off;
     }
     let now = p.channel.now();
-    p.record(now, len, &Deferred { rec, ip }, &guard);
+    p.record(now, len, &payload, &guard);
     if !rec.is_open() {
         return Opened::Off;
     }
@@ -200,6 +207,10 @@ pub(crate) fn open(probes: &Published<ProbeList>, len: usize, ip: u64, rec: &Ope
 struct Deferred<'a> {
     rec: &'a OpenRecord,
     ip: u64,
+    /// The probes' filters' verdicts, bit `k` for probe `k` (the caller
+    /// evaluated them on its values); none: the probe records only if it
+    /// has no filter (a deferred payload has no values to give one).
+    verdict: Option<u64>,
 }
 
 impl Payload for Deferred<'_> {
@@ -214,6 +225,11 @@ impl Payload for Deferred<'_> {
     #[inline(always)]
     fn ip(&self) -> u64 {
         self.ip
+    }
+
+    #[inline(always)]
+    fn verdict(&self, k: usize) -> Option<bool> {
+        Some(self.verdict.is_some_and(|m| k < 64 && m >> k & 1 == 1))
     }
 
     #[inline(always)]
@@ -297,7 +313,11 @@ mod tests {
             now,
             id,
             len,
-            &Deferred { rec, ip: 0 }
+            &Deferred {
+                rec,
+                ip: 0,
+                verdict: None,
+            }
         ));
         assert!(rec.is_open());
     }

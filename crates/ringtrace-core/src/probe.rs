@@ -61,19 +61,20 @@ impl ProbeList {
 
 impl Probe {
     #[inline(always)]
-    fn fire<P: Payload>(&self, now: u64, len: usize, write: &P, g: &rcu::Guard) {
-        if is_active(&self.active) && self.passes(write) {
+    fn fire<P: Payload>(&self, k: usize, now: u64, len: usize, write: &P, g: &rcu::Guard) {
+        if is_active(&self.active) && self.passes(write, k) {
             self.record(now, len, write, g);
         }
     }
 
-    /// Whether the record passes the probe's filters (before it is
-    /// reserved: a rejected record costs no buffer space).
+    /// Whether the record passes the filters of this probe, the `k`th of
+    /// its list (before it is reserved: a rejected record costs no buffer
+    /// space).
     #[inline(always)]
-    pub fn passes<P: Payload>(&self, write: &P) -> bool {
+    pub fn passes<P: Payload>(&self, write: &P, k: usize) -> bool {
         match &self.filter {
             None => true,
-            Some(f) => f.accepts(write),
+            Some(f) => write.verdict(k).unwrap_or_else(|| f.accepts(write)),
         }
     }
 
@@ -103,7 +104,7 @@ pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
     // An event whose only session is stopped (or not started yet) reads
     // no clock; one whose only session is recording checks it once.
     let single = list.rest.is_empty();
-    if single && !(is_active(&list.first.active) && list.first.passes(write)) {
+    if single && !(is_active(&list.first.active) && list.first.passes(write, 0)) {
         return;
     }
     // The clock before the buffer lookup: `rdtsc` takes tens of cycles,
@@ -115,9 +116,9 @@ pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
         list.first.record(now, len, write, &guard);
         return;
     }
-    list.first.fire(now, len, write, &guard);
-    for p in list.rest.iter() {
-        p.fire(now, len, write, &guard);
+    list.first.fire(0, now, len, write, &guard);
+    for (k, p) in list.rest.iter().enumerate() {
+        p.fire(k + 1, now, len, write, &guard);
     }
 }
 

@@ -210,6 +210,11 @@ pub struct EnumDesc {
 /// `LTTNG_UST_EVENT_TYPE_RECORDER`.
 pub const EVENT_TYPE_RECORDER: u32 = 0;
 
+/// `run_filter(event, interpreter_stack_data, probe_ctx, filter_ctx)`:
+/// `LTTNG_UST_EVENT_FILTER_ACCEPT` (0) or `…_REJECT` (1).
+pub type RunFilter =
+    unsafe extern "C" fn(*const EventCommon, *const c_char, *mut ProbeCtx, *mut c_void) -> c_int;
+
 /// `struct lttng_ust_event_common`.
 #[repr(C)]
 pub struct EventCommon {
@@ -219,7 +224,7 @@ pub struct EventCommon {
     pub child: *mut c_void,
     pub enabled: c_int,
     pub eval_filter: c_int,
-    pub run_filter: Option<unsafe extern "C" fn()>,
+    pub run_filter: Option<RunFilter>,
 }
 
 /// `struct lttng_ust_event_recorder`.

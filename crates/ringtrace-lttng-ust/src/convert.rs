@@ -29,6 +29,9 @@ pub struct Event {
     pub emf_uri: Option<String>,
     /// The fields its probe writes, in order.
     pub fields: Vec<Field>,
+    /// Where each of `fields` is in the probe's interpreter stack (what
+    /// its filter reads: `filter.rs`).
+    pub stack: Vec<crate::filter::StackSlot>,
     /// Its probe (what the call sites call, with the event as data).
     pub probe: Option<unsafe extern "C" fn()>,
     /// The probe's signature (its arguments' types and names), which the
@@ -93,6 +96,7 @@ pub unsafe fn event(d: *const abi::EventDesc) -> Result<Event, Refusal> {
         return Err(err("no fields array".into()));
     }
     let mut fields: Vec<Field> = Vec::new();
+    let mut stack = crate::filter::StackLayout::default();
     for k in 0..class.nr_fields {
         // SAFETY: `nr_fields` pointers (the provider's static array).
         let f = unsafe { *class.fields.add(k) };
@@ -101,12 +105,16 @@ pub unsafe fn event(d: *const abi::EventDesc) -> Result<Event, Refusal> {
         sized(f.struct_size, size::EVENT_FIELD, "field").map_err(err)?;
         // SAFETY: as above.
         let fname = unsafe { text(f.name, "field") }.map_err(err)?;
+        // SAFETY: as above.
+        let lttng_ty = unsafe { f.ty.as_ref() }.map_or(u32::MAX, |t| t.ty);
         if f.nowrite() {
+            stack.skip(lttng_ty);
             continue;
         }
         // SAFETY: as above.
         let field = unsafe { field(&fname, f.ty, &mut fields) }
             .map_err(|e| err(format!("field {fname}: {e}")))?;
+        stack.push(lttng_ty, &field.ty);
         fields.push(field);
     }
     Ok(Event {
@@ -114,6 +122,7 @@ pub unsafe fn event(d: *const abi::EventDesc) -> Result<Event, Refusal> {
         level,
         emf_uri,
         fields,
+        stack: stack.slots,
         probe: class.probe_callback,
         signature: class.signature,
     })

@@ -53,6 +53,9 @@
 //!   written in place, the commit at `event_commit`; an event that several
 //!   sessions record is staged per thread and recorded through its
 //!   descriptor at the commit;
+//! - `filter.rs`: the events' `run_filter`: sessions' filters evaluated on
+//!   the probe's interpreter stack before it reserves, the verdicts kept
+//!   for the reservation;
 //! - `tracef.rs` (with `c/tracef.c`): `tracef` and `tracelog`, whose
 //!   tracepoints this library holds;
 //! - `hooks.rs`: what the helper libraries call on a fork, a `dlopen`, a
@@ -69,15 +72,14 @@
 //! nodelete`, build.rs): a program may open a provider's library with
 //! `dlopen`, which brings this one along, and close it while the
 //! session's threads run in this library's code. Not yet here: the application context providers
-//! (`lttng_ust_context_provider_register`), the state dump of loaded
-//! objects, and filters (`run_filter` is never asked: `eval_filter`
-//! stays 0).
+//! (`lttng_ust_context_provider_register`).
 //!
 //! `RINGTRACE_LTTNG_UST_DEBUG=1` prints each registered event with its CTF
 //! declaration on stderr.
 
 pub mod abi;
 pub mod convert;
+pub mod filter;
 pub mod hooks;
 pub mod ops;
 pub mod plugins;

@@ -51,9 +51,11 @@ pub struct Staged {
     /// The record opened in the ring buffer, when one session records
     /// the event; none when the payload is staged.
     open: OpenRecord,
-    /// Staged payloads: the event and its call site.
+    /// Staged payloads: the event, its call site and its filters'
+    /// verdicts.
     desc: *const EventDesc,
     ip: u64,
+    verdict: Option<u64>,
     /// The thread's nesting depth, given back at the commit (reached
     /// through here: the thread's levels are looked up once per event, at
     /// the reserve).
@@ -70,6 +72,7 @@ impl Staged {
             open: OpenRecord::new(),
             desc: std::ptr::null(),
             ip: 0,
+            verdict: None,
             depth: std::ptr::null(),
             buf: [0; STAGE],
         }
@@ -82,6 +85,11 @@ struct Stage {
     owner: Cell<usize>,
     depth: Cell<usize>,
     levels: [UnsafeCell<Staged>; LEVELS],
+    /// Filter verdicts waiting for their reservation (`filter.rs`): the
+    /// probe context's address, and a bit per probe of the event; one
+    /// per nesting level (a signal handler's event between a filter and
+    /// its reservation keeps its own), 0 when free.
+    verdicts: [Cell<(usize, u64)>; LEVELS],
 }
 
 /// Every thread's levels, at the index of the thread's reader slot
@@ -108,6 +116,7 @@ static POOL: Pool = Pool(
             owner: Cell::new(0),
             depth: Cell::new(0),
             levels: [const { UnsafeCell::new(Staged::new()) }; LEVELS],
+            verdicts: [const { Cell::new((0, 0)) }; LEVELS],
         }
     }; rcu::SLOTS],
 );
@@ -150,6 +159,35 @@ fn adopt(s: &Stage, me: usize) {
     }
     s.owner.set(me);
     s.depth.set(0);
+    for v in &s.verdicts {
+        v.set((0, 0));
+    }
+}
+
+/// Keeps the verdicts `mask` of the filters of the event whose probe
+/// context is at `key`, for its reservation ([`take`]). Each accepted
+/// event is reserved next (its probe calls nothing else between), so a
+/// slot is taken back at once unless a signal handler's events nest in
+/// between, each in a slot of its own; a fifth nested one reuses the
+/// oldest slot, whose reservation then finds no verdict and records
+/// only in the probes that have no filter.
+pub(crate) fn remember(key: usize, mask: u64) {
+    let Some(s) = stages() else {
+        return;
+    };
+    let slot = s
+        .verdicts
+        .iter()
+        .find(|v| v.get().0 == 0 || v.get().0 == key)
+        .unwrap_or(&s.verdicts[0]);
+    slot.set((key, mask));
+}
+
+/// The verdicts kept for the probe context at `key`, freeing their slot.
+fn take(s: &Stage, key: usize) -> Option<u64> {
+    let slot = s.verdicts.iter().find(|v| v.get().0 == key && key != 0)?;
+    let (_, mask) = slot.replace((0, 0));
+    Some(mask)
 }
 
 /// The operations every recorder's channel points to.
@@ -190,6 +228,7 @@ unsafe extern "C" fn event_reserve(ctx: *mut RingBufferCtx) -> c_int {
         ringtrace_core::probe::count_unstaged();
         return -1;
     }
+    let verdict = take(s, ctx.probe_ctx as usize);
     // Level `d` is taken before it is used: a signal handler's event from
     // here on takes the next one.
     s.depth.set(d + 1);
@@ -199,7 +238,7 @@ unsafe extern "C" fn event_reserve(ctx: *mut RingBufferCtx) -> c_int {
     // in use; a nested reservation takes the next one): no other
     // reference to it exists.
     let st = unsafe { &mut *st };
-    match desc.open_at(len, ip, &st.open) {
+    match desc.open_at(len, ip, verdict, &st.open) {
         Opened::Open => {
             let (at, n) = st.open.payload();
             st.at = at;
@@ -209,6 +248,7 @@ unsafe extern "C" fn event_reserve(ctx: *mut RingBufferCtx) -> c_int {
         Opened::Several if len <= STAGE => {
             st.desc = desc;
             st.ip = ip;
+            st.verdict = verdict;
             st.at = st.buf.as_mut_ptr();
             // SAFETY: `len <= STAGE`, within `buf`.
             st.end = unsafe { st.at.add(len) };
@@ -371,12 +411,40 @@ fn record_staged(st: &Staged) {
     let desc = unsafe { &*st.desc };
     if desc.is_enabled() {
         let len = st.end as usize - st.buf.as_ptr() as usize;
-        let payload = &st.buf[..len];
-        desc.emit_at(len, st.ip, |out: &mut [u8]| {
-            // SAFETY: `out` is `len` bytes (the descriptor's record of
-            // this length), `payload` as many, in the staging area.
-            unsafe { copy(out.as_mut_ptr(), payload.as_ptr(), len) }
-        });
+        let payload = StagedPayload {
+            bytes: &st.buf[..len],
+            ip: st.ip,
+            verdict: st.verdict,
+        };
+        desc.emit_with(len, &payload);
+    }
+}
+
+/// A staged payload, recorded through the event's descriptor.
+struct StagedPayload<'a> {
+    bytes: &'a [u8],
+    ip: u64,
+    /// Bit `k`: the filter of the event's probe `k` accepted it.
+    verdict: Option<u64>,
+}
+
+impl ringtrace_core::client::Payload for StagedPayload<'_> {
+    #[inline(always)]
+    fn write(&self, out: &mut [u8]) {
+        let n = out.len().min(self.bytes.len());
+        // SAFETY: `n` bytes of each, distinct memory (the staging area
+        // and the ring buffer).
+        unsafe { copy(out.as_mut_ptr(), self.bytes.as_ptr(), n) }
+    }
+
+    #[inline(always)]
+    fn ip(&self) -> u64 {
+        self.ip
+    }
+
+    #[inline(always)]
+    fn verdict(&self, k: usize) -> Option<bool> {
+        Some(self.verdict.is_some_and(|m| k < 64 && m >> k & 1 == 1))
     }
 }
 

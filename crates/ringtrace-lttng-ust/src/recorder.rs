@@ -91,6 +91,11 @@ pub struct Recorded {
     /// Its provider was unregistered (its code may be gone): never
     /// attached again.
     gone: AtomicBool,
+    /// Where each field is on its probe's interpreter stack.
+    stack: Box<[crate::filter::StackSlot]>,
+    /// Whether its call sites are attached (the descriptor's enabled
+    /// state is told again at each change of its probes).
+    attached: AtomicBool,
 }
 
 /// A [`Recorded`] event for `e` of `provider`, whose probe is `callback`
@@ -129,7 +134,7 @@ pub fn record(
             child: std::ptr::null_mut(),
             enabled: 1,
             eval_filter: 0,
-            run_filter: None,
+            run_filter: Some(crate::filter::run_filter),
         },
         recorder: EventRecorder {
             struct_size: std::mem::size_of::<EventRecorder>() as u32,
@@ -142,6 +147,8 @@ pub fn record(
         provider: CString::new(provider).unwrap_or_default(),
         event: CString::new(e.name.as_str()).unwrap_or_default(),
         gone: AtomicBool::new(false),
+        stack: e.stack.clone().into_boxed_slice(),
+        attached: AtomicBool::new(false),
     }));
     r.common.child = &mut r.recorder as *mut EventRecorder as *mut c_void;
     r.recorder.parent = &r.common;
@@ -160,9 +167,12 @@ fn on_change(desc: &EventDesc, on: bool) {
     // SAFETY: `record` watches only the descriptors of `Recorded`s, whose
     // first field (`repr(C)`) they are.
     let r = unsafe { &*(desc as *const EventDesc as *const Recorded) };
-    if !r.gone.load(Relaxed) {
+    // Told at each change of the event's probes: attached or detached
+    // only when that changes.
+    if !r.gone.load(Relaxed) && r.attached.swap(on, Relaxed) != on {
         r.attach(on);
     }
+    crate::filter::update(desc, &r.common);
 }
 
 impl std::fmt::Debug for Recorded {
@@ -174,6 +184,21 @@ impl std::fmt::Debug for Recorded {
 }
 
 impl Recorded {
+    /// Where each field is on its probe's interpreter stack.
+    pub fn stack(&self) -> &[crate::filter::StackSlot] {
+        &self.stack
+    }
+
+    /// The event its probe is given (`eval_filter`, `run_filter`).
+    pub fn common(&self) -> &EventCommon {
+        &self.common
+    }
+
+    /// Its recorder (what a probe's reservation context names).
+    pub fn recorder(&self) -> &EventRecorder {
+        &self.recorder
+    }
+
     fn attach(&self, on: bool) {
         let data = &self.common as *const EventCommon as *mut c_void;
         // SAFETY: the provider's probe and signature for this event, and
@@ -194,7 +219,7 @@ impl Recorded {
     /// Its provider is being unregistered: detached if attached, and never
     /// attached again (its descriptor stays registered, and dormant).
     pub fn forget(&self) {
-        if !self.gone.swap(true, Relaxed) && self.desc.is_enabled() {
+        if !self.gone.swap(true, Relaxed) && self.attached.swap(false, Relaxed) {
             self.attach(false);
         }
     }

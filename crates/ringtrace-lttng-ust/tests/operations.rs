@@ -3,7 +3,8 @@
 //! and written in place when one session records the event, nested
 //! records (one from a real signal handler) committed in any order, a
 //! payload larger than a staging area, a payload the probe left short,
-//! and the staged path when two sessions record the same event.
+//! and the staged path when two sessions record the same event; filters
+//! asked before the reservation (`filter.rs`), each session's own.
 
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
@@ -279,4 +280,138 @@ fn a_signal_handlers_event_inside_an_open_record_is_recorded_whole() {
             ("ops_sig:pair".to_string(), pair_values(7, 70)),
         ]
     );
+}
+
+/// One probe call of the filter test's event `(a: u64, s: string)`: its
+/// interpreter stack, `run_filter` when the event says so, then the
+/// reservation (given the same probe context), the fields and the
+/// commit; `inside` runs between the filter and the reservation (a
+/// signal handler's event would).
+fn filtered(r: &lttng_ust::recorder::Recorded, a: u64, s: &std::ffi::CStr, inside: impl FnOnce()) {
+    let mut stack = [0u8; 32];
+    stack[..8].copy_from_slice(&a.to_le_bytes());
+    stack[8..16].copy_from_slice(&(s.as_ptr() as u64).to_le_bytes());
+    let mut pctx = ProbeCtx {
+        struct_size: std::mem::size_of::<ProbeCtx>() as u32,
+        ip: std::ptr::null_mut(),
+    };
+    let common = r.common();
+    let run = common.run_filter.expect("every event has run_filter");
+    let ask = |pctx: &mut ProbeCtx| {
+        let stack = stack.as_ptr().cast();
+        // SAFETY: the event's own stack layout and probe context.
+        unsafe { run(common, stack, pctx, std::ptr::null_mut()) }
+    };
+    if common.eval_filter != 0 && ask(&mut pctx) != 0 {
+        return;
+    }
+    inside();
+    let len = 8 + s.to_bytes().len() + 1;
+    let mut c = ctx(r.recorder(), len);
+    c.probe_ctx = &mut pctx;
+    if reserve(&mut c) != 0 {
+        return;
+    }
+    write(&mut c, a);
+    // SAFETY: a reserved context and a NUL-terminated string of that size.
+    unsafe { (OPS.event_strcpy)(&mut c, s.as_ptr(), s.to_bytes().len() + 1) };
+    commit(&mut c);
+}
+
+unsafe extern "C" fn no_probe() {}
+
+#[test]
+fn filters_are_asked_before_the_reservation_each_sessions_own() {
+    use ctf::types::{Field, FieldType, IntType};
+    use lttng_ust::filter::{StackRead, StackSlot};
+    let ev = lttng_ust::convert::Event {
+        name: "ev".into(),
+        level: None,
+        emf_uri: None,
+        fields: vec![
+            Field::new("a", FieldType::Int(IntType::unsigned(64))),
+            Field::new("s", FieldType::String),
+        ],
+        stack: vec![
+            StackSlot {
+                off: 0,
+                read: StackRead::Int(false),
+            },
+            StackSlot {
+                off: 8,
+                read: StackRead::Str,
+            },
+        ],
+        probe: Some(no_probe),
+        signature: c"uint64_t, a, const char *, s".as_ptr(),
+    };
+    let r = lttng_ust::recorder::record("ops_filter", &ev, no_probe, ev.signature);
+    rt::register(&r.desc);
+    let start = |name: &str, filter: &str| {
+        let dir = tmpdir(name);
+        let s = Session::builder(name)
+            .output(&dir)
+            .channel(
+                ChannelConfig::new("c")
+                    .per_thread()
+                    .subbufs(64 * 1024, 4)
+                    .contexts(Contexts::NONE),
+            )
+            .enable_where(None, "ops_filter:ev", Level::Debug, Some(filter))
+            .create()
+            .unwrap();
+        s.start();
+        (s, dir)
+    };
+    let text = |k: u64| {
+        std::ffi::CString::new(if k.is_multiple_of(3) {
+            format!("x-{k}")
+        } else {
+            "y".into()
+        })
+        .unwrap()
+    };
+    // One session: its record is opened in place, with the verdict.
+    let (s1, d1) = start("ops-filter-a", "a % 2 == 0");
+    assert_eq!(r.common().eval_filter, 1);
+    for k in 0..20u64 {
+        filtered(r, k, &text(k), || {});
+    }
+    // Two: the staged path, each probe with its own verdict; a nested
+    // event between one's filter and its reservation keeps its own.
+    let (s2, d2) = start("ops-filter-b", r#"s == "x-*""#);
+    for k in 20..40u64 {
+        filtered(r, k, &text(k), || filtered(r, 1000 + k, c"x-nested", || {}));
+    }
+    end(s1);
+    end(s2);
+    let got = |d: &Path| -> Vec<u64> {
+        events(d)
+            .iter()
+            .map(|(_, v)| match v[0] {
+                Value::Uint(a) => a,
+                _ => panic!("{v:?}"),
+            })
+            .collect()
+    };
+    let mut want1: Vec<u64> = Vec::new();
+    let mut want2: Vec<u64> = Vec::new();
+    for k in 0..40u64 {
+        // The nested event runs when a filter accepted the outer one, and
+        // is reserved first.
+        if k >= 20 && (k % 2 == 0 || k % 3 == 0) {
+            if (1000 + k) % 2 == 0 {
+                want1.push(1000 + k);
+            }
+            want2.push(1000 + k);
+        }
+        if k % 2 == 0 {
+            want1.push(k);
+        }
+        if k >= 20 && k % 3 == 0 {
+            want2.push(k);
+        }
+    }
+    assert_eq!(got(&d1), want1);
+    assert_eq!(got(&d2), want2);
 }

@@ -127,21 +127,25 @@ impl<P: Payload> Source for Record<'_, P> {
     }
 
     fn context(&self, i: usize) -> Val<'_> {
-        let ids = self.ids.get_or_init(crate::context::thread);
-        match i {
-            0 => Val::Int(ids.pid as i128),
-            1 => Val::Int(ids.tid as i128),
-            2 => Val::Int(ids.pthread as i128),
-            3 => {
-                let n = ids
-                    .name
-                    .iter()
-                    .position(|c| *c == 0)
-                    .unwrap_or(ids.name.len());
-                Val::Text(&ids.name[..n])
-            }
-            _ => Val::Absent,
+        context_value(self.ids.get_or_init(crate::context::thread), i)
+    }
+}
+
+/// Context `i` of [`THREAD_CONTEXTS`] for the thread `ids` describes.
+pub fn context_value(ids: &ThreadIds, i: usize) -> Val<'_> {
+    match i {
+        0 => Val::Int(ids.pid as i128),
+        1 => Val::Int(ids.tid as i128),
+        2 => Val::Int(ids.pthread as i128),
+        3 => {
+            let n = ids
+                .name
+                .iter()
+                .position(|c| *c == 0)
+                .unwrap_or(ids.name.len());
+            Val::Text(&ids.name[..n])
         }
+        _ => Val::Absent,
     }
 }
 

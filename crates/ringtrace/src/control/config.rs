@@ -189,11 +189,12 @@ pub(crate) struct Rule {
 impl Rule {
     /// An enable rule.
     pub(crate) fn enable(pattern: &str, level: Level, filter: Option<RuleFilter>) -> Rule {
+        let exact = !pattern.contains('*');
         Rule {
             pattern: pattern.into(),
             level,
             enable: true,
-            filter,
+            filter: filter.map(|f| RuleFilter { exact, ..f }),
         }
     }
 
@@ -210,6 +211,9 @@ impl Rule {
 pub(crate) struct RuleFilter {
     pub(crate) text: String,
     pub(crate) expr: ringtrace_core::filter::Expr,
+    /// Its rule names one event (no `*`): an event of that name that the
+    /// filter cannot apply to is worth a warning.
+    pub(crate) exact: bool,
 }
 
 impl RuleFilter {
@@ -218,6 +222,7 @@ impl RuleFilter {
         Ok(RuleFilter {
             text: text.to_string(),
             expr: ringtrace_core::filter::parse(text).map_err(Error::Config)?,
+            exact: false,
         })
     }
 }
@@ -594,9 +599,18 @@ mod tests {
             Rule::enable("a:x", Level::Info, f("y == 2")),
         ];
         let set = |v: &[&str]| Some(Some(v.iter().map(|s| s.to_string()).collect()));
-        assert_eq!(summary(decide(&rules, "a:x", Level::Info)), set(&["x == 1", "y == 2"]));
-        assert_eq!(summary(decide(&rules, "a:x", Level::Debug)), set(&["x == 1"]));
-        assert_eq!(summary(decide(&rules, "a:y", Level::Info)), set(&["x == 1"]));
+        assert_eq!(
+            summary(decide(&rules, "a:x", Level::Info)),
+            set(&["x == 1", "y == 2"])
+        );
+        assert_eq!(
+            summary(decide(&rules, "a:x", Level::Debug)),
+            set(&["x == 1"])
+        );
+        assert_eq!(
+            summary(decide(&rules, "a:y", Level::Info)),
+            set(&["x == 1"])
+        );
         assert_eq!(summary(decide(&rules, "b:y", Level::Info)), None);
         let mut more = rules.clone();
         more.push(Rule::enable("a:*", Level::Debug, None));

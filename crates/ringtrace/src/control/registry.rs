@@ -183,18 +183,29 @@ fn compile_for(
     })
 }
 
-/// What `decision` records of `desc`: `None` nothing, `Some(None)` every
-/// record, else the filters that compile for it (none: nothing).
-fn probe_filter(decision: Decision<'_>, desc: &EventDesc) -> Option<Option<Box<Filter>>> {
+/// What `decision` records of `desc` in session `session`: `None`
+/// nothing, `Some(None)` every record, else the filters that compile for
+/// it (none: nothing). A filter whose rule names the event (no `*`) but
+/// cannot apply to it (an event registered after the rule was checked,
+/// such as an LTTng-UST provider's) is said on stderr, once.
+fn probe_filter(
+    session: &str,
+    decision: Decision<'_>,
+    desc: &EventDesc,
+) -> Option<Option<Box<Filter>>> {
     match decision {
         Decision::Off => None,
         Decision::All => Some(None),
         Decision::Filtered(fs) => {
             let (mut any, mut texts) = (Vec::new(), Vec::new());
             for f in fs {
-                if let Ok(p) = compile_for(f, desc) {
-                    any.push(p);
-                    texts.push(f.text.clone());
+                match compile_for(f, desc) {
+                    Ok(p) => {
+                        any.push(p);
+                        texts.push(f.text.clone());
+                    }
+                    Err(e) if f.exact => warn_once(session, f, desc, &e),
+                    Err(_) => {}
                 }
             }
             (!any.is_empty()).then(|| {
@@ -354,6 +365,22 @@ fn republish(c: &mut Control) {
     reclaim(c);
 }
 
+/// Says once per session, filter and event that the filter cannot apply.
+fn warn_once(session: &str, f: &RuleFilter, desc: &EventDesc, e: &str) {
+    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let what = format!(
+        "session '{session}': filter `{}` cannot apply to {} ({}): none of its events is recorded",
+        f.text,
+        desc.full_name(),
+        e.trim_start_matches("filter: ")
+    );
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if !said.contains(&what) && said.len() < 1000 {
+        eprintln!("ringtrace: {what}");
+        said.push(what);
+    }
+}
+
 /// How long a control operation waits to free replaced lists.
 const RECLAIM_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
 
@@ -374,7 +401,7 @@ fn wanted_probes(sessions: &[Arc<SessionState>], desc: &'static EventDesc) -> Ve
         let mut meta = s.meta.lock().unwrap_or_else(|e| e.into_inner());
         for (ci, ch) in s.channels.iter().enumerate() {
             let decision = decide(&meta.rules[ci], &desc.full_name(), desc.level);
-            let Some(filter) = probe_filter(decision, desc) else {
+            let Some(filter) = probe_filter(&s.name, decision, desc) else {
                 continue;
             };
             match SessionState::class_id(&mut meta, ci, desc) {
