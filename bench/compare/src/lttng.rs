@@ -187,6 +187,24 @@ pub fn run(
     scratch: &Path,
     contexts: bool,
 ) -> Result<Run, String> {
+    run_filtered(
+        bin, payload, mode, threads, events, rate, scratch, contexts, None,
+    )
+}
+
+/// [`run`] with the events enabled with `lttng enable-event --filter`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_filtered(
+    bin: &Path,
+    payload: &str,
+    mode: Mode,
+    threads: usize,
+    events: u64,
+    rate: u64,
+    scratch: &Path,
+    contexts: bool,
+    filter: Option<&str>,
+) -> Result<Run, String> {
     let dir = scratch.join("lttng");
     let _ = std::fs::remove_dir_all(&dir);
     let name = format!("rtcompare{}", std::process::id());
@@ -229,7 +247,11 @@ pub fn run(
                 "vpid",
             ])?;
         }
-        lttng(&["enable-event", "-u", "-s", &name, "-c", "ch", "bench:*"])?;
+        let mut enable = vec!["enable-event", "-u", "-s", &name, "-c", "ch", "bench:*"];
+        if let Some(f) = filter {
+            enable.extend(["--filter", f]);
+        }
+        lttng(&enable)?;
         lttng(&["start", &name])?;
     }
     let mut args = vec![events.to_string(), threads.to_string(), payload.to_string()];

@@ -23,7 +23,10 @@
 //! then `ratio ringtrace/floor per-thread (1 thread, flight recorder, u64): X.XX`,
 //! its per-CPU rseq line, the two with the default contexts,
 //! `ratio overhead ringtrace/floor (getppid loop, ...)` and
-//! `ratio tracing-layer/event! (1 thread, discard, u64): X.XX`. The
+//! `ratio tracing-layer/event! (1 thread, discard, u64): X.XX`, and last
+//! the filter's lines (`filtered.rs`): `filter cost, accepted (ns per
+//! event): X`, `filter cost, rejected (ns per event): X` and `ratio
+//! lttng-ust/ringtrace with filter (1 thread, discard, u64): X`. The
 //! instructions of an event, counted by callgrind, are a table of their
 //! own (`instructions.rs`).
 //!
@@ -37,7 +40,8 @@
 //!         baselines c_interleaved interleaved scaling_interleaved
 //!         drain reading ring wake           one table or measurement each
 //!         instructions
-//!         ust_abi floor layer               (LTTng-UST programs; the floor; tracing)
+//!         ust_abi floor layer filtered      (LTTng-UST programs; the floor; tracing;
+//!                                           filters)
 //!           ours  lttng  contexts           ringtrace's and LTTng-UST's runs
 //!             cell  cpus  disk  c_build     a cell's runs; CPU pinning; the scratch
 //!                                           disk; C programs against libringtrace.a
@@ -51,6 +55,7 @@ mod contexts;
 mod cpus;
 mod disk;
 mod drain;
+mod filtered;
 mod floor;
 mod frontends;
 mod instructions;
@@ -97,7 +102,9 @@ struct Args {
     /// an idle CPU and a busy one), lttng-ust-programs (an LTTng-UST
     /// program under LTTng-UST and under ringtrace's liblttng-ust.so.1),
     /// floor (ringtrace's event against the least a record can cost),
-    /// tracing-layer (the `tracing` layer against `event!`), instructions
+    /// tracing-layer (the `tracing` layer against `event!`), filter (a
+    /// filter's cost, accepted and rejected, and against LTTng-UST's
+    /// filter), instructions
     /// (per event, counted by callgrind: needs valgrind).
     /// Default: all.
     #[arg(long, value_delimiter = ',')]
@@ -206,15 +213,9 @@ fn run() -> Result<(), String> {
     if want("instructions") && !a.focus {
         more.extend(instructions::table()?);
     }
-    // Printed last of the ratio lines, the floor's at the very end.
-    let mut floor_lines = Vec::new();
-    if want("floor") {
-        floor_lines = floor::table(if a.quick { 50 } else { 300 })?;
-    }
-    let mut layer_lines = Vec::new();
-    if want("tracing-layer") {
-        layer_lines = layer::table(if a.quick { 50 } else { 300 }, &scratch)?;
-    }
+    // Printed last of the ratio lines.
+    let [floor_lines, layer_lines, filter_lines] =
+        in_process(&want, a.quick, &bin, n, runs, &scratch)?;
     let mut ust_lines = Vec::new();
     if want("lttng-ust-programs") {
         let (rows, lines) = ust_abi::table(&bin, n, runs, &scratch)?;
@@ -234,10 +235,15 @@ fn run() -> Result<(), String> {
             eprintln!("compare: a contexts cell is missing");
         }
     }
-    ratios.extend(ust_lines);
-    ratios.extend(floor_lines);
-    ratios.extend(overhead_lines);
-    ratios.extend(layer_lines);
+    for more in [
+        ust_lines,
+        floor_lines,
+        overhead_lines,
+        layer_lines,
+        filter_lines,
+    ] {
+        ratios.extend(more);
+    }
     if !ratios.is_empty() {
         println!();
         for r in &ratios {
@@ -245,6 +251,31 @@ fn run() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The tables measured inside this process, interleaved: the floor, the
+/// `tracing` layer, the filters (each one's ratio lines, empty when not
+/// wanted).
+fn in_process(
+    want: &dyn Fn(&str) -> bool,
+    quick: bool,
+    bin: &std::path::Path,
+    n: u64,
+    runs: usize,
+    scratch: &std::path::Path,
+) -> Result<[Vec<String>; 3], String> {
+    let rounds = if quick { 50 } else { 300 };
+    let mut out: [Vec<String>; 3] = Default::default();
+    if want("floor") {
+        out[0] = floor::table(rounds)?;
+    }
+    if want("tracing-layer") {
+        out[1] = layer::table(rounds, scratch)?;
+    }
+    if want("filter") {
+        out[2] = filtered::table(bin, n, runs, rounds, scratch)?;
+    }
+    Ok(out)
 }
 
 /// One JSON object per cell (with its LTTng-UST reference) and per row of

@@ -133,6 +133,24 @@ pub fn run(
     scratch: &Path,
     contexts: bool,
 ) -> Result<Run, String> {
+    run_filtered(
+        bufs, payload, mode, threads, events, rate, scratch, contexts, None,
+    )
+}
+
+/// [`run`] with the events enabled with `filter`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_filtered(
+    bufs: Bufs,
+    payload: Payload,
+    mode: Mode,
+    threads: usize,
+    events: u64,
+    rate: u64,
+    scratch: &Path,
+    contexts: bool,
+    filter: Option<&str>,
+) -> Result<Run, String> {
     let per_thread = events / threads as u64;
     if mode == Mode::Dormant {
         let elapsed = run_threads(threads, per_thread, |n| emit(payload, n));
@@ -165,7 +183,7 @@ pub fn run(
     };
     let mut b = Session::builder("compare")
         .channel(ch)
-        .enable("cmpbench:*")
+        .enable_where(None, "cmpbench:*", ringtrace::Level::Debug, filter)
         .file_io(file_io());
     b = match mode {
         Mode::Discard => b.output(&dir),

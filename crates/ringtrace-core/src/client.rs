@@ -13,7 +13,7 @@ use ringbuf::{Alloc, Channel, Config, Mode, SubbufBegin, SubbufEnd, Sync};
 use traceclock::TraceClock;
 
 use crate::context::{words, Contexts, Layout};
-use crate::filter::Val;
+use crate::field::Val;
 use crate::ops::PACKET_SIZE_AT;
 use crate::unfinished;
 

@@ -4,8 +4,6 @@
 
 use ctf::types::{FieldType, IntType};
 
-use crate::filter::Val;
-
 /// The type of a field, known at compile time (a `const` in the event's
 /// static descriptor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -349,6 +347,32 @@ tuple_fields! {
     (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22, 23 T23, 24 T24, 25 T25, 26 T26, 27 T27, 28 T28, 29 T29);
     (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22, 23 T23, 24 T24, 25 T25, 26 T26, 27 T27, 28 T28, 29 T29, 30 T30);
     (0 T0, 1 T1, 2 T2, 3 T3, 4 T4, 5 T5, 6 T6, 7 T7, 8 T8, 9 T9, 10 T10, 11 T11, 12 T12, 13 T13, 14 T14, 15 T15, 16 T16, 17 T17, 18 T18, 19 T19, 20 T20, 21 T21, 22 T22, 23 T23, 24 T24, 25 T25, 26 T26, 27 T27, 28 T28, 29 T29, 30 T30, 31 T31);
+}
+
+/// A field's value as a filter compares it (`crate::filter`): what an
+/// operand takes for one event.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Val<'a> {
+    /// An integer (every integer, enumeration and boolean field).
+    Int(i128),
+    /// A floating-point number.
+    Float(f64),
+    /// A text: its bytes, without a terminating NUL.
+    Text(&'a [u8]),
+    /// No value: a field the event lacks, or one no filter compares (a
+    /// byte sequence, a structure). Every comparison with it is false.
+    Absent,
+}
+
+impl Val<'_> {
+    /// C's truth: a number other than 0; never a text or nothing.
+    pub fn truth(self) -> bool {
+        match self {
+            Val::Int(x) => x != 0,
+            Val::Float(x) => x != 0.0,
+            Val::Text(_) | Val::Absent => false,
+        }
+    }
 }
 
 #[cfg(test)]

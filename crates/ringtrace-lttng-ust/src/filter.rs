@@ -6,30 +6,32 @@
 //! 64-bit word, every float as a double, a string as its address, an
 //! array or sequence as its length then its address; the fields the
 //! trace does not hold, `nowrite`, included) and calls the event's
-//! `run_filter` with it, then reserves only if that accepts. Here
-//! [`run_filter`] evaluates the filter of each session's probe of the
-//! event (`ringtrace_core::filter`, compiled for the event when enabled)
-//! on those values, and accepts if one passes.
+//! `run_filter` with it, then reserves only if that accepts. The event's
+//! `run_filter` (`recorder.rs`) asks [`verdicts`] here: the filter of
+//! each session's probe of the event (`ringtrace_core::filter`, compiled
+//! for the event when enabled) evaluated on those values, where
+//! [`StackLayout`] (made as `convert.rs` reads the provider's fields)
+//! says each field is; it accepts if one passes.
 //!
 //! The stack is gone by the reservation (the probe reuses it for the
 //! payload's dynamic lengths), and the sessions may differ: the verdicts
 //! (bit `k` for probe `k` of the event's list) are kept for the thread,
 //! under the address of the probe's context, which the reservation is
 //! given too (`ops.rs`: `remember`, `take`). `eval_filter` is set while
-//! some probe of the event has a filter ([`update`]), so an unfiltered
+//! some probe of the event has a filter ([`filtered`]), so an unfiltered
 //! event costs what it did.
 
 use std::cell::OnceCell;
-use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
+use std::ffi::{c_char, CStr};
 
 use ctf::types::FieldType;
 use ringtrace_core::context::ThreadIds;
 use ringtrace_core::desc::EventDesc;
 use ringtrace_core::filter::{Source, Val};
+use ringtrace_core::probe::ProbeList;
 use ringtrace_core::rcu;
 
-use crate::abi::{self, EventCommon, ProbeCtx};
+use crate::abi;
 
 /// How a filter reads one field from the interpreter stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,38 +167,13 @@ impl Source for Stack<'_> {
     }
 }
 
-/// `enum lttng_ust_event_filter_result`.
-const ACCEPT: c_int = 0;
-const REJECT: c_int = 1;
-
-/// The event's `run_filter`: evaluates each session's filter of the event
-/// on the probe's interpreter stack; accepts if one passes (or a probe has
-/// none), and keeps the verdicts for the reservation that follows.
-///
-/// # Safety
-/// `event` is one of this library's events (`recorder.rs`), `stack` the
-/// probe's interpreter stack for it, `probe_ctx` the probe's context.
-pub unsafe extern "C" fn run_filter(
-    event: *const EventCommon,
-    stack: *const c_char,
-    probe_ctx: *mut ProbeCtx,
-    _filter_ctx: *mut c_void,
-) -> c_int {
-    // SAFETY: our event (caller's contract): its recorder's `private` is
-    // a leaked `Recorded`'s descriptor, its first field.
-    let r = unsafe {
-        let rec = (*event).child as *const abi::EventRecorder;
-        &*((*rec).private as *const crate::recorder::Recorded)
-    };
-    let Some(guard) = rcu::read_lock() else {
-        return REJECT;
-    };
-    let Some(list) = r.desc.probes.load(&guard) else {
-        return REJECT;
-    };
+/// The verdicts of the filters of `list`'s probes on the interpreter
+/// stack at `stack` laid out as `slots` say: bit `k` set if probe `k`
+/// has no filter or its filter accepts (the first 64 probes).
+pub fn verdicts(list: &ProbeList, stack: *const u8, slots: &[StackSlot]) -> u64 {
     let values = Stack {
-        base: stack as *const u8,
-        slots: r.stack(),
+        base: stack,
+        slots,
         ids: OnceCell::new(),
     };
     let mut mask = 0u64;
@@ -207,23 +184,15 @@ pub unsafe extern "C" fn run_filter(
             .is_none_or(|f| f.any.iter().any(|prog| prog.accepts(&values)));
         mask |= (pass as u64) << k;
     }
-    if mask == 0 {
-        return REJECT;
-    }
-    crate::ops::remember(probe_ctx as usize, mask);
-    ACCEPT
+    mask
 }
 
-/// Sets `eval_filter` of `common` while a probe of `desc` has a filter
-/// (called by the control side after each change of the event's probes).
-pub fn update(desc: &EventDesc, common: &EventCommon) {
-    let filtered = rcu::read_lock().is_some_and(|g| {
+/// Whether a probe of `desc` has a filter (then its `eval_filter` is
+/// set: `recorder.rs`).
+pub fn filtered(desc: &EventDesc) -> bool {
+    rcu::read_lock().is_some_and(|g| {
         desc.probes
             .load(&g)
             .is_some_and(|l| l.iter().any(|p| p.filter.is_some()))
-    });
-    // SAFETY: `eval_filter` is an aligned `int` of a leaked event that
-    // probes read with relaxed loads (`CMM_ACCESS_ONCE`).
-    let flag = unsafe { AtomicI32::from_ptr(&common.eval_filter as *const c_int as *mut i32) };
-    flag.store(filtered as i32, Relaxed);
+    })
 }

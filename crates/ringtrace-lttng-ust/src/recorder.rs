@@ -13,8 +13,8 @@
 //! tracepoint registry, `tracepoint.rs`) only while the descriptor is
 //! enabled, so a dormant call site costs what it costs under LTTng-UST.
 
-use std::ffi::{c_char, c_void, CString};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use ringtrace_core::desc::{EventDesc, FieldDesc};
@@ -22,7 +22,7 @@ use ringtrace_core::field::FieldKind;
 use ringtrace_core::level::Level;
 
 use crate::abi::{
-    ChannelBuffer, ChannelCommon, ChannelOps, EventCommon, EventRecorder, Session,
+    ChannelBuffer, ChannelCommon, ChannelOps, EventCommon, EventRecorder, ProbeCtx, Session,
     EVENT_TYPE_RECORDER,
 };
 use crate::convert::Event;
@@ -134,7 +134,7 @@ pub fn record(
             child: std::ptr::null_mut(),
             enabled: 1,
             eval_filter: 0,
-            run_filter: Some(crate::filter::run_filter),
+            run_filter: Some(run_filter),
         },
         recorder: EventRecorder {
             struct_size: std::mem::size_of::<EventRecorder>() as u32,
@@ -172,7 +172,49 @@ fn on_change(desc: &EventDesc, on: bool) {
     if !r.gone.load(Relaxed) && r.attached.swap(on, Relaxed) != on {
         r.attach(on);
     }
-    crate::filter::update(desc, &r.common);
+    // SAFETY: `eval_filter` is an aligned `int` of a leaked event, which
+    // probes read with relaxed loads (`CMM_ACCESS_ONCE`).
+    let flag = unsafe { AtomicI32::from_ptr(&r.common.eval_filter as *const c_int as *mut i32) };
+    flag.store(crate::filter::filtered(desc) as i32, Relaxed);
+}
+
+/// `enum lttng_ust_event_filter_result`.
+const ACCEPT: c_int = 0;
+const REJECT: c_int = 1;
+
+/// Every event's `run_filter` (asked while its `eval_filter` is set):
+/// the verdicts of its sessions' filters on the probe's interpreter
+/// stack (`filter.rs`); accepts if one passes, and keeps the verdicts for
+/// the reservation that follows.
+///
+/// # Safety
+/// `event` is a [`Recorded`]'s, `stack` the probe's interpreter stack for
+/// it, `probe_ctx` the probe's context.
+unsafe extern "C" fn run_filter(
+    event: *const EventCommon,
+    stack: *const c_char,
+    probe_ctx: *mut ProbeCtx,
+    _filter_ctx: *mut c_void,
+) -> c_int {
+    // SAFETY: a `Recorded`'s event (caller's contract): its recorder's
+    // `private` is the `Recorded`'s descriptor, its first field.
+    let r = unsafe {
+        let rec = (*event).child as *const EventRecorder;
+        &*((*rec).private as *const Recorded)
+    };
+    let Some(guard) = ringtrace_core::rcu::read_lock() else {
+        return REJECT;
+    };
+    let Some(list) = r.desc.probes.load(&guard) else {
+        return REJECT;
+    };
+    match crate::filter::verdicts(list, stack as *const u8, &r.stack) {
+        0 => REJECT,
+        mask => {
+            ops::remember(probe_ctx as usize, mask);
+            ACCEPT
+        }
+    }
 }
 
 impl std::fmt::Debug for Recorded {

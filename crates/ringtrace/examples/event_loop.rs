@@ -17,7 +17,9 @@
 //! contexts every event carries (`none`, the default, as in the earlier
 //! measurements; `default` for vpid+vtid, `all`, or names joined by `+`),
 //! how stream files are written (`auto`, the default, `buffered` or
-//! `direct`), and `stats` to print the session's statistics after.
+//! `direct`), `stats` to print the session's statistics after (or `-`),
+//! and a filter the events are enabled with (`"(v & 1) == 0"`: half of
+//! the u64 events pass; `"v > 1000000000000"`: none).
 
 use ringtrace::{event, ChannelConfig, Mode, Session};
 
@@ -48,6 +50,7 @@ fn main() {
         ringtrace::Contexts::parse(&arg(4, "none")).unwrap_or_else(|e| usage(&e.to_string()));
     let io = ringtrace::FileIo::parse(&arg(5, "auto")).unwrap_or_else(|e| usage(&e));
     let show_stats = arg(6, "") == "stats";
+    let filter = args.get(7).cloned();
     let mut ch = ChannelConfig::new("loop")
         .subbufs(1 << 20, 4)
         .contexts(contexts)
@@ -58,7 +61,7 @@ fn main() {
     let b = Session::builder("event-loop")
         .file_io(io)
         .channel(ch)
-        .enable("evloop:*");
+        .enable_where(None, "evloop:*", ringtrace::Level::Debug, filter.as_deref());
     let b = if discard {
         let dir = std::env::temp_dir().join("event-loop-trace");
         let _ = std::fs::remove_dir_all(&dir);
@@ -94,6 +97,6 @@ fn main() {
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("event_loop: {why}\nusage: event_loop [per-cpu|per-cpu-rseq|per-cpu-atomics|per-thread] [N] [flight|discard] [u64|str16] [none|default|all|<names>] [auto|buffered|direct] [stats]");
+    eprintln!("event_loop: {why}\nusage: event_loop [per-cpu|per-cpu-rseq|per-cpu-atomics|per-thread] [N] [flight|discard] [u64|str16] [none|default|all|<names>] [auto|buffered|direct] [stats|-] [FILTER]");
     std::process::exit(2)
 }

@@ -60,3 +60,45 @@ fn enabled_events_never_allocate() {
         "the test must have exercised drops:\n{st:#?}",
     );
 }
+
+fn emit_filtered(n: u64) {
+    let names = ["keep-this", "drop-that"];
+    for i in 0..n {
+        event!(noalloc_filter, ev, seq: u64 = i, name: &str = names[(i % 2) as usize], ratio: f64 = i as f64);
+    }
+}
+
+/// Filters evaluate without allocating: numbers, globs over strings,
+/// contexts, accepted and rejected records, from a fresh thread too.
+#[test]
+fn filtered_events_never_allocate() {
+    let dir = tmpdir("noalloc-filter");
+    let s = Session::builder("noalloc-filter")
+        .output(&dir)
+        .channel(ChannelConfig::new("cpu").subbufs(1 << 20, 4))
+        .enable_where(
+            None,
+            "noalloc_filter:*",
+            ringtrace::Level::Debug,
+            Some(r#"(seq % 3 != 0 || ratio > 5.5) && name == "keep*" && $ctx.procname != "" && $ctx.vtid > 0"#),
+        )
+        .create()
+        .unwrap();
+    s.start();
+    emit_filtered(1);
+    let ((), n) = counted(|| emit_filtered(100_000));
+    assert_eq!(n, 0, "allocations on the filtered write path");
+    let n = std::thread::spawn(|| counted(|| emit_filtered(10_000)).1)
+        .join()
+        .unwrap();
+    assert_eq!(n, 0, "allocations on a new thread's first filtered events");
+    s.stop().unwrap();
+    // Even `seq`s are kept ("keep-this"), less those divisible by 3 up
+    // to 5: seq 0 only (ratio 0); 1 + 100,000 + 10,000 events emitted.
+    let kept = |n: u64| {
+        (0..n)
+            .filter(|i| i % 2 == 0 && (i % 3 != 0 || *i as f64 > 5.5))
+            .count() as u64
+    };
+    assert_eq!(s.stats().records(), kept(1) + kept(100_000) + kept(10_000));
+}

@@ -8,7 +8,11 @@
 //! - `parse.rs`: the text (C's operators and precedence) to an [`Expr`];
 //! - `program.rs`: an [`Expr`] compiled for one event class (names to
 //!   slots, kinds checked) into a [`Program`], evaluated without
-//!   allocating, locking or calling the kernel.
+//!   allocating, locking or calling the kernel: its operands read once,
+//!   then
+//! - `steps.rs`: its fast form, the boolean structure as postfix steps
+//!   and the common comparisons fused (an operand, masked or reduced,
+//!   against an integer; an operand against a string literal).
 //!
 //! Values: integers (of any width and sign, booleans and enumerations)
 //! compare by their mathematical value, floats as floats, an integer with
@@ -29,9 +33,11 @@
 
 mod parse;
 mod program;
+mod steps;
 
+pub use crate::field::Val;
 pub use parse::{parse, BinOp, Expr, UnOp, MAX_DEPTH};
-pub use program::{compile, glob, Kind, Name, Program, Slot, Source, Val, MAX_NODES};
+pub use program::{compile, glob, Kind, Name, Program, Slot, Source, MAX_NODES, MAX_OPERANDS};
 
 use std::cell::OnceCell;
 
@@ -87,7 +93,7 @@ pub fn kind_of(t: &ctf::types::FieldType) -> Kind {
 /// The filters of one probe: the event passes if one accepts it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Filter {
-    /// Each enable rule's filter, compiled for the event.
+    /// Each enable rule's filter, compiled for the event (at least one).
     pub any: Box<[Program]>,
     /// Each one's text, for the control side to compare lists.
     pub texts: Box<[String]>,
@@ -95,10 +101,13 @@ pub struct Filter {
 
 impl Filter {
     /// Whether the record `p` passes.
-    #[inline]
+    #[inline(always)]
     pub fn accepts<P: Payload>(&self, p: &P) -> bool {
         let r = Record::new(p);
-        self.any.iter().any(|prog| prog.accepts(&r))
+        match &self.any[..] {
+            [one] => one.accepts(&r),
+            all => all.iter().any(|prog| prog.accepts(&r)),
+        }
     }
 }
 
@@ -121,7 +130,7 @@ impl<'p, P: Payload> Record<'p, P> {
 }
 
 impl<P: Payload> Source for Record<'_, P> {
-    #[inline]
+    #[inline(always)]
     fn field(&self, i: usize) -> Val<'_> {
         self.payload.field(i)
     }

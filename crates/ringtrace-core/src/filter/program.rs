@@ -6,32 +6,11 @@
 //! too. Its recursion is bounded by the parser's nesting limit and
 //! [`MAX_NODES`].
 
+use std::mem::MaybeUninit;
+
 use super::parse::{BinOp, Expr, UnOp};
-
-/// A value an operand takes for one event.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Val<'a> {
-    /// An integer (every integer, enumeration and boolean field).
-    Int(i128),
-    /// A floating-point number.
-    Float(f64),
-    /// A text: its bytes, without a terminating NUL.
-    Text(&'a [u8]),
-    /// No value: a field the event lacks, or one no filter compares (a
-    /// byte sequence, a structure). Every comparison with it is false.
-    Absent,
-}
-
-impl Val<'_> {
-    /// C's truth: a number other than 0; never a text or nothing.
-    pub fn truth(self) -> bool {
-        match self {
-            Val::Int(x) => x != 0,
-            Val::Float(x) => x != 0.0,
-            Val::Text(_) | Val::Absent => false,
-        }
-    }
-}
+use super::steps::{Pre, Step};
+use crate::field::Val;
 
 /// Where a compiled filter reads an event's values.
 pub trait Source {
@@ -66,7 +45,7 @@ pub enum Name<'a> {
 }
 
 /// What a name resolves to.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slot {
     /// Payload field `index`, of kind `kind`.
     Field(usize, Kind),
@@ -80,9 +59,9 @@ pub enum Slot {
 pub const MAX_NODES: usize = 256;
 
 #[derive(Debug, Clone, PartialEq)]
-enum Node {
-    Field(u16),
-    Context(u16),
+pub(super) enum Node {
+    /// Operand `k` of [`Program::operands`] (a field or a context).
+    Operand(u8),
     Absent,
     Int(i128),
     Float(f64),
@@ -97,13 +76,95 @@ enum Node {
     Binary(BinOp, u16, u16),
 }
 
+/// Distinct fields and contexts a filter reads at most.
+pub const MAX_OPERANDS: usize = 16;
+
 /// A compiled filter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Program {
     /// Children before parents; the root last.
-    nodes: Box<[Node]>,
-    texts: Box<[u8]>,
-    wild: Box<[bool]>,
+    pub(super) nodes: Box<[Node]>,
+    pub(super) texts: Box<[u8]>,
+    pub(super) wild: Box<[bool]>,
+    /// The fields and contexts it reads, each once: gathered before it
+    /// runs.
+    operands: Box<[Slot]>,
+    /// The root's boolean structure, its comparisons fused (`steps.rs`).
+    steps: Box<[Step]>,
+    /// A filter of one fused comparison: evaluated without gathering its
+    /// operand or running the steps' loop.
+    one: One,
+}
+
+/// A filter that is one fused comparison, laid out flat for the write
+/// path: its operand, and what it compares it with.
+#[derive(Debug, Clone, PartialEq)]
+struct One {
+    /// 0: the filter is not one fused comparison; 1: an integer one
+    /// (`pre`, `m`, `lo`, `span`, `out`); 2: a text one (`lit`, `eq`).
+    what: u8,
+    /// The operand: context `index` if `context`, else field `index`.
+    context: bool,
+    index: usize,
+    /// 0: none, 1: `& m`, 2: `% m`.
+    pre: u8,
+    m: i128,
+    /// The integer passes if `x - lo`, unsigned, is at most `span`
+    /// (`lo..=lo + span`), or if not, with `out`.
+    lo: i128,
+    span: u128,
+    out: bool,
+    lit: u16,
+    eq: bool,
+}
+
+impl One {
+    /// The flat form of `steps` if they are one fused comparison of an
+    /// operand in `operands`.
+    fn of(steps: &[Step], operands: &[Slot]) -> One {
+        let mut one = One {
+            what: 0,
+            context: false,
+            index: 0,
+            pre: 0,
+            m: 0,
+            lo: 0,
+            span: 0,
+            out: false,
+            lit: 0,
+            eq: false,
+        };
+        let v = match steps {
+            [Step::Int {
+                v,
+                pre,
+                lo,
+                hi,
+                out,
+                ..
+            }] => {
+                (one.pre, one.m) = match *pre {
+                    Pre::None => (0, 0),
+                    Pre::And(m) => (1, m),
+                    Pre::Rem(m) => (2, m),
+                };
+                (one.lo, one.span, one.out) = (*lo, hi.wrapping_sub(*lo) as u128, *out);
+                one.what = 1;
+                *v
+            }
+            [Step::Text { v, lit, eq }] => {
+                (one.lit, one.eq, one.what) = (*lit, *eq, 2);
+                *v
+            }
+            _ => return one,
+        };
+        match operands[v as usize] {
+            Slot::Field(i, _) => one.index = i,
+            Slot::Context(i, _) => (one.context, one.index) = (true, i),
+            Slot::Absent => one.what = 0,
+        }
+        one
+    }
 }
 
 /// Compiles `e`, resolving each field and context name with `resolve`
@@ -120,14 +181,20 @@ pub fn compile(
         nodes: Vec::new(),
         texts: Vec::new(),
         wild: Vec::new(),
+        operands: Vec::new(),
         strict,
         resolve,
     };
     c.node(e)?;
+    let steps = super::steps::plan(&c.nodes);
+    let one = One::of(&steps, &c.operands);
     Ok(Program {
         nodes: c.nodes.into(),
         texts: c.texts.into(),
         wild: c.wild.into(),
+        operands: c.operands.into(),
+        steps: steps.into(),
+        one,
     })
 }
 
@@ -135,6 +202,7 @@ struct Compiler<'r> {
     nodes: Vec<Node>,
     texts: Vec<u8>,
     wild: Vec<bool>,
+    operands: Vec<Slot>,
     strict: bool,
     resolve: &'r mut dyn FnMut(Name<'_>) -> Result<Slot, String>,
 }
@@ -169,9 +237,8 @@ impl Compiler<'_> {
                     _ => Name::Context(n),
                 };
                 match (self.resolve)(name)? {
-                    Slot::Field(i, k) => (Node::Field(slot(i)?), k),
-                    Slot::Context(i, k) => (Node::Context(slot(i)?), k),
                     Slot::Absent => (Node::Absent, Kind::Unknown),
+                    slot => (Node::Operand(self.operand(slot)?), slot.kind()),
                 }
             }
             Expr::Int(v) => (Node::Int(*v), Kind::Int),
@@ -256,6 +323,20 @@ impl Compiler<'_> {
         Ok((Node::Binary(op, i, j), kind))
     }
 
+    /// The index of `slot` among the operands, added if new.
+    fn operand(&mut self, slot: Slot) -> Result<u8, String> {
+        if let Some(k) = self.operands.iter().position(|o| o.same(&slot)) {
+            return Ok(k as u8);
+        }
+        if self.operands.len() == MAX_OPERANDS {
+            return Err(format!(
+                "filter: more than {MAX_OPERANDS} different fields and contexts"
+            ));
+        }
+        self.operands.push(slot);
+        Ok((self.operands.len() - 1) as u8)
+    }
+
     fn check(&self, ok: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
         if ok || !self.strict {
             Ok(())
@@ -265,8 +346,22 @@ impl Compiler<'_> {
     }
 }
 
-fn slot(i: usize) -> Result<u16, String> {
-    u16::try_from(i).map_err(|_| format!("filter: slot {i} is out of range"))
+impl Slot {
+    fn kind(&self) -> Kind {
+        match self {
+            Slot::Field(_, k) | Slot::Context(_, k) => *k,
+            Slot::Absent => Kind::Unknown,
+        }
+    }
+
+    fn same(&self, o: &Slot) -> bool {
+        match (self, o) {
+            (Slot::Field(a, _), Slot::Field(b, _)) | (Slot::Context(a, _), Slot::Context(b, _)) => {
+                a == b
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Whether `text` matches `pattern`, whose bytes flagged in `wild` match
@@ -294,29 +389,108 @@ pub fn glob(pattern: &[u8], wild: &[bool], text: &[u8]) -> bool {
 }
 
 impl Program {
-    /// Whether the event whose values `src` gives passes.
-    #[inline]
-    pub fn accepts(&self, src: &dyn Source) -> bool {
-        self.eval(self.nodes.len() - 1, src).truth()
+    /// Whether the event whose values `src` gives passes. A filter of
+    /// one fused comparison reads its operand and compares, inline; any
+    /// other reads its operands once each, then runs its steps.
+    #[inline(always)]
+    pub fn accepts<S: Source>(&self, src: &S) -> bool {
+        let one = &self.one;
+        if one.what != 0 {
+            let x = if one.context {
+                src.context(one.index)
+            } else {
+                src.field(one.index)
+            };
+            match x {
+                Val::Int(x) if one.what == 1 => {
+                    let x = match one.pre {
+                        0 => x,
+                        1 => x & one.m,
+                        _ => match super::steps::rem(x, one.m) {
+                            Some(r) => r,
+                            None => return false,
+                        },
+                    };
+                    return (x.wrapping_sub(one.lo) as u128 <= one.span) != one.out;
+                }
+                Val::Text(x) if one.what == 2 => {
+                    return super::steps::text(self, one.lit, x, &[]) == one.eq
+                }
+                _ if one.what == 2 => return false,
+                // Not an integer: the tree decides, below.
+                _ => {}
+            }
+        }
+        self.gathered(src)
     }
 
-    fn eval<'s>(&'s self, n: usize, src: &'s dyn Source) -> Val<'s> {
+    /// [`Program::accepts`] through the steps (out of the write path's
+    /// inlined code: its operands' array takes half a kilobyte of stack).
+    #[inline(never)]
+    fn gathered(&self, src: &dyn Source) -> bool {
+        // Only the operands' slots are written (a filter reads one or
+        // two: clearing all of them would cost more than the filter).
+        let mut vals = [const { MaybeUninit::<Val<'_>>::uninit() }; MAX_OPERANDS];
+        let n = self.operands.len().min(MAX_OPERANDS);
+        for (v, slot) in vals.iter_mut().zip(self.operands[..n].iter()) {
+            v.write(match *slot {
+                Slot::Field(i, _) => src.field(i),
+                Slot::Context(i, _) => src.context(i),
+                Slot::Absent => Val::Absent,
+            });
+        }
+        // SAFETY: the first `n` were written just above; `Val` is `Copy`
+        // (nothing to drop), and `MaybeUninit<Val>` has `Val`'s layout.
+        let vals = unsafe { std::slice::from_raw_parts(vals.as_ptr().cast::<Val<'_>>(), n) };
+        super::steps::run(self, &self.steps, vals)
+    }
+
+    /// [`Program::accepts`] by the tree alone (what the steps must agree
+    /// with).
+    #[cfg(test)]
+    pub(super) fn tree_accepts<S: Source>(&self, src: &S) -> bool {
+        let vals: Vec<Val<'_>> = self
+            .operands
+            .iter()
+            .map(|slot| match *slot {
+                Slot::Field(i, _) => src.field(i),
+                Slot::Context(i, _) => src.context(i),
+                Slot::Absent => Val::Absent,
+            })
+            .collect();
+        self.eval(self.nodes.len() - 1, &vals).truth()
+    }
+
+    /// How many steps are fused comparisons, and how many in all.
+    #[cfg(test)]
+    pub(super) fn fused(&self) -> (usize, usize) {
+        let n = self
+            .steps
+            .iter()
+            .filter(|s| matches!(s, Step::Int { .. } | Step::Text { .. }))
+            .count();
+        (n, self.steps.len())
+    }
+
+    /// Node `n`'s value for the operands' values `vals`.
+    pub(super) fn eval<'a>(&'a self, n: usize, vals: &[Val<'a>]) -> Val<'a> {
         match self.nodes[n] {
-            Node::Field(i) => src.field(i as usize),
-            Node::Context(i) => src.context(i as usize),
+            Node::Operand(k) => vals[k as usize],
             Node::Absent => Val::Absent,
             Node::Int(v) => Val::Int(v),
             Node::Float(v) => Val::Float(v),
             Node::Text { at, len, .. } => Val::Text(&self.texts[at as usize..(at + len) as usize]),
-            Node::Unary(op, a) => unary(op, self.eval(a as usize, src)),
+            Node::Unary(op, a) => unary(op, self.eval(a as usize, vals)),
             Node::Binary(BinOp::And, a, b) => Val::Int(
-                (self.eval(a as usize, src).truth() && self.eval(b as usize, src).truth()) as i128,
+                (self.eval(a as usize, vals).truth() && self.eval(b as usize, vals).truth())
+                    as i128,
             ),
             Node::Binary(BinOp::Or, a, b) => Val::Int(
-                (self.eval(a as usize, src).truth() || self.eval(b as usize, src).truth()) as i128,
+                (self.eval(a as usize, vals).truth() || self.eval(b as usize, vals).truth())
+                    as i128,
             ),
             Node::Binary(op, a, b) => {
-                let (x, y) = (self.eval(a as usize, src), self.eval(b as usize, src));
+                let (x, y) = (self.eval(a as usize, vals), self.eval(b as usize, vals));
                 if op.compares() {
                     Val::Int(self.compare(op, (a, x), (b, y)) as i128)
                 } else {
@@ -327,7 +501,7 @@ impl Program {
     }
 
     /// A literal's wildcards, if node `n` is a literal that has some.
-    fn pattern(&self, n: u16) -> Option<(&[u8], &[bool])> {
+    pub(super) fn pattern(&self, n: u16) -> Option<(&[u8], &[bool])> {
         match self.nodes[n as usize] {
             Node::Text {
                 at,

@@ -170,3 +170,91 @@ fn record_values() {
     };
     assert!(!name.is_empty() && !name.contains(&0));
 }
+
+/// The fused steps decide as the tree does: random filters of every
+/// shape over integers, floats, texts, absent names and contexts, on
+/// random events.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "pure logic, no unsafe: 20,000 filters are slow under Miri"
+)]
+fn steps_decide_as_the_tree() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let ints = ["status", "delta", "nosuch"];
+    let consts = ["0", "1", "3", "-7", "503", "0x1f7", "2.5", "-1"];
+    let texts = ["path", "$ctx.procname", "nosuch"];
+    let lits = [
+        "\"/api/*\"",
+        "\"worker-3\"",
+        "\"*\"",
+        "\"/api/v1/users\"",
+        "\"x\\*\"",
+    ];
+    let ops = ["==", "!=", "<", "<=", ">", ">="];
+    let mut fused = 0;
+    for _ in 0..20_000 {
+        let leaf = |r: &mut dyn FnMut(u64) -> u64| -> String {
+            let op = ops[r(6) as usize];
+            match r(6) {
+                0 => format!("{} {op} {}", ints[r(3) as usize], consts[r(8) as usize]),
+                1 => format!(
+                    "({} & {}) {op} {}",
+                    ints[r(3) as usize],
+                    consts[r(4) as usize],
+                    consts[r(3) as usize]
+                ),
+                2 => format!(
+                    "{} % {} {op} {}",
+                    ints[r(3) as usize],
+                    consts[r(8) as usize],
+                    consts[r(3) as usize]
+                ),
+                3 => format!(
+                    "{} {} {}",
+                    lits[r(5) as usize],
+                    ["==", "!="][r(2) as usize],
+                    texts[r(3) as usize]
+                ),
+                4 => format!(
+                    "{} {op} {}",
+                    consts[r(8) as usize],
+                    ["ratio", "status"][r(2) as usize]
+                ),
+                _ => format!("{} {op} \"/b\"", texts[r(3) as usize]),
+            }
+        };
+        let mut src = leaf(&mut rnd);
+        for _ in 0..rnd(4) {
+            let other = leaf(&mut rnd);
+            src = match rnd(3) {
+                0 => format!("({src}) && {other}"),
+                1 => format!("{other} || ({src})"),
+                _ => format!("!({src})"),
+            };
+        }
+        let p = lenient(&src);
+        fused += p.fused().0;
+        for ev in [
+            Ev(503, "/api/v1/users", 0.25, -7),
+            Ev(0, "", 2.5, 3),
+            Ev(u32::MAX, "/b", -1.0, i32::MIN),
+        ] {
+            assert_eq!(p.accepts(&ev), p.tree_accepts(&ev), "{src}");
+        }
+    }
+    assert!(fused > 20_000, "the common shapes are fused: {fused}");
+    assert_eq!(strict("(status & 1) == 0").unwrap().fused(), (1, 1));
+    assert_eq!(
+        strict("status % 2 == 0 && path == \"/a*\" || !(delta < 0)")
+            .unwrap()
+            .fused(),
+        (3, 6)
+    );
+}

@@ -1,5 +1,7 @@
 //! The control side: what sessions are and which probes they publish.
-//! Configuration (`config.rs`, `pattern.rs`), a session's state and its
+//! Configuration (`config.rs`, `pattern.rs`), the enable rules and the
+//! filters compiled for the events they enable (`rules.rs`), a session's
+//! state and its
 //! metadata (`state.rs`, `metadata.rs`), the registry that builds and
 //! publishes every event's probe list under one lock (`registry.rs`), and
 //! the statistics types (`stats.rs`).
@@ -10,7 +12,8 @@
 //! probes never wait for them (`ringtrace_core::rcu`).
 //!
 //! ```text
-//!   config ─► pattern          registry ─► state ─► metadata ─► output/
+//!   config ─► rules ─► pattern  registry ─► state ─► metadata ─► output/
+//!                ▲                 │  └────────► rules
 //!                                  │          └───► ringtrace-core (channels)
 //!                                  └─► ringtrace-core (probe lists, rcu updater)
 //! ```
@@ -19,5 +22,6 @@ pub mod config;
 pub mod metadata;
 pub mod pattern;
 pub mod registry;
+pub(crate) mod rules;
 pub(crate) mod state;
 pub mod stats;

@@ -15,11 +15,10 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::control::config::{decide, Decision, Rule, RuleFilter};
+use crate::control::rules::{check_filter, decide, probe_filter, Rule, RuleFilter};
 use crate::control::state::{SessionState, GRACE_TIMEOUT};
 use crate::error::Error;
 use ringtrace_core::desc::{all_events, EventDesc};
-use ringtrace_core::filter::Filter;
 use ringtrace_core::level::Level;
 use ringtrace_core::probe::{Probe, ProbeList};
 use ringtrace_core::rcu::{self, Updater};
@@ -117,107 +116,6 @@ pub(crate) fn enable(
     add_rule(s, channel, rule)
 }
 
-/// Checks an enable rule's filter against the events the rule enables
-/// now, as LTTng checks a filter when it is enabled: an error if the
-/// rule names one event (no `*`) that the filter cannot be compiled for
-/// (a field it lacks, a text compared with a number), or if it can be
-/// compiled for none of the events the rule matches. Events registered
-/// later that it cannot be compiled for are not recorded by the rule.
-pub(crate) fn check_filter(rule: &Rule) -> Result<(), Error> {
-    let Some(f) = &rule.filter else {
-        return Ok(());
-    };
-    let (mut good, mut first_err) = (0, None);
-    for desc in all_events() {
-        if !crate::control::config::enabled_by(
-            std::slice::from_ref(rule),
-            &desc.full_name(),
-            desc.level,
-        ) {
-            continue;
-        }
-        match compile_for(f, desc) {
-            Ok(_) => good += 1,
-            Err(e) => {
-                first_err.get_or_insert_with(|| {
-                    let e = e.trim_start_matches("filter: ");
-                    format!("filter `{}` on {}: {e}", f.text, desc.full_name())
-                });
-            }
-        }
-    }
-    match first_err {
-        Some(e) if good == 0 || !rule.pattern.contains('*') => Err(Error::Config(e)),
-        _ => Ok(()),
-    }
-}
-
-/// `f` compiled for `desc`'s fields and the thread's contexts (strict:
-/// unknown names and kind clashes are errors).
-fn compile_for(
-    f: &RuleFilter,
-    desc: &EventDesc,
-) -> Result<ringtrace_core::filter::Program, String> {
-    use ringtrace_core::field::FieldKind;
-    use ringtrace_core::filter::{compile, kind_of, thread_context, Kind, Name, Slot};
-    compile(&f.expr, true, &mut |n| match n {
-        Name::Field(name) => {
-            let i = desc
-                .fields
-                .iter()
-                .position(|d| d.name == name)
-                .ok_or_else(|| {
-                    let names: Vec<&str> = desc.fields.iter().map(|d| d.name).collect();
-                    format!("filter: no field `{name}` (fields: {})", names.join(", "))
-                })?;
-            let kind = match desc.fields[i].kind {
-                FieldKind::Unsigned(_) | FieldKind::Signed(_) | FieldKind::Bool => Kind::Int,
-                FieldKind::F32 | FieldKind::F64 => Kind::Float,
-                FieldKind::Str => Kind::Text,
-                FieldKind::Bytes => Kind::Other,
-                FieldKind::Ctf(c) => kind_of(&c.ty),
-            };
-            Ok(Slot::Field(i, kind))
-        }
-        Name::Context(c) => thread_context(c),
-    })
-}
-
-/// What `decision` records of `desc` in session `session`: `None`
-/// nothing, `Some(None)` every record, else the filters that compile for
-/// it (none: nothing). A filter whose rule names the event (no `*`) but
-/// cannot apply to it (an event registered after the rule was checked,
-/// such as an LTTng-UST provider's) is said on stderr, once.
-fn probe_filter(
-    session: &str,
-    decision: Decision<'_>,
-    desc: &EventDesc,
-) -> Option<Option<Box<Filter>>> {
-    match decision {
-        Decision::Off => None,
-        Decision::All => Some(None),
-        Decision::Filtered(fs) => {
-            let (mut any, mut texts) = (Vec::new(), Vec::new());
-            for f in fs {
-                match compile_for(f, desc) {
-                    Ok(p) => {
-                        any.push(p);
-                        texts.push(f.text.clone());
-                    }
-                    Err(e) if f.exact => warn_once(session, f, desc, &e),
-                    Err(_) => {}
-                }
-            }
-            (!any.is_empty()).then(|| {
-                Some(Box::new(Filter {
-                    any: any.into(),
-                    texts: texts.into(),
-                }))
-            })
-        }
-    }
-}
-
 /// Disables the events matching `pattern` in `channel` of session `s`
 /// (`None`: every channel). Returns how many event call sites it disabled.
 pub(crate) fn disable(
@@ -248,10 +146,10 @@ fn add_rule(s: &Arc<SessionState>, channel: Option<&str>, rule: Rule) -> Result<
         let mut meta = s.meta.lock().unwrap_or_else(|e| e.into_inner());
         // Checked for every channel before any changes: all or nothing.
         for &ch in &chans {
-            crate::control::config::room_for(&meta.rules[ch], &rule)?;
+            crate::control::rules::room_for(&meta.rules[ch], &rule)?;
         }
         for ch in chans {
-            crate::control::config::push_rule(&mut meta.rules[ch], rule.clone())?;
+            crate::control::rules::push_rule(&mut meta.rules[ch], rule.clone())?;
         }
     }
     let after = count_wanted(s, &events);
@@ -365,22 +263,6 @@ fn republish(c: &mut Control) {
     reclaim(c);
 }
 
-/// Says once per session, filter and event that the filter cannot apply.
-fn warn_once(session: &str, f: &RuleFilter, desc: &EventDesc, e: &str) {
-    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let what = format!(
-        "session '{session}': filter `{}` cannot apply to {} ({}): none of its events is recorded",
-        f.text,
-        desc.full_name(),
-        e.trim_start_matches("filter: ")
-    );
-    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
-    if !said.contains(&what) && said.len() < 1000 {
-        eprintln!("ringtrace: {what}");
-        said.push(what);
-    }
-}
-
 /// How long a control operation waits to free replaced lists.
 const RECLAIM_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
 
@@ -479,7 +361,7 @@ pub fn rules_enable(provider: &str, name: &str, level: Level) -> bool {
             && meta
                 .rules
                 .iter()
-                .any(|r| crate::control::config::enabled_by(r, &full, level))
+                .any(|r| crate::control::rules::enabled_by(r, &full, level))
     })
 }
 

@@ -17,8 +17,9 @@ use std::time::Duration;
 use ctf::types::{EventClass, TraceDesc};
 use ringbuf::{Backing, ChannelAttr};
 
-use crate::control::config::{Buffers, ChannelConfig, Checked, CpuSync, Mode, Rule};
+use crate::control::config::{Buffers, ChannelConfig, Checked, CpuSync, Mode};
 use crate::control::metadata::{self, MetadataFile};
+use crate::control::rules::Rule;
 use crate::error::Error;
 use crate::output;
 use ringtrace_core::any_channel::{AnyChannel, ReadSides};
@@ -229,7 +230,7 @@ impl SessionState {
 
     /// Whether channel `ch` records `desc` (its last matching rule enables).
     pub(crate) fn wants(meta: &Meta, ch: usize, desc: &EventDesc) -> bool {
-        crate::control::config::enabled_by(&meta.rules[ch], &desc.full_name(), desc.level)
+        crate::control::rules::enabled_by(&meta.rules[ch], &desc.full_name(), desc.level)
     }
 
     /// The id of `desc`'s class in channel `ch`, assigning one (and writing

@@ -261,40 +261,43 @@ fn err(e: Error) -> String {
     e.to_string()
 }
 
+/// The `sessions` reply: one aligned row per session.
+fn sessions() -> String {
+    let mut out = format!(
+        "{:<16} {:<15} {:<8} {:>12} {:>10}  {:<28} {}\n",
+        "session", "mode", "state", "records", "lost", "contexts", "output"
+    );
+    for s in consumer::all() {
+        let stats = s.stats();
+        // Per channel, `,` between channels.
+        let contexts: Vec<String> = s
+            .channels
+            .iter()
+            .map(|c| c.chan.contexts().to_string())
+            .collect();
+        out += &format!(
+            "{:<16} {:<15} {:<8} {:>12} {:>10}  {:<28} {}\n",
+            s.name,
+            match s.mode {
+                Mode::Discard => "discard",
+                Mode::FlightRecorder => "flight-recorder",
+            },
+            if stats.active { "active" } else { "stopped" },
+            stats.records(),
+            stats.lost(),
+            contexts.join(","),
+            s.output
+                .as_deref()
+                .map_or("-".into(), |p| p.display().to_string())
+        );
+    }
+    out
+}
+
 /// Runs one request.
 pub fn execute(req: &Request) -> Reply {
     match req {
-        Request::Sessions => {
-            let mut out = format!(
-                "{:<16} {:<15} {:<8} {:>12} {:>10}  {:<28} {}\n",
-                "session", "mode", "state", "records", "lost", "contexts", "output"
-            );
-            for s in consumer::all() {
-                let stats = s.stats();
-                // Per channel, `,` between channels.
-                let contexts: Vec<String> = s
-                    .channels
-                    .iter()
-                    .map(|c| c.chan.contexts().to_string())
-                    .collect();
-                out += &format!(
-                    "{:<16} {:<15} {:<8} {:>12} {:>10}  {:<28} {}\n",
-                    s.name,
-                    match s.mode {
-                        Mode::Discard => "discard",
-                        Mode::FlightRecorder => "flight-recorder",
-                    },
-                    if stats.active { "active" } else { "stopped" },
-                    stats.records(),
-                    stats.lost(),
-                    contexts.join(","),
-                    s.output
-                        .as_deref()
-                        .map_or("-".into(), |p| p.display().to_string())
-                );
-            }
-            Ok(out)
-        }
+        Request::Sessions => Ok(sessions()),
         Request::Enable {
             session,
             pattern,
