@@ -8,6 +8,8 @@
 //! [`Direct::fits`] false, and the caller records the event through the
 //! general path (`values.rs`), which widens the class.
 
+use ringtrace::client::Payload;
+use ringtrace::filter::Val;
 use ringtrace::FieldKind;
 use tracing_core::field::{Field, Visit};
 
@@ -105,6 +107,26 @@ impl<'p> Direct<'p> {
         }
     }
 
+    /// Field `i` of the class (the span id first, for span classes) as a
+    /// filter compares it.
+    fn value(&self, span_id: u64, i: usize) -> Val<'static> {
+        let i = match (self.plan.span, i) {
+            (true, 0) => return Val::Int(span_id as i128),
+            (true, i) => i - 1,
+            (false, i) => i,
+        };
+        if i >= self.plan.n {
+            return Val::Absent;
+        }
+        let w = self.words[i];
+        match self.plan.nums[i] {
+            Num::U64 => Val::Int(w as i128),
+            Num::I64 => Val::Int(w as i64 as i128),
+            Num::F64 => Val::Float(f64::from_bits(w)),
+            Num::Bool => Val::Int((w != 0) as i128),
+        }
+    }
+
     /// Writes the payload, exactly [`Plan::len`] bytes: the span id
     /// (`span_id`, for span classes), then each field.
     #[inline(always)]
@@ -151,6 +173,23 @@ impl Visit for Direct<'_> {
         // Text (and everything `tracing` gives as text: `str`, errors,
         // 128-bit numbers, bytes) has no place here.
         self.fits = false;
+    }
+}
+
+/// A [`Direct`]'s record: its payload, and its values for filters.
+pub(crate) struct DirectPayload<'a, 'p> {
+    pub(crate) d: &'a Direct<'p>,
+    pub(crate) span_id: u64,
+}
+
+impl Payload for DirectPayload<'_, '_> {
+    #[inline(always)]
+    fn write(&self, out: &mut [u8]) {
+        self.d.write(self.span_id, out)
+    }
+
+    fn field(&self, i: usize) -> Val<'_> {
+        self.d.value(self.span_id, i)
     }
 }
 

@@ -122,8 +122,11 @@ fn record(
         let mut d = Direct::new(plan);
         visit(&mut d);
         if d.fits() {
-            let id = span_id.unwrap_or(0);
-            c.desc.emit(plan.len(), |out| d.write(id, out));
+            let p = direct::DirectPayload {
+                d: &d,
+                span_id: span_id.unwrap_or(0),
+            };
+            c.desc.emit_with(plan.len(), &p);
             return;
         }
     }
@@ -154,12 +157,35 @@ fn emit(
     v.normalize(ks);
     let head = if span_id.is_some() { 8 } else { 0 };
     let len = head + v.len(ks);
-    c.desc.emit(len, |out| {
-        if let Some(id) = span_id {
+    c.desc.emit_with(len, &General { v, ks, span_id });
+}
+
+/// The general path's record: the values as the class's kinds, after the
+/// span id for span classes; and their values for filters.
+struct General<'a> {
+    v: &'a Values,
+    ks: &'a [ringtrace::FieldKind],
+    span_id: Option<u64>,
+}
+
+impl ringtrace::client::Payload for General<'_> {
+    #[inline(always)]
+    fn write(&self, out: &mut [u8]) {
+        let mut at = 0;
+        if let Some(id) = self.span_id {
             out[..8].copy_from_slice(&id.to_le_bytes());
+            at = 8;
         }
-        v.write(ks, &mut out[head..]);
-    });
+        self.v.write(self.ks, &mut out[at..]);
+    }
+
+    fn field(&self, i: usize) -> ringtrace::filter::Val<'_> {
+        match (self.span_id, i) {
+            (Some(id), 0) => ringtrace::filter::Val::Int(id as i128),
+            (Some(_), i) => self.v.value(self.ks, i - 1),
+            (None, i) => self.v.value(self.ks, i),
+        }
+    }
 }
 
 impl<S> Layer<S> for RingtraceLayer

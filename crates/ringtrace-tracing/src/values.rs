@@ -6,6 +6,7 @@
 use std::fmt::{self, Write as _};
 use std::mem::MaybeUninit;
 
+use ringtrace::filter::Val;
 use ringtrace::FieldKind;
 use tracing_core::field::{Field, Visit};
 
@@ -150,6 +151,24 @@ impl Values {
                 (FieldKind::Ctf(_), _) => 0,
             })
             .sum()
+    }
+
+    /// Slot `i`'s value as [`write`](Self::write) records it as `kinds`
+    /// (after `normalize`), as a filter compares it.
+    pub(crate) fn value(&self, kinds: &[FieldKind], i: usize) -> Val<'_> {
+        let (Some(k), Some(s)) = (kinds.get(i), self.slots.get(i)) else {
+            return Val::Absent;
+        };
+        match (*k, *s) {
+            (FieldKind::Str, Slot::S(st, n)) => Val::Text(self.str_of(st, n)),
+            (FieldKind::Str, _) => Val::Text(b""),
+            (FieldKind::F32 | FieldKind::F64, Slot::F(v)) => Val::Float(v),
+            (_, Slot::U(v)) => Val::Int(v as i128),
+            (_, Slot::I(v)) => Val::Int(v as i128),
+            (_, Slot::B(v)) => Val::Int(v as i128),
+            (_, Slot::F(v)) => Val::Float(v),
+            _ => Val::Int(0),
+        }
     }
 
     /// Serializes the slots as `kinds`, exactly `len(kinds)` bytes. The

@@ -407,3 +407,47 @@ fn recording_a_known_callsite_does_not_allocate() {
         assert_eq!(e.1[2], ("dbg".to_string(), s(&seq.to_string())));
     }
 }
+
+/// A session's filter applies to the layer's events, on the direct path
+/// (numbers only) and the general one (text among the values), span ids
+/// included.
+#[test]
+fn filters_apply_to_the_layers_events() {
+    let dir = tmpdir("filter");
+    let sess = Session::builder("layer-filter")
+        .output(&dir)
+        .channel(ChannelConfig::new("c").subbufs(64 * 1024, 4))
+        .enable_where(
+            None,
+            "layerfilt::num*",
+            Level::Debug,
+            Some("n >= 5 && (n & 1) == 1"),
+        )
+        .enable_where(
+            None,
+            "layerfilt::text*",
+            Level::Debug,
+            Some(r#"who == "a*" && row != 2"#),
+        )
+        .create()
+        .unwrap();
+    sess.start();
+    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
+    tracing::subscriber::with_default(sub, || {
+        for i in 0..10u64 {
+            tracing::info!(target: "layerfilt::num", n = i);
+            let who = if i % 3 == 0 { "alice" } else { "bob" };
+            tracing::info!(target: "layerfilt::text", row = i, who = who);
+        }
+    });
+    sess.stop().unwrap();
+    let evs = read(&dir);
+    let firsts = |target: &str| -> Vec<Value> {
+        evs.iter()
+            .filter(|e| e.0.starts_with(target))
+            .map(|e| e.1[0].1.clone())
+            .collect()
+    };
+    assert_eq!(firsts("layerfilt::num"), [5, 7, 9].map(Value::Uint));
+    assert_eq!(firsts("layerfilt::text"), [0, 3, 6, 9].map(Value::Uint));
+}
