@@ -38,6 +38,9 @@ pub struct Probe {
 pub struct ProbeList {
     pub first: Probe,
     pub rest: Box<[Probe]>,
+    /// One probe, without a filter: the common case, whose path tests
+    /// this one flag (as it tested `rest`'s length before filters).
+    pub plain: bool,
 }
 
 impl ProbeList {
@@ -48,6 +51,7 @@ impl ProbeList {
         }
         let first = probes.remove(0);
         Some(ProbeList {
+            plain: probes.is_empty() && first.filter.is_none(),
             first,
             rest: probes.into_boxed_slice(),
         })
@@ -102,23 +106,37 @@ pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
         return;
     };
     // An event whose only session is stopped (or not started yet) reads
-    // no clock; one whose only session is recording checks it once.
-    let single = list.rest.is_empty();
-    if single && !(is_active(&list.first.active) && list.first.passes(write, 0)) {
+    // no clock; one whose only session is recording checks it once; a
+    // record its filter rejects reads no clock and reserves nothing.
+    let p = &list.first;
+    if list.plain {
+        if !is_active(&p.active) {
+            return;
+        }
+    } else if list.rest.is_empty() {
+        if !(is_active(&p.active) && p.passes(write, 0)) {
+            return;
+        }
+    } else {
+        several(list, len, write, &guard);
         return;
     }
     // The clock before the buffer lookup: `rdtsc` takes tens of cycles,
     // which the CPU overlaps with finding the buffer instead of waiting
-    // for it inside the reservation. One reading for every session the
-    // event goes to.
+    // for it inside the reservation.
+    let now = p.channel.now();
+    p.record(now, len, write, &guard);
+}
+
+/// [`run`] for a list of several probes: one clock reading for every
+/// session the event goes to. Out of line: the one-probe path stays the
+/// code it was.
+#[inline(never)]
+fn several<P: Payload>(list: &ProbeList, len: usize, write: &P, guard: &rcu::Guard) {
     let now = list.first.channel.now();
-    if single {
-        list.first.record(now, len, write, &guard);
-        return;
-    }
-    list.first.fire(0, now, len, write, &guard);
+    list.first.fire(0, now, len, write, guard);
     for (k, p) in list.rest.iter().enumerate() {
-        p.fire(k + 1, now, len, write, &guard);
+        p.fire(k + 1, now, len, write, guard);
     }
 }
 
