@@ -1,7 +1,8 @@
 //! # ringtrace-core — the call site's side of the tracer
 //!
 //! Everything an `event!` may execute, and nothing else: event
-//! descriptions and their fields and levels, the probe, the ring-buffer
+//! descriptions and their fields and levels, the probe and the filters
+//! it evaluates before reserving, the ring-buffer
 //! client that lays out CTF packets, the per-thread record counts, the
 //! per-event contexts, the RCU read side and the clock. A library that
 //! only records events depends on this crate alone; the collector
@@ -29,6 +30,8 @@
 //!    │         │         └──► ops (the consumer's view of a channel: not
 //!    │         │              on the write path, dynamic dispatch)
 //!    │         │  └──► tally (per-CPU channels' record counts)
+//!    │         ├─────► filter (compiled when enabled, run before the
+//!    │         │       reservation; the language's parser too)
 //!    │         └─────► rcu (read section), clock
 //!    ├─► open (a foreign probe's record: the probe's path split at the
 //!    │         payload, kept open across the probe's calls)

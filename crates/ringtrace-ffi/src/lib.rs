@@ -23,8 +23,9 @@
 //!
 //! ```text
 //!   session (ringtrace_session_*) ─► error (last error), event
-//!   packed (ringtrace_emit_packed*) ─► event (descriptor layout, registration)
-//!   emit (ringtrace_emit) ─► event
+//!   packed (ringtrace_emit_packed*) ─► event (descriptor layout, registration), values
+//!   emit (ringtrace_emit) ─► event, values
+//!   values (a C event's field values for filters, before the reservation)
 //!   (both define their exported entries with entry.rs's `entry!`: naked
 //!   trampolines passing the caller's address)
 //! ```

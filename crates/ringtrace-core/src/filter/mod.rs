@@ -10,6 +10,7 @@
 //!   slots, kinds checked) into a [`Program`], evaluated without
 //!   allocating, locking or calling the kernel: its operands read once,
 //!   then
+//! - `node.rs`: the tree's node, and the glob string literals match with;
 //! - `steps.rs`: its fast form, the boolean structure as postfix steps
 //!   and the common comparisons fused (an operand, masked or reduced,
 //!   against an integer; an operand against a string literal).
@@ -31,13 +32,15 @@
 //! `procname`, read from the thread's cache: no system call once
 //! filled).
 
+mod node;
 mod parse;
 mod program;
 mod steps;
 
 pub use crate::field::Val;
+pub use node::glob;
 pub use parse::{parse, BinOp, Expr, UnOp, MAX_DEPTH};
-pub use program::{compile, glob, Kind, Name, Program, Slot, Source, MAX_NODES, MAX_OPERANDS};
+pub use program::{compile, Kind, Name, Program, Slot, Source, MAX_NODES, MAX_OPERANDS};
 
 use std::cell::OnceCell;
 

@@ -8,8 +8,9 @@
 
 use std::mem::MaybeUninit;
 
+use super::node::Node;
 use super::parse::{BinOp, Expr, UnOp};
-use super::steps::{Pre, Step};
+use super::steps::{Pre, Step, Tree};
 use crate::field::Val;
 
 /// Where a compiled filter reads an event's values.
@@ -57,24 +58,6 @@ pub enum Slot {
 
 /// Nodes a compiled filter holds at most.
 pub const MAX_NODES: usize = 256;
-
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Node {
-    /// Operand `k` of [`Program::operands`] (a field or a context).
-    Operand(u8),
-    Absent,
-    Int(i128),
-    Float(f64),
-    /// Bytes `at..at + len` of the program's texts; `glob`: some are
-    /// wildcards (the same range of `wild`).
-    Text {
-        at: u32,
-        len: u32,
-        glob: bool,
-    },
-    Unary(UnOp, u16),
-    Binary(BinOp, u16, u16),
-}
 
 /// Distinct fields and contexts a filter reads at most.
 pub const MAX_OPERANDS: usize = 16;
@@ -364,30 +347,6 @@ impl Slot {
     }
 }
 
-/// Whether `text` matches `pattern`, whose bytes flagged in `wild` match
-/// any run of bytes (greedy, backtracking to the last wildcard: no
-/// recursion, no allocation).
-pub fn glob(pattern: &[u8], wild: &[bool], text: &[u8]) -> bool {
-    let (mut i, mut j) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while j < text.len() {
-        if i < pattern.len() && wild[i] {
-            star = Some((i, j));
-            i += 1;
-        } else if i < pattern.len() && pattern[i] == text[j] {
-            i += 1;
-            j += 1;
-        } else if let Some((si, sj)) = star {
-            i = si + 1;
-            j = sj + 1;
-            star = Some((si, sj + 1));
-        } else {
-            return false;
-        }
-    }
-    wild[i..].iter().all(|w| *w)
-}
-
 impl Program {
     /// Whether the event whose values `src` gives passes. A filter of
     /// one fused comparison reads its operand and compares, inline; any
@@ -413,9 +372,7 @@ impl Program {
                     };
                     return (x.wrapping_sub(one.lo) as u128 <= one.span) != one.out;
                 }
-                Val::Text(x) if one.what == 2 => {
-                    return super::steps::text(self, one.lit, x, &[]) == one.eq
-                }
+                Val::Text(x) if one.what == 2 => return self.text_equal(one.lit, x, &[]) == one.eq,
                 _ if one.what == 2 => return false,
                 // Not an integer: the tree decides, below.
                 _ => {}
@@ -525,8 +482,8 @@ impl Program {
                 if matches!(op, BinOp::Eq | BinOp::Ne) {
                     // A literal's `*` is a wildcard, on either side.
                     let equal = match (self.pattern(b), self.pattern(a)) {
-                        (Some((p, w)), _) => glob(p, w, x),
-                        (None, Some((p, w))) => glob(p, w, y),
+                        (Some((p, w)), _) => super::node::glob(p, w, x),
+                        (None, Some((p, w))) => super::node::glob(p, w, y),
                         (None, None) => x == y,
                     };
                     return equal == (op == BinOp::Eq);
@@ -573,5 +530,18 @@ fn arith<'a>(op: BinOp, x: Val<'a>, y: Val<'a>) -> Val<'a> {
         BinOp::Shr => shift.map_or(Val::Absent, |s| Val::Int(x >> s)),
         BinOp::Rem => x.checked_rem(y).map_or(Val::Absent, Val::Int),
         _ => Val::Absent,
+    }
+}
+
+impl<'a> Tree<'a> for Program {
+    fn truth(&'a self, n: u16, vals: &[Val<'a>]) -> bool {
+        self.eval(n as usize, vals).truth()
+    }
+
+    fn text_equal(&'a self, lit: u16, x: &[u8], vals: &[Val<'a>]) -> bool {
+        match self.pattern(lit) {
+            Some((p, w)) => super::node::glob(p, w, x),
+            None => self.eval(lit as usize, vals) == Val::Text(x),
+        }
     }
 }

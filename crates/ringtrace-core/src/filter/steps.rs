@@ -11,9 +11,18 @@
 //! the results are those of the tree, which the tests check on random
 //! filters.
 
+use super::node::Node;
 use super::parse::BinOp;
-use super::program::{glob, Node, Program};
 use crate::field::Val;
+
+/// What the steps ask of the tree they come from (`program.rs`).
+pub(super) trait Tree<'a> {
+    /// The truth of node `n` for the operands' values `vals`.
+    fn truth(&'a self, n: u16, vals: &[Val<'a>]) -> bool;
+    /// Whether `x` equals the literal node `lit` (a glob where it has
+    /// wildcards).
+    fn text_equal(&'a self, lit: u16, x: &[u8], vals: &[Val<'a>]) -> bool;
+}
 
 /// What a fused integer comparison does to its operand first.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -196,7 +205,7 @@ pub(super) fn int_in(x: i128, pre: Pre, lo: i128, hi: i128, out: bool) -> bool {
 
 /// Runs `steps` of `prog` on the operands' values `vals`.
 #[inline]
-pub(super) fn run<'a>(prog: &'a Program, steps: &[Step], vals: &[Val<'a>]) -> bool {
+pub(super) fn run<'a, T: Tree<'a>>(prog: &'a T, steps: &[Step], vals: &[Val<'a>]) -> bool {
     let mut st: u64 = 0;
     for s in steps {
         let bit = match s {
@@ -209,13 +218,13 @@ pub(super) fn run<'a>(prog: &'a Program, steps: &[Step], vals: &[Val<'a>]) -> bo
                 node,
             } => match vals[*v as usize] {
                 Val::Int(x) => int_in(x, *pre, *lo, *hi, *out),
-                _ => tree(prog, *node, vals),
+                _ => prog.truth(*node, vals),
             },
             Step::Text { v, lit, eq } => match vals[*v as usize] {
-                Val::Text(x) => text(prog, *lit, x, vals) == *eq,
+                Val::Text(x) => prog.text_equal(*lit, x, vals) == *eq,
                 _ => false,
             },
-            Step::Tree(n) => tree(prog, *n, vals),
+            Step::Tree(n) => prog.truth(*n, vals),
             Step::Not => {
                 st ^= 1;
                 continue;
@@ -236,21 +245,4 @@ pub(super) fn run<'a>(prog: &'a Program, steps: &[Step], vals: &[Val<'a>]) -> bo
         st = st << 1 | bit as u64;
     }
     st & 1 == 1
-}
-
-/// The truth of node `n` by the tree (kept out of the steps' loop).
-#[cold]
-#[inline(never)]
-fn tree<'a>(prog: &'a Program, n: u16, vals: &[Val<'a>]) -> bool {
-    prog.eval(n as usize, vals).truth()
-}
-
-/// Whether `x` equals the literal node `lit` (a glob where it has
-/// wildcards).
-#[inline(never)]
-pub(super) fn text<'a>(prog: &'a Program, lit: u16, x: &[u8], vals: &[Val<'a>]) -> bool {
-    match prog.pattern(lit) {
-        Some((p, w)) => glob(p, w, x),
-        None => prog.eval(lit as usize, vals) == Val::Text(x),
-    }
 }
