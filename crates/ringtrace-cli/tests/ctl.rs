@@ -59,6 +59,38 @@ fn ctl_controls_a_running_process_and_survives_bad_requests() {
     );
     let o = run(&["ctl", &p, "disable", "demo", "demo:timer_tick"]);
     assert!(o.ok, "{}", o.stderr);
+    // Filters over the socket: checked against the process's events.
+    let o = run(&[
+        "ctl",
+        &p,
+        "enable",
+        "demo",
+        "demo:request_begin",
+        "--filter",
+        "nosuch == 1",
+    ]);
+    assert!(
+        !o.ok
+            && o.stderr.contains(
+                "filter `nosuch == 1` on demo:request_begin: no field `nosuch` (fields: id, path, worker)"
+            ),
+        "{}",
+        o.stderr
+    );
+    let o = run(&[
+        "ctl",
+        &p,
+        "enable",
+        "demo",
+        "demo:request_begin",
+        "--filter",
+        r#"path == "/api/*" && (id & 1) == 0"#,
+    ]);
+    assert!(
+        o.ok && o.stdout.contains("call sites enabled"),
+        "{}",
+        o.stderr
+    );
 
     // Malformed and oversized requests get an error reply; the process
     // keeps tracing.

@@ -115,6 +115,34 @@ fn record_filters_lttng_ust_events_exactly() {
             .count()
     );
 
+    // A filter naming a field the event lacks (`state` is the enum's
+    // name; its field is `st`): the provider registers after the session
+    // started, so the program says it, and records none of the event.
+    let trace = dir.join("no-field");
+    let mut a = vec![
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "-e",
+        "interop:texts",
+    ];
+    a.extend([
+        "--filter",
+        "state == 1",
+        "--",
+        exe.to_str().unwrap(),
+        "10",
+        "1",
+    ]);
+    let o = run(&a);
+    assert!(
+        o.stderr.contains(
+            "filter `state == 1` cannot apply to interop:texts (no field `state` (fields: s, arr, atext, seq, stext, sbytes, st))"
+        ),
+        "{}",
+        o.stderr
+    );
+
     // The same filters in LTTng-UST itself, under its session daemon:
     // the same events.
     let _daemon = Daemon::start();

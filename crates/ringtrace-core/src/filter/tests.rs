@@ -177,7 +177,7 @@ fn record_values() {
 #[test]
 #[cfg_attr(
     miri,
-    ignore = "pure logic, no unsafe: 20,000 filters are slow under Miri"
+    ignore = "20,000 filters are slow under Miri; the same gathering code runs there in evaluates_like_lttng_filters"
 )]
 fn steps_decide_as_the_tree() {
     let mut seed = 0x2545_f491_4f6c_dd1du64;
