@@ -11,9 +11,10 @@ use ringtrace_core::desc::{all_events, EventDesc};
 use ringtrace_core::filter::Filter;
 use ringtrace_core::level::Level;
 
-/// An enable or disable rule of a channel; the last matching rule wins.
-/// A rule *applies* to an event its pattern matches, an enable rule only
-/// if the event's level is at most the rule's.
+/// An enable or disable rule of a channel: the last rule that applies to
+/// an event decides whether it is recorded ([`decide`] says under which
+/// filters). A rule *applies* to an event its pattern matches, an enable
+/// rule only if the event's level is at most the rule's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Rule {
     pub(crate) pattern: String,
@@ -44,7 +45,7 @@ impl Rule {
 }
 
 /// An enable rule's filter: its text, parsed (compiled for each event it
-/// enables, `control/registry.rs`).
+/// enables by [`probe_filter`], when the registry builds the probes).
 #[derive(Debug, Clone)]
 pub(crate) struct RuleFilter {
     pub(crate) text: String,
