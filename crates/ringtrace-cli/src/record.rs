@@ -62,8 +62,11 @@ pub struct Args {
     /// "worker-*"` (fields, $ctx.vpid/vtid/pthread_id/procname, numbers,
     /// "strings" with * globs, == != < <= > >=, & | ^ << >> % ~, && || !).
     /// Evaluated before a record is reserved: a rejected event costs no
-    /// buffer space. Naming a field that the events of an -e pattern
-    /// without * lack is an error when the program starts.
+    /// buffer space. A filter naming a field that an event of an -e
+    /// pattern without * lacks is said on stderr by the program: when it
+    /// starts (its session is then refused and it runs untraced) or when
+    /// the event registers later (an LTTng-UST provider's: that event is
+    /// not recorded).
     #[arg(long, value_name = "EXPR", value_parser = check_filter)]
     filter: Option<String>,
     /// LTTng-UST's helper libraries to load into the program (and the

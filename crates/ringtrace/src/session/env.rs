@@ -17,10 +17,11 @@
 //! default, or forced either way); `io=buffered|auto|direct` (stream
 //! files: through the page cache, the default; fast streams with direct
 //! I/O and slow ones through the page cache; all with direct I/O where
-//! the file system takes it); `filter=<expr>` (record only the events the filter accepts, for every
-//! pattern given: `filter=(i & 1) == 0 && path == "/api/*"`, the
-//! language of `ringtrace_core::filter`, LTTng's; a comma in it is
-//! written `\,`); `relay=net://HOST[:CTRL[:DATA]]`
+//! the file system takes it); `filter=<expr>` (record only the events
+//! the filter accepts, for every pattern given: `filter=(i & 1) == 0 &&
+//! path == "/api/*"`, the language of `ringtrace_core::filter`,
+//! LTTng's; a comma in it is written `\,`);
+//! `relay=net://HOST[:CTRL[:DATA]]`
 //! (stream to an lttng-relayd as well; if it cannot be reached at start,
 //! the trace goes to `<dir>` alone); `live=<ms>` (the relay stream is live:
 //! flushed every `<ms>`, for `babeltrace2 net://…` while the program runs).
