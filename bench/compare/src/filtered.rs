@@ -143,7 +143,7 @@ pub fn table(
         for j in 0..2 {
             let k = (j + r) % 2;
             let run = if k == 0 {
-                crate::lttng::run_filtered(
+                crate::lttng::run(
                     bin,
                     "u64",
                     Mode::Discard,
@@ -155,7 +155,7 @@ pub fn table(
                     Some(FILTER),
                 )?
             } else {
-                crate::ours::run_filtered(
+                crate::ours::run(
                     crate::ours::Bufs::PerThread,
                     Payload::U64,
                     Mode::Discard,

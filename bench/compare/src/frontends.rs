@@ -173,6 +173,7 @@ pub fn table(
                     0,
                     scratch,
                     false,
+                    None,
                 )?,
             };
             samples[i].push(r);

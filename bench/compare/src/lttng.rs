@@ -176,25 +176,9 @@ fn stream_bytes(dir: &Path) -> u64 {
 /// One LTTng-UST run at `rate` events per second per thread (0: as fast
 /// as it goes; u64 payload only when paced). `payload`: the workload's
 /// event (`u64`, `str16`, `every`).
+/// `filter`: the events enabled with `lttng enable-event --filter`.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
-    bin: &Path,
-    payload: &str,
-    mode: Mode,
-    threads: usize,
-    events: u64,
-    rate: u64,
-    scratch: &Path,
-    contexts: bool,
-) -> Result<Run, String> {
-    run_filtered(
-        bin, payload, mode, threads, events, rate, scratch, contexts, None,
-    )
-}
-
-/// [`run`] with the events enabled with `lttng enable-event --filter`.
-#[allow(clippy::too_many_arguments)]
-pub fn run_filtered(
     bin: &Path,
     payload: &str,
     mode: Mode,

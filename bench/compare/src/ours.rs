@@ -122,25 +122,9 @@ impl Bufs {
 
 /// One ringtrace run at `rate` events per second per thread (0: as fast as
 /// it goes; u64 payload only when paced).
+/// `filter`: the events enabled with it.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
-    bufs: Bufs,
-    payload: Payload,
-    mode: Mode,
-    threads: usize,
-    events: u64,
-    rate: u64,
-    scratch: &Path,
-    contexts: bool,
-) -> Result<Run, String> {
-    run_filtered(
-        bufs, payload, mode, threads, events, rate, scratch, contexts, None,
-    )
-}
-
-/// [`run`] with the events enabled with `filter`.
-#[allow(clippy::too_many_arguments)]
-pub fn run_filtered(
     bufs: Bufs,
     payload: Payload,
     mode: Mode,

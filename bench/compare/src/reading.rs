@@ -77,6 +77,7 @@ pub fn table(
         0,
         scratch,
         false,
+        None,
     )?;
     std::fs::rename(scratch.join("lttng"), keep.join("lttng")).map_err(|e| e.to_string())?;
     let ours = crate::ours::run(
@@ -88,6 +89,7 @@ pub fn table(
         0,
         scratch,
         false,
+        None,
     )?;
     std::fs::rename(scratch.join("ringtrace"), keep.join("ringtrace"))
         .map_err(|e| e.to_string())?;

@@ -31,10 +31,10 @@ pub fn measure(
     crate::disk::settle(scratch);
     let (tracer, ctx) = contexts::split(tracer);
     if let Some(bufs) = ours::Bufs::of(tracer) {
-        return ours::run(bufs, p, m, t, n, rate, scratch, ctx);
+        return ours::run(bufs, p, m, t, n, rate, scratch, ctx, None);
     }
     match tracer {
-        "lttng-ust" => lttng::run(bin, p.name(), m, t, n, rate, scratch, ctx),
+        "lttng-ust" => lttng::run(bin, p.name(), m, t, n, rate, scratch, ctx, None),
         "mutex ring" => Ok(baselines::mutex_ring(p, t, n)),
         _ => Ok(baselines::crossbeam(p, t, n)),
     }

@@ -112,7 +112,7 @@ pub fn table(
         let (mut lost_theirs, mut lost_mine) = (0, 0);
         for k in 0..runs {
             eprint!("\r[lttng-ust programs {event} {}/{runs}]   ", k + 1);
-            let lt = |s: &Path| lttng::run(bin, event, Mode::Discard, 1, n, 0, s, false);
+            let lt = |s: &Path| lttng::run(bin, event, Mode::Discard, 1, n, 0, s, false, None);
             let (l, o) = if k % 2 == 0 {
                 crate::disk::settle(scratch);
                 let l = lt(scratch)?;

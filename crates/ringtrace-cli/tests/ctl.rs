@@ -60,15 +60,18 @@ fn ctl_controls_a_running_process_and_survives_bad_requests() {
     let o = run(&["ctl", &p, "disable", "demo", "demo:timer_tick"]);
     assert!(o.ok, "{}", o.stderr);
     // Filters over the socket: checked against the process's events.
-    let o = run(&[
-        "ctl",
-        &p,
-        "enable",
-        "demo",
-        "demo:request_begin",
-        "--filter",
-        "nosuch == 1",
-    ]);
+    let enable = |filter: &str| {
+        run(&[
+            "ctl",
+            &p,
+            "enable",
+            "demo",
+            "demo:request_begin",
+            "--filter",
+            filter,
+        ])
+    };
+    let o = enable("nosuch == 1");
     assert!(
         !o.ok
             && o.stderr.contains(
@@ -77,15 +80,7 @@ fn ctl_controls_a_running_process_and_survives_bad_requests() {
         "{}",
         o.stderr
     );
-    let o = run(&[
-        "ctl",
-        &p,
-        "enable",
-        "demo",
-        "demo:request_begin",
-        "--filter",
-        r#"path == "/api/*" && (id & 1) == 0"#,
-    ]);
+    let o = enable(r#"path == "/api/*" && (id & 1) == 0"#);
     assert!(
         o.ok && o.stdout.contains("call sites enabled"),
         "{}",

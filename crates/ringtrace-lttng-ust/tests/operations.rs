@@ -91,6 +91,11 @@ fn tmpdir(name: &str) -> PathBuf {
 /// A started session recording `pattern` into one per-thread channel of
 /// 4 × 64 KiB, no contexts.
 fn session(name: &str, pattern: &str) -> (Session, PathBuf) {
+    session_where(name, pattern, None)
+}
+
+/// [`session`], the events recorded when `filter` accepts them.
+fn session_where(name: &str, pattern: &str, filter: Option<&str>) -> (Session, PathBuf) {
     let dir = tmpdir(name);
     let s = Session::builder(name)
         .output(&dir)
@@ -100,7 +105,7 @@ fn session(name: &str, pattern: &str) -> (Session, PathBuf) {
                 .subbufs(64 * 1024, 4)
                 .contexts(Contexts::NONE),
         )
-        .enable(pattern)
+        .enable_where(None, pattern, Level::Debug, filter)
         .create()
         .unwrap();
     s.start();
@@ -347,22 +352,7 @@ fn filters_are_asked_before_the_reservation_each_sessions_own() {
     };
     let r = lttng_ust::recorder::record("ops_filter", &ev, no_probe, ev.signature);
     rt::register(&r.desc);
-    let start = |name: &str, filter: &str| {
-        let dir = tmpdir(name);
-        let s = Session::builder(name)
-            .output(&dir)
-            .channel(
-                ChannelConfig::new("c")
-                    .per_thread()
-                    .subbufs(64 * 1024, 4)
-                    .contexts(Contexts::NONE),
-            )
-            .enable_where(None, "ops_filter:ev", Level::Debug, Some(filter))
-            .create()
-            .unwrap();
-        s.start();
-        (s, dir)
-    };
+    let start = |name: &str, filter: &str| session_where(name, "ops_filter:ev", Some(filter));
     let text = |k: u64| {
         std::ffi::CString::new(if k.is_multiple_of(3) {
             format!("x-{k}")

@@ -38,7 +38,7 @@ mod program;
 mod steps;
 
 pub use crate::field::Val;
-pub use node::glob;
+pub use node::{glob, glob_by};
 pub use parse::{parse, BinOp, Expr, UnOp, MAX_DEPTH};
 pub use program::{compile, Kind, Name, Program, Slot, Source, MAX_NODES, MAX_OPERANDS};
 

@@ -24,13 +24,21 @@ pub(super) enum Node {
 }
 
 /// Whether `text` matches `pattern`, whose bytes flagged in `wild` match
-/// any run of bytes (greedy, backtracking to the last wildcard: no
-/// recursion, no allocation).
+/// any run of bytes.
 pub fn glob(pattern: &[u8], wild: &[bool], text: &[u8]) -> bool {
+    glob_by(pattern, |i| wild[i], text)
+}
+
+/// Whether `text` matches `pattern`, whose byte `i` matches any run of
+/// bytes if `wild(i)` (greedy, backtracking to the last wildcard: no
+/// recursion, no allocation). Filters' string literals (`\*` is not a
+/// wildcard) and event-name patterns (every `*` is) both match with it.
+#[inline]
+pub fn glob_by(pattern: &[u8], wild: impl Fn(usize) -> bool, text: &[u8]) -> bool {
     let (mut i, mut j) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while j < text.len() {
-        if i < pattern.len() && wild[i] {
+        if i < pattern.len() && wild(i) {
             star = Some((i, j));
             i += 1;
         } else if i < pattern.len() && pattern[i] == text[j] {
@@ -44,5 +52,5 @@ pub fn glob(pattern: &[u8], wild: &[bool], text: &[u8]) -> bool {
             return false;
         }
     }
-    wild[i..].iter().all(|w| *w)
+    (i..pattern.len()).all(wild)
 }

@@ -9,25 +9,7 @@ pub fn matches(pattern: &str, name: &str) -> bool {
 
 /// [`matches`] on bytes (text that may not be UTF-8).
 pub fn matches_bytes(p: &[u8], n: &[u8]) -> bool {
-    // Greedy match with backtracking to the last star: O(|p| * |n|) worst case.
-    let (mut i, mut j) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while j < n.len() {
-        if i < p.len() && p[i] == b'*' {
-            star = Some((i, j));
-            i += 1;
-        } else if i < p.len() && p[i] == n[j] {
-            i += 1;
-            j += 1;
-        } else if let Some((si, sj)) = star {
-            i = si + 1;
-            j = sj + 1;
-            star = Some((si, sj + 1));
-        } else {
-            return false;
-        }
-    }
-    p[i..].iter().all(|&c| c == b'*')
+    ringtrace_core::filter::glob_by(p, |i| p[i] == b'*', n)
 }
 
 #[cfg(test)]
