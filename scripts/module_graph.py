@@ -97,6 +97,7 @@ LAYERS = {
         ["control", "recover"],
         ["statedump"],
         ["consume"],
+        ["trigger"],
         ["fork"],
         ["ctl"],
         ["session"],

@@ -10,7 +10,9 @@ use ringtrace::ctl::{self, proto::Request};
     after_help = "Examples:\n  ringtrace ctl list\n  ringtrace ctl 1234 sessions\n  \
                   ringtrace ctl 1234 enable mysession 'myapp:*' --level info\n  \
                   ringtrace ctl 1234 snapshot mysession -o /tmp/snap\n  \
-                  ringtrace ctl 1234 add-context mysession vtid,procname,ip"
+                  ringtrace ctl 1234 add-context mysession vtid,procname,ip\n  \
+                  ringtrace ctl 1234 add-trigger mysession 'app:slow_request => snapshot' --after 2s\n  \
+                  ringtrace ctl 1234 triggers mysession"
 )]
 pub struct Args {
     /// `list`, or the process id to control.
@@ -80,6 +82,13 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             out!("{}", crate::session_stats::table(&stats));
             Ok(())
         }
+        Ok(body) if matches!(req, Request::Triggers { .. }) => {
+            let v: Vec<ringtrace::TriggerStats> = serde_json::from_str(&body).map_err(|e| {
+                format!("process {pid} sent triggers this command cannot read ({e}); is it traced by another version of ringtrace?")
+            })?;
+            out!("{}", crate::session_stats::triggers(&v));
+            Ok(())
+        }
         Ok(body) => {
             out!("{body}");
             Ok(())
@@ -111,6 +120,22 @@ fn complete(req: Request) -> Result<Request, Box<dyn std::error::Error>> {
                 session,
                 contexts,
                 channel,
+            }
+        }
+        // Checked here: a mistake is told before the process is asked.
+        Request::AddTrigger {
+            session,
+            spec,
+            after,
+        } => {
+            ringtrace::TriggerSpec::parse(&spec)?;
+            if let Some(d) = &after {
+                ringtrace::trigger::parse_duration(d)?;
+            }
+            Request::AddTrigger {
+                session,
+                spec,
+                after,
             }
         }
         other => other,

@@ -33,6 +33,11 @@ pub struct Args {
     /// How many of the first events to print.
     #[arg(long, default_value_t = 20)]
     show: usize,
+    /// At this many seconds, one request is slow (250 ms) and says so
+    /// with a `demo:slow_request` event: what a trigger waits for
+    /// (`--trigger 'demo:slow_request => snapshot'`).
+    #[arg(long, value_name = "SECONDS", value_parser = crate::parse_seconds)]
+    slow_at: Option<f64>,
     #[command(flatten)]
     session: SessionOpts,
 }
@@ -190,6 +195,19 @@ fn dir_size(dir: &Path) -> u64 {
 }
 
 /// Runs the demo.
+/// Waits `seconds`; at `slow_at`, serves one slow request.
+fn run_for(seconds: f64, slow_at: Option<f64>) {
+    let t0 = Instant::now();
+    if let Some(at) = slow_at {
+        std::thread::sleep(Duration::from_secs_f64(at));
+        let began = Instant::now();
+        std::thread::sleep(Duration::from_millis(250));
+        let ms = began.elapsed().as_millis() as u64;
+        event!(level: Warning, demo, slow_request, path: &str = "/api/v1/report", ms: u64 = ms);
+    }
+    std::thread::sleep(Duration::from_secs_f64(seconds).saturating_sub(t0.elapsed()));
+}
+
 pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // Whether the folder is ours to remove again if the session is refused.
     let (output, created) = crate::outdir::prepare(args.output.as_deref(), "demo", "demo")?;
@@ -253,7 +271,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             })
             .expect("a demo thread");
         block_timer(false);
-        std::thread::sleep(Duration::from_secs_f64(args.seconds));
+        run_for(args.seconds, args.slow_at.filter(|&s| s < args.seconds));
         stop.store(true, Relaxed);
         p.join().unwrap()
     });

@@ -69,6 +69,21 @@ pub struct Args {
     /// not recorded).
     #[arg(long, value_name = "EXPR", value_parser = check_filter)]
     filter: Option<String>,
+    /// When an event matches, act: 'PATTERN [if EXPR] =>
+    /// [every:N|once-after:N] ACTION', ACTION `snapshot [after DURATION]`
+    /// (flight recorder: the buffers saved as a new trace in the
+    /// process's folder, snapshot-<trigger>-<n>-<date>-<time>), `stop`, or
+    /// `exec COMMAND` (run by /bin/sh with RINGTRACE_EVENT,
+    /// RINGTRACE_TIME_NS and RINGTRACE_FIELD_<name> in its environment).
+    /// The event's probe only marks the match; a thread of the program
+    /// runs the action. Repeatable.
+    #[arg(long, value_name = "TRIGGER", value_parser = check_trigger)]
+    trigger: Vec<String>,
+    /// A `snapshot` trigger without its own `after` is taken this long
+    /// after its event (`2s`, `500ms`), so that it holds the window after
+    /// the event too.
+    #[arg(long, value_name = "DURATION", value_parser = check_duration)]
+    after: Option<String>,
     /// LTTng-UST's helper libraries to load into the program (and the
     /// programs it runs), comma-separated: libc (malloc, free, …), pthread
     /// (mutex lock requests, acquisitions, unlocks), cyg-profile and
@@ -92,8 +107,13 @@ fn spec_path(flag: &str, p: &Path) -> Result<String, String> {
     let s = p
         .to_str()
         .ok_or_else(|| format!("{flag} {}: the path must be valid UTF-8", p.display()))?;
-    // Escaped as the session description reads it (`\,` and `\\`).
-    Ok(s.replace('\\', "\\\\").replace(',', "\\,"))
+    Ok(escaped(s))
+}
+
+/// `s` as one item of the session description: escaped as it reads it
+/// (`\,` and `\\`).
+fn escaped(s: &str) -> String {
+    s.replace('\\', "\\\\").replace(',', "\\,")
 }
 
 /// The exit code a shell gives for `status`: the code, or 128+N for a
@@ -225,6 +245,18 @@ fn check_filter(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// `--trigger`: parsed here, so that a mistake is told before the program
+/// runs.
+fn check_trigger(s: &str) -> Result<String, String> {
+    ringtrace::TriggerSpec::parse(s)?;
+    Ok(s.to_string())
+}
+
+fn check_duration(s: &str) -> Result<String, String> {
+    ringtrace::trigger::parse_duration(s)?;
+    Ok(s.to_string())
+}
+
 /// Checks what the program could not say in terms of this command's flags.
 fn check(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     for p in &a.events {
@@ -240,6 +272,26 @@ fn check(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     for h in &a.preload {
         crate::lttng_ust::helper(h.trim())?;
+    }
+    let snapshots = a
+        .trigger
+        .iter()
+        .filter_map(|t| ringtrace::TriggerSpec::parse(t).ok())
+        .filter(|t| matches!(t.action, ringtrace::trigger::Action::Snapshot { .. }))
+        .count();
+    if snapshots > 0 && a.session.mode != Mode::FlightRecorder {
+        return Err(
+            "--trigger … => snapshot: snapshots are of a flight recorder's buffers; \
+                    add --mode flight-recorder (or use `stop` or `exec`)"
+                .into(),
+        );
+    }
+    if a.after.is_some() && snapshots == 0 {
+        return Err(
+            "--after: it is how long after the event a `snapshot` trigger waits; \
+                    no --trigger here takes a snapshot"
+                .into(),
+        );
     }
     if let Some(b) = &a.buffer_dir {
         if std::fs::read_dir(b).is_ok_and(|mut rd| rd.next().is_some()) {
@@ -330,6 +382,23 @@ fn summarize(
         "trace bytes per event",
         bytes as f64 / events.max(1) as f64
     );
+    // What triggers saved, each a trace of its own inside a process's.
+    let snaps: Vec<PathBuf> = parts
+        .iter()
+        .filter_map(|p| std::fs::read_dir(p).ok())
+        .flat_map(|rd| rd.flatten().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("snapshot-"))
+                && p.join("metadata").is_file()
+        })
+        .collect();
+    if !snaps.is_empty() {
+        outln!("{:<24} {:>14}", "triggered snapshots", snaps.len());
+        for p in snaps {
+            outln!("  {}", p.display());
+        }
+    }
     Ok(errors)
 }
 
@@ -385,11 +454,13 @@ fn session_spec(
     }
     spec.extend(a.events.iter().map(|e| e.trim().to_string()));
     if let Some(f) = &a.filter {
-        // Escaped as the session description reads it (`\,` and `\\`).
-        spec.push(format!(
-            "filter={}",
-            f.replace('\\', "\\\\").replace(',', "\\,")
-        ));
+        spec.push(format!("filter={}", escaped(f)));
+    }
+    for t in &a.trigger {
+        spec.push(format!("trigger={}", escaped(t)));
+    }
+    if let Some(d) = &a.after {
+        spec.push(format!("after={d}"));
     }
     let spec = spec.join(",");
     // What the program will parse, checked here so that a mistake is told

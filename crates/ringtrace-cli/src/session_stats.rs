@@ -8,7 +8,7 @@
 use std::fmt::Write;
 
 use ringtrace::client::Sharing;
-use ringtrace::{BufferStats, ChannelStats, FileIo, SessionStats};
+use ringtrace::{BufferStats, ChannelStats, FileIo, SessionStats, TriggerStats};
 
 /// The whole text.
 pub fn table(st: &SessionStats) -> String {
@@ -35,6 +35,48 @@ pub fn table(st: &SessionStats) -> String {
     reads(&mut s, st);
     direct_io(&mut s, st);
     relay(&mut s, st);
+    if !st.triggers.is_empty() {
+        s.push('\n');
+        s.push_str(&triggers(&st.triggers));
+    }
+    s
+}
+
+/// The triggers' counts (`ctl PID triggers`, and under `stats`): a row
+/// each, then what failed last and where the last snapshot went.
+pub fn triggers(v: &[TriggerStats]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}  when => action",
+        "trigger", "matched", "lost", "fired", "done", "failed", "skipped"
+    );
+    for t in v {
+        let _ = writeln!(
+            s,
+            "{:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8}  {}{}",
+            t.id,
+            t.matched,
+            t.lost,
+            t.fired,
+            t.done,
+            t.failed,
+            t.skipped,
+            t.spec,
+            if t.running { " (running)" } else { "" }
+        );
+    }
+    for t in v {
+        if let Some(e) = &t.last_error {
+            let _ = writeln!(s, "trigger {}: last failure: {e}", t.id);
+        }
+        if let Some(d) = &t.last_snapshot {
+            let _ = writeln!(s, "trigger {}: last snapshot in {}", t.id, d.display());
+        }
+    }
+    if v.is_empty() {
+        let _ = writeln!(s, "(no trigger)");
+    }
     s
 }
 
@@ -256,6 +298,7 @@ mod tests {
             stream_files_direct: 0,
             stream_writes: Default::default(),
             reads: Default::default(),
+            triggers: Vec::new(),
         }
     }
 

@@ -21,6 +21,7 @@ use ringtrace_core::desc::EventDesc;
 
 /// The locks `prepare` takes, in order; dropped in reverse.
 struct Held {
+    triggers: crate::trigger::ForkHold,
     grace: MutexGuard<'static, ()>,
     notice: ringbuf::channel::ForkHold,
     consumer: consumer::ForkHold,
@@ -36,6 +37,7 @@ thread_local! {
 }
 
 extern "C" fn prepare() {
+    let triggers = crate::trigger::hold_for_fork();
     let objects = crate::statedump::before_fork();
     let control = registry::hold_for_fork();
     let descs = ringtrace_core::desc::hold_for_fork();
@@ -44,6 +46,7 @@ extern "C" fn prepare() {
     let grace = ringtrace_core::rcu::hold_for_fork();
     HELD.with(|h| {
         *h.borrow_mut() = Some(Held {
+            triggers,
             grace,
             notice,
             consumer,
@@ -71,7 +74,9 @@ extern "C" fn child() {
         if let Some(mut held) = h.borrow_mut().take() {
             held.control.forget_sessions();
             held.consumer.forget_sessions();
+            held.triggers.forget_triggers();
             let Held {
+                triggers,
                 grace,
                 notice,
                 consumer,
@@ -86,6 +91,7 @@ extern "C" fn child() {
             drop(control);
             // The listing stays: the child's first dump takes it.
             drop(objects);
+            drop(triggers);
         }
     });
 }

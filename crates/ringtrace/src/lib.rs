@@ -79,6 +79,7 @@ pub mod recover;
 mod session;
 pub mod statedump;
 mod sys;
+pub mod trigger;
 
 /// The standby consumer's handshake, for its loom model (`tests/loom.rs`).
 #[cfg(loom)]
@@ -90,7 +91,7 @@ pub use control::registry::{
     on_rules_change, register, register_all, rules_enable, rules_generation, MAX_HOOKS,
 };
 pub use control::stats::{
-    BufferStats, ChannelStats, ReadTimes, RelayStats, SessionStats, StandbyStats,
+    BufferStats, ChannelStats, ReadTimes, RelayStats, SessionStats, StandbyStats, TriggerStats,
 };
 pub use error::Error;
 pub use output::relay::RelayUrl;
@@ -103,6 +104,7 @@ pub use ringtrace_core::filter;
 pub use ringtrace_core::level::{Level, UnknownLevel};
 pub use ringtrace_core::rcu;
 pub use session::Session;
+pub use trigger::TriggerSpec;
 
 /// The calling thread changed its name (`pthread_setname_np`,
 /// `prctl(PR_SET_NAME)`): the `procname` context of its next event reads

@@ -102,3 +102,50 @@ fn filtered_events_never_allocate() {
     };
     assert_eq!(s.stats().records(), kept(1) + kept(100_000) + kept(10_000));
 }
+
+fn emit_triggering(n: u64) {
+    for i in 0..n {
+        event!(noalloc_trigger, ev, seq: u64 = i, name: &str = "x");
+    }
+}
+
+/// A trigger's match is marked without allocating (its capture buffer,
+/// full or not, from a fresh thread too); the trigger thread counts every
+/// one of them.
+#[test]
+fn triggering_events_never_allocate() {
+    let dir = tmpdir("noalloc-trigger");
+    let s = Session::builder("noalloc-trigger")
+        .output(&dir)
+        .channel(ChannelConfig::new("cpu").subbufs(1 << 20, 4))
+        .enable("noalloc_trigger:*")
+        .trigger(
+            ringtrace::TriggerSpec::parse(
+                "noalloc_trigger:ev if seq % 2 == 0 => every:1000 exec true",
+            )
+            .unwrap(),
+        )
+        .create()
+        .unwrap();
+    s.start();
+    emit_triggering(1);
+    let ((), n) = counted(|| emit_triggering(100_000));
+    assert_eq!(n, 0, "allocations on the triggering write path");
+    let n = std::thread::spawn(|| counted(|| emit_triggering(10_000)).1)
+        .join()
+        .unwrap();
+    assert_eq!(
+        n, 0,
+        "allocations on a new thread's first triggering events"
+    );
+    // Even `seq`s match: 1 + 50,000 + 5,000.
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let t = s.triggers().pop().unwrap();
+        if t.matched == 55_001 {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "waited 20 s: {t:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

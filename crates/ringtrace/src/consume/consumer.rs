@@ -4,7 +4,7 @@
 //! session starting. It keeps its own list of the sessions it consumes
 //! (their [`Recording`]s); the control registry's list is the probes'.
 
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -54,13 +54,7 @@ fn ensure_started() {
         wake: Mutex::new(false),
         cv: Condvar::new(),
     });
-    let pid = std::process::id();
-    let old = THREAD_PID.load(Relaxed);
-    if old == pid
-        || THREAD_PID
-            .compare_exchange(old, pid, Relaxed, Relaxed)
-            .is_err()
-    {
+    if !crate::sys::thread::first_in_process(&THREAD_PID) {
         return;
     }
     // Not `std::thread`: this may run in a fork child (`sys/thread.rs`).

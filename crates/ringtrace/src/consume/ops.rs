@@ -263,6 +263,8 @@ impl Recording {
             stream_files_direct: files.direct,
             stream_writes: files.writes,
             reads: sink.reads,
+            // Filled by the layer that keeps them (`trigger/`).
+            triggers: Vec::new(),
             channels: st
                 .channels
                 .iter()

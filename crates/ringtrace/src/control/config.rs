@@ -198,6 +198,11 @@ pub struct SessionBuilder {
     /// What could not be taken (a filter that does not parse): creating
     /// the session fails with it.
     errors: Vec<String>,
+    /// Read in this process, not written anywhere (a trigger's capture):
+    /// a discard session that needs no output.
+    read_here: bool,
+    /// Triggers added when the session is created.
+    pub(crate) triggers: Vec<crate::control::trigger_spec::TriggerSpec>,
 }
 
 impl SessionBuilder {
@@ -213,7 +218,30 @@ impl SessionBuilder {
             relay: None,
             io: FileIo::default(),
             errors: Vec::new(),
+            read_here: false,
+            triggers: Vec::new(),
         }
+    }
+
+    /// The name, mode and output the session will have (what its
+    /// triggers are checked against before it is created).
+    pub(crate) fn planned(&self) -> (&str, Mode, Option<&std::path::Path>) {
+        (&self.name, self.mode, self.output.as_deref())
+    }
+
+    /// Adds a trigger when the session is created (see
+    /// `Session::add_trigger`); creating the session fails if it cannot
+    /// apply.
+    pub fn trigger(mut self, spec: crate::control::trigger_spec::TriggerSpec) -> Self {
+        self.triggers.push(spec);
+        self
+    }
+
+    /// A discard session whose records this process reads itself (a
+    /// trigger's capture): no output needed.
+    pub(crate) fn read_here(mut self) -> Self {
+        self.read_here = true;
+        self
     }
 
     /// Renames the session.
@@ -383,7 +411,11 @@ impl SessionBuilder {
                 },
             }
         }
-        if self.mode == Mode::Discard && self.output.is_none() && self.relay.is_none() {
+        if self.mode == Mode::Discard
+            && self.output.is_none()
+            && self.relay.is_none()
+            && !self.read_here
+        {
             return Err(Error::Config(format!(
                 "session '{}' is in discard mode and needs an output directory or a relay",
                 self.name

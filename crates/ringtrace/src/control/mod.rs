@@ -25,3 +25,4 @@ pub mod registry;
 pub(crate) mod rules;
 pub(crate) mod state;
 pub mod stats;
+pub mod trigger_spec;

@@ -252,6 +252,39 @@ pub struct SessionStats {
     /// How long the buffers waited for a reader (discard mode).
     #[serde(default)]
     pub reads: ReadTimes,
+    /// The session's triggers and what they did.
+    #[serde(default)]
+    pub triggers: Vec<TriggerStats>,
+}
+
+/// What a trigger did: its matches (captured + lost = matched), the
+/// actions its policy ran, and how they ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TriggerStats {
+    /// Its number in the process (`ctl … trigger remove`).
+    pub id: u32,
+    /// The trigger as written (`PATTERN [if EXPR] => [POLICY] ACTION`).
+    pub spec: String,
+    /// Events that matched its pattern and filter.
+    pub matched: u64,
+    /// Of those, events whose fields were not kept: its capture buffer was
+    /// full (they count towards its policy all the same).
+    pub lost: u64,
+    /// Matches its policy chose to run the action for.
+    pub fired: u64,
+    /// Actions that completed (a command that exited with status 0).
+    pub done: u64,
+    /// Actions that failed (the error below; a command's non-zero status).
+    pub failed: u64,
+    /// Firings that came while the last action still ran (a snapshot
+    /// waiting for its window, a command running): counted, not run.
+    pub skipped: u64,
+    /// An action is running now.
+    pub running: bool,
+    /// The last failure, in words.
+    pub last_error: Option<String>,
+    /// Where its last snapshot went.
+    pub last_snapshot: Option<std::path::PathBuf>,
 }
 
 impl SessionStats {
@@ -375,6 +408,16 @@ mod tests {
                 longest_unread: std::time::Duration::from_millis(30),
                 longest_read: std::time::Duration::from_micros(900),
             },
+            triggers: vec![TriggerStats {
+                id: 3,
+                spec: "app:slow => once-after:3 snapshot".into(),
+                matched: 5,
+                lost: 1,
+                fired: 1,
+                done: 1,
+                last_snapshot: Some("/t/snapshot-3-1".into()),
+                ..TriggerStats::default()
+            }],
         };
         assert!(!b.is_idle());
         let idle = BufferStats {

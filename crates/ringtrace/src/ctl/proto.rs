@@ -16,7 +16,7 @@ use ringtrace_core::level::Level;
 /// First line of every request.
 pub const MAGIC: &str = "ringtrace-ctl 1";
 /// Every command's name, as a request names it (and `ringtrace ctl`).
-pub const COMMANDS: [&str; 10] = [
+pub const COMMANDS: [&str; 13] = [
     "sessions",
     "enable",
     "disable",
@@ -27,6 +27,9 @@ pub const COMMANDS: [&str; 10] = [
     "stats",
     "add-context",
     "statedump",
+    "add-trigger",
+    "remove-trigger",
+    "triggers",
 ];
 
 /// Largest request accepted.
@@ -123,6 +126,32 @@ pub enum Request {
         /// Session name.
         session: String,
     },
+    /// Add a trigger: when an event matches, run an action (as `lttng
+    /// add-trigger`): 'PATTERN [if EXPR] => [every:N|once-after:N] ACTION',
+    /// ACTION `snapshot [after DURATION]`, `stop` or `exec COMMAND`.
+    AddTrigger {
+        /// Session name.
+        session: String,
+        /// The trigger, on one line: 'app:slow_request => snapshot after 2s'.
+        spec: String,
+        /// How long after the event a `snapshot` without its own `after`
+        /// is taken (`2s`, `500ms`): the window it keeps after the event.
+        #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION"))]
+        after: Option<String>,
+    },
+    /// Remove a trigger (its number from `triggers`).
+    RemoveTrigger {
+        /// Session name.
+        session: String,
+        /// The trigger's number.
+        id: u32,
+    },
+    /// The session's triggers: matches, firings, actions done, failed and
+    /// skipped.
+    Triggers {
+        /// Session name.
+        session: String,
+    },
 }
 
 /// A request that could not be decoded.
@@ -190,6 +219,24 @@ impl Request {
             Request::Snapshot { session, dir } => f.extend(["snapshot", session, dir]),
             Request::Stats { session } => f.extend(["stats", session]),
             Request::Statedump { session } => f.extend(["statedump", session]),
+            Request::Triggers { session } => f.extend(["triggers", session]),
+            Request::AddTrigger {
+                session,
+                spec,
+                after,
+            } => {
+                line = spec.replace(['\n', '\r'], " ");
+                f.extend([
+                    "add-trigger",
+                    session,
+                    &line,
+                    after.as_deref().unwrap_or("-"),
+                ]);
+            }
+            Request::RemoveTrigger { session, id } => {
+                joined = id.to_string();
+                f.extend(["remove-trigger", session, &joined]);
+            }
             Request::AddContext {
                 session,
                 contexts,
@@ -258,10 +305,11 @@ impl Request {
                     channel: opt(args[2]),
                 }
             }
-            "start" | "stop" | "flush" | "stats" | "statedump" => {
+            "start" | "stop" | "flush" | "stats" | "statedump" | "triggers" => {
                 want(1)?;
                 let session = session();
                 match cmd {
+                    "triggers" => Request::Triggers { session },
                     "start" => Request::Start { session },
                     "stop" => Request::Stop { session },
                     "flush" => Request::Flush { session },
@@ -282,6 +330,28 @@ impl Request {
                 Request::Snapshot {
                     session: session(),
                     dir: args[1].into(),
+                }
+            }
+            "add-trigger" => {
+                want(3)?;
+                crate::TriggerSpec::parse(args[1]).map_err(ProtoError::Bad)?;
+                let after = opt(args[2]);
+                if let Some(d) = &after {
+                    crate::trigger::parse_duration(d).map_err(ProtoError::Bad)?;
+                }
+                Request::AddTrigger {
+                    session: session(),
+                    spec: args[1].into(),
+                    after,
+                }
+            }
+            "remove-trigger" => {
+                want(2)?;
+                Request::RemoveTrigger {
+                    session: session(),
+                    id: args[1].parse().map_err(|_| {
+                        ProtoError::Bad(format!("'{}' is not a trigger number", args[1]))
+                    })?,
                 }
             }
             "add-context" => {
@@ -417,6 +487,23 @@ mod tests {
             Request::Statedump {
                 session: "s".into(),
             },
+            Request::AddTrigger {
+                session: "s".into(),
+                spec: r#"app:* if path == "a=>b" => every:2 exec echo "$RINGTRACE_EVENT""#.into(),
+                after: None,
+            },
+            Request::AddTrigger {
+                session: "s".into(),
+                spec: "app:slow => snapshot".into(),
+                after: Some("2s".into()),
+            },
+            Request::RemoveTrigger {
+                session: "s".into(),
+                id: 7,
+            },
+            Request::Triggers {
+                session: "s".into(),
+            },
         ];
         let mut named = std::collections::BTreeSet::new();
         for r in reqs {
@@ -437,6 +524,9 @@ mod tests {
         assert!(e(b"ringtrace-ctl 1\nsnapshot\ns\nrel/dir").contains("absolute path"));
         assert!(e(b"ringtrace-ctl 1\nenable\ns\n*\nloud\n-").contains("unknown log level"));
         assert!(e(b"ringtrace-ctl 1\nadd-context\ns\ncpu\n-").contains("unknown context `cpu`"));
+        assert!(e(b"ringtrace-ctl 1\nadd-trigger\ns\napp:x stop\n-").contains("no `=>`"));
+        assert!(e(b"ringtrace-ctl 1\nadd-trigger\ns\napp:x => stop\nsoon").contains("a duration"));
+        assert!(e(b"ringtrace-ctl 1\nremove-trigger\ns\nfirst").contains("not a trigger number"));
         assert!(e(&[0xff, 0xfe]).contains("not UTF-8"));
         assert!(e(&vec![b'a'; MAX_REQUEST + 1]).contains("exceeds the limit"));
     }

@@ -368,13 +368,37 @@ pub fn execute(req: &Request) -> Reply {
             ))
         }
         Request::Stats { session } => {
-            let mut stats = find(session)?.stats();
+            let s = find(session)?;
+            let mut stats = s.stats();
             // The buffers that saw nothing say nothing: a pool of idle
             // per-thread buffers would only make the reply long.
             for c in &mut stats.channels {
                 c.buffers.retain(|b| !b.is_idle());
             }
+            stats.triggers = crate::trigger::stats(&s);
             serde_json::to_string(&stats).map_err(|e| format!("statistics not encoded: {e}"))
+        }
+        Request::AddTrigger {
+            session,
+            spec,
+            after,
+        } => {
+            let s = find(session)?;
+            let mut t = crate::TriggerSpec::parse(spec)?;
+            if let Some(d) = after {
+                t = t.with_after(crate::trigger::parse_duration(d)?);
+            }
+            let shown = t.to_string();
+            let id = crate::trigger::add(&s, t).map_err(err)?;
+            Ok(format!("trigger {id} added: {shown}\n"))
+        }
+        Request::RemoveTrigger { session, id } => {
+            crate::trigger::remove(&find(session)?, *id).map_err(err)?;
+            Ok(format!("trigger {id} removed\n"))
+        }
+        Request::Triggers { session } => {
+            let v = crate::trigger::stats(&find(session)?);
+            serde_json::to_string(&v).map_err(|e| format!("triggers not encoded: {e}"))
         }
         Request::AddContext {
             session,

@@ -17,7 +17,12 @@ use crate::error::Error;
 impl SessionBuilder {
     /// Creates the session (stopped): its buffers, its directory and
     /// metadata; events matching its rules get their probes.
-    pub fn create(self) -> Result<Session, Error> {
+    pub fn create(mut self) -> Result<Session, Error> {
+        let triggers = std::mem::take(&mut self.triggers);
+        let (name, mode, output) = self.planned();
+        for t in &triggers {
+            crate::trigger::check(t, name, mode, output)?;
+        }
         let state = Arc::new(SessionState::new(self.check()?)?);
         let relay = match &state.relay {
             None => None,
@@ -58,6 +63,12 @@ impl SessionBuilder {
         let rec = Arc::new(Recording::new(state, relay));
         consumer::add(rec.clone());
         crate::ctl::server::ensure_listening();
-        Ok(Session::new(rec))
+        let session = Session::new(rec);
+        for t in triggers {
+            // Checked above; an error now (an event registered meanwhile
+            // that the filter cannot apply to) destroys the session.
+            session.add_trigger(t)?;
+        }
+        Ok(session)
     }
 }

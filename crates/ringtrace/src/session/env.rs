@@ -21,6 +21,10 @@
 //! the filter accepts, for every pattern given: `filter=(i & 1) == 0 &&
 //! path == "/api/*"`, the language of `ringtrace_core::filter`,
 //! LTTng's; a comma in it is written `\,`);
+//! `trigger=<trigger>` (repeatable: `trigger=app:slow_request =>
+//! snapshot`, see `Session::add_trigger`; a comma in it is written `\,`);
+//! `after=<duration>` (a `snapshot` trigger without its own `after` is
+//! taken that long after its event: `after=2s`);
 //! `relay=net://HOST[:CTRL[:DATA]]`
 //! (stream to an lttng-relayd as well; if it cannot be reached at start,
 //! the trace goes to `<dir>` alone); `live=<ms>` (the relay stream is live:
@@ -41,6 +45,7 @@ use std::time::Duration;
 
 use super::Session;
 use crate::control::config::{ChannelConfig, Mode, SessionBuilder};
+use crate::control::trigger_spec::{parse_duration, TriggerSpec};
 use crate::error::Error;
 use crate::sys::env::var;
 use ringtrace_core::level::Level;
@@ -68,24 +73,14 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     let mut relay = None;
     let mut live = None;
     let mut io = crate::FileIo::default();
+    let (mut triggers, mut after) = (Vec::new(), None);
     if dir.contains("://") {
         relay = Some(relay_url(dir)?);
     }
     for (i, item) in parts.enumerate() {
         let item = item.trim();
         let bad = |what: &str| Error::Config(format!("{VAR}: item {} '{item}': {what}", i + 2));
-        let num = |v: &str| -> Result<u64, Error> {
-            let (digits, mult) = match v.to_ascii_lowercase() {
-                s if s.ends_with('k') => (s[..s.len() - 1].to_string(), 1024),
-                s if s.ends_with('m') => (s[..s.len() - 1].to_string(), 1024 * 1024),
-                s => (s, 1),
-            };
-            digits
-                .parse::<u64>()
-                .ok()
-                .and_then(|n| n.checked_mul(mult))
-                .ok_or_else(|| bad("not a number"))
-        };
+        let num = |v: &str| number(v).ok_or_else(|| bad("not a number"));
         match item.split_once('=') {
             None => match item {
                 "" => {}
@@ -115,13 +110,15 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
                 ringtrace_core::filter::parse(v).map_err(|e| bad(&e))?;
                 filter = Some(v.to_string());
             }
+            Some(("trigger", v)) => triggers.push(TriggerSpec::parse(v).map_err(|e| bad(&e))?),
+            Some(("after", v)) => after = Some(parse_duration(v).map_err(|e| bad(&e))?),
             Some(("level", v)) => {
                 level = v
                     .parse()
                     .map_err(|e: crate::UnknownLevel| bad(&e.to_string()))?
             }
             Some(_) => return Err(bad(
-                "unknown option (subbuf, count, switch, read, level, bufdir, context, rseq, io, relay, live, filter)",
+                "unknown option (subbuf, count, switch, read, level, bufdir, context, rseq, io, relay, live, filter, trigger, after)",
             )),
         }
     }
@@ -164,7 +161,23 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     for p in patterns {
         b = b.enable_where(None, &p, level, filter.as_deref());
     }
+    for t in triggers {
+        b = b.trigger(match after {
+            Some(d) => t.with_after(d),
+            None => t,
+        });
+    }
     Ok(b)
+}
+
+/// A count or a size: digits, with a `k` or `m` suffix (times 1024).
+fn number(v: &str) -> Option<u64> {
+    let (digits, mult) = match v.to_ascii_lowercase() {
+        s if s.ends_with('k') => (s[..s.len() - 1].to_string(), 1024),
+        s if s.ends_with('m') => (s[..s.len() - 1].to_string(), 1024 * 1024),
+        s => (s, 1),
+    };
+    digits.parse::<u64>().ok().and_then(|n| n.checked_mul(mult))
 }
 
 fn relay_url(v: &str) -> Result<crate::RelayUrl, Error> {

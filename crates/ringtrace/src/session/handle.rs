@@ -25,7 +25,7 @@ use ringtrace_core::level::Level;
 /// and never destroys it.
 #[derive(Debug)]
 pub struct Session {
-    rec: Arc<Recording>,
+    pub(super) rec: Arc<Recording>,
 }
 
 impl Session {
@@ -187,12 +187,15 @@ impl Session {
     /// pass can spend milliseconds in a `write` to a slow disk): call it
     /// from a thread whose timing does not matter.
     pub fn stats(&self) -> SessionStats {
-        self.rec.stats()
+        let mut s = self.rec.stats();
+        s.triggers = crate::trigger::stats(&self.rec);
+        s
     }
 
     /// Stops the session and removes it: its events stop recording into it,
     /// and its buffers are freed after a grace period.
     pub fn destroy(self) -> Result<(), Error> {
+        crate::trigger::remove_all(&self.rec);
         self.rec.destroy()
     }
 
@@ -206,6 +209,7 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        crate::trigger::remove_all(&self.rec);
         let _ = self.rec.destroy();
     }
 }

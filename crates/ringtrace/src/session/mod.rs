@@ -8,5 +8,6 @@ mod create;
 pub mod env;
 mod handle;
 mod process;
+mod triggers;
 
 pub use handle::Session;

@@ -101,6 +101,17 @@ impl ProcessWord {
     }
 }
 
+/// Whether the caller is the first of this process to claim `word`: a
+/// thread started once per process (and again in a `fork` child, which
+/// has none of its parent's threads) is started by whoever this answers
+/// `true`. `word` holds the process id that claimed it.
+pub(crate) fn first_in_process(word: &std::sync::atomic::AtomicU32) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    let pid = std::process::id();
+    let old = word.load(Relaxed);
+    old != pid && word.compare_exchange(old, pid, Relaxed, Relaxed).is_ok()
+}
+
 /// The calling thread's CPU-time clock id (for [`cpu_time`], from any
 /// thread of the process while this one lives).
 pub(crate) fn cpu_clock() -> Option<u32> {
