@@ -410,4 +410,37 @@ mod tests {
         st.file_io = FileIo::Buffered;
         assert!(!table(&st).contains("direct I/O"));
     }
+
+    #[test]
+    fn triggers_print_a_row_each_then_their_failures_and_snapshots() {
+        let t = ringtrace::TriggerStats {
+            id: 1,
+            spec: "demo:slow_request => snapshot after 2000ms".into(),
+            matched: 1,
+            fired: 1,
+            done: 1,
+            last_snapshot: Some("/tmp/t/p/snapshot-1-1".into()),
+            ..Default::default()
+        };
+        let failing = ringtrace::TriggerStats {
+            id: 2,
+            spec: "app:* => every:2 exec notify".into(),
+            matched: 10,
+            fired: 5,
+            failed: 1,
+            skipped: 3,
+            running: true,
+            last_error: Some("the command exit status: 1".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            triggers(&[t, failing]),
+            "trigger    matched     lost    fired     done   failed  skipped  when => action\n\
+             \x20     1          1        0        1        1        0        0  demo:slow_request => snapshot after 2000ms\n\
+             \x20     2         10        0        5        0        1        3  app:* => every:2 exec notify (running)\n\
+             trigger 1: last snapshot in /tmp/t/p/snapshot-1-1\n\
+             trigger 2: last failure: the command exit status: 1\n"
+        );
+        assert_eq!(triggers(&[]).lines().nth(1), Some("(no trigger)"));
+    }
 }

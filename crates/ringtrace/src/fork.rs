@@ -6,10 +6,12 @@
 //! the sessions it creates after the fork are its own (a consumer thread is
 //! started for them). Every lock of the tracer is held across the fork, as
 //! LTTng-UST does, so that the child never inherits one locked by a thread
-//! it does not have: taken in the crate's lock order (control, then the
-//! registry of run-time descriptions, the consumer's list and wake lock and its standby's bell, the ring
+//! it does not have: taken in the crate's lock order (the triggers' list,
+//! control, then the registry of run-time descriptions, the consumer's list and wake lock and its standby's bell, the ring
 //! buffer's thread-exit registry, the RCU grace periods') before `fork`, released after it in both
-//! processes. The child's thread also gets its own identity in the RCU
+//! processes. The child forgets the parent's triggers (no trigger thread
+//! runs in it; their captures are inherited sessions, off). The child's
+//! thread also gets its own identity in the RCU
 //! reader slot it inherited (`rcu::after_fork_in_child`).
 
 use std::cell::RefCell;

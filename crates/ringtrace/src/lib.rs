@@ -40,6 +40,8 @@
 //!      │
 //!   fork.rs    fork handlers: the locks held across fork, the child's state
 //!      │
+//!   trigger/   triggers: the matches' capture, the thread that runs actions
+//!      │
 //!   consume/   the consumer thread, stream files, the relay sender, stop/flush/snapshot/stats
 //!      │
 //!   statedump/ the loaded objects, recorded as LTTng-UST's state dump (start,
