@@ -35,6 +35,7 @@ pub fn table(st: &SessionStats) -> String {
     reads(&mut s, st);
     direct_io(&mut s, st);
     relay(&mut s, st);
+    rotation(&mut s, st);
     if !st.triggers.is_empty() {
         s.push('\n');
         s.push_str(&triggers(&st.triggers));
@@ -238,6 +239,20 @@ fn direct_io(s: &mut String, st: &SessionStats) {
     );
 }
 
+fn rotation(s: &mut String, st: &SessionStats) {
+    let (made, removed) = st.archives;
+    if made > 0 || st.rotation_error.is_some() {
+        let _ = writeln!(
+            s,
+            "archives: {made} made, {removed} removed (kept: {}){}",
+            made - removed.min(made),
+            st.rotation_error
+                .as_ref()
+                .map_or(String::new(), |e| format!("; last failure: {e}"))
+        );
+    }
+}
+
 fn relay(s: &mut String, st: &SessionStats) {
     let Some(r) = &st.relay else { return };
     let reconnects = match r.reconnects {
@@ -299,6 +314,8 @@ mod tests {
             stream_writes: Default::default(),
             reads: Default::default(),
             triggers: Vec::new(),
+            archives: (0, 0),
+            rotation_error: None,
         }
     }
 

@@ -87,7 +87,9 @@ pub mod trigger;
 #[cfg(loom)]
 pub use consume::handshake::Handshake;
 pub use consume::SnapshotInfo;
-pub use control::config::{Buffers, ChannelConfig, CpuSync, Mode, RelayConfig, SessionBuilder};
+pub use control::config::{
+    Buffers, ChannelConfig, CpuSync, Mode, RelayConfig, Rotation, SessionBuilder,
+};
 pub use control::pattern;
 pub use control::registry::{
     on_rules_change, register, register_all, rules_enable, rules_generation, MAX_HOOKS,

@@ -136,6 +136,10 @@ fn run() {
             if let Some(d) = s.consume(now, false) {
                 next = next.min(d);
             }
+            // A chunk that reached its size or age becomes an archive.
+            if let Some(d) = s.rotate_if_due(now) {
+                next = next.min(d);
+            }
         }
         // Objects loaded or unloaded since the last look (`dlopen`).
         let states: Vec<&crate::control::state::SessionState> =

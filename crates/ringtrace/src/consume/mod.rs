@@ -6,7 +6,8 @@
 //! pass when the consumer is late (`standby.rs`, their handshake in
 //! `handshake.rs`); the operations that
 //! complete a trace (stop, flush, snapshot, statistics, destroy) are
-//! `ops.rs`, shared by the public `Session` handle and the control socket.
+//! `ops.rs`, shared by the public `Session` handle and the control socket;
+//! a discard session's trace is cut into archives by `rotate.rs`.
 //!
 //! Imports the control side (a session's state) and the recording path's
 //! channel operations; neither imports this layer.
@@ -31,6 +32,7 @@ pub(crate) mod ops;
 mod period;
 pub(crate) mod priority;
 pub(crate) mod relay;
+mod rotate;
 pub(crate) mod sink;
 mod snapshot_writer;
 pub(crate) mod standby;
@@ -54,6 +56,7 @@ impl Recording {
         sink.relay = relay;
         if let (Some(dir), Mode::Discard) = (&state.output, state.mode) {
             sink.watch_dir(dir);
+            sink.chunk = Some(rotate::Chunk::first(dir));
         }
         Recording {
             state,

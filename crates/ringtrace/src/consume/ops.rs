@@ -61,6 +61,8 @@ impl Recording {
                 r.wait_written();
             }
             self.sync_output()?;
+            // A rotating session's last chunk is an archive too.
+            self.archive_at_stop()?;
         }
         // Some thread is stuck inside a probe, maybe of another session:
         // this session is complete anyway if every one of its records
@@ -101,6 +103,7 @@ impl Recording {
         if let Some(relay) = &mut lock(&self.sink).relay {
             relay.close();
         }
+        self.remove_empty_chunk();
         registry::remove(&self.state);
         consumer::remove(self);
         // Closed here, not by whichever thread drops the session last.
@@ -265,6 +268,8 @@ impl Recording {
             reads: sink.reads,
             // Filled by the layer that keeps them (`trigger/`).
             triggers: Vec::new(),
+            archives: (sink.archives.made, sink.archives.removed),
+            rotation_error: sink.archives.error.clone(),
             channels: st
                 .channels
                 .iter()

@@ -40,6 +40,10 @@ pub(crate) struct Sink {
     closed: Files,
     /// How long the channels waited for a read, and the longest read.
     pub(crate) reads: ReadTimes,
+    /// Where the stream files go now (with a directory: `rotate.rs`).
+    pub(crate) chunk: Option<super::rotate::Chunk>,
+    /// The archives rotations made.
+    pub(crate) archives: super::rotate::Archives,
 }
 
 /// The consumer's state of one channel: its timers, its read pace and its
@@ -69,6 +73,8 @@ pub(crate) struct BufferSink {
     pub(crate) written: (u64, u64),
     /// Header and context of the last packet written.
     last_header: Option<[u8; ctf::PACKET_HEADER_SIZE]>,
+    /// Its stream file in the current chunk has a packet.
+    pub(crate) written_in_chunk: bool,
     /// Sub-buffers consumed (flight recorder: records dropped) at the last
     /// progress, and when.
     progress: (u64, Instant),
@@ -102,6 +108,7 @@ impl Sink {
                             file: None,
                             written: (0, 0),
                             last_header: None,
+                            written_in_chunk: false,
                             progress: (0, now),
                             stalled: None,
                         })
@@ -114,6 +121,8 @@ impl Sink {
             dropped_packets: 0,
             out_dir: None,
             relay: None,
+            chunk: None,
+            archives: Default::default(),
         }
     }
 
@@ -192,9 +201,18 @@ impl Sink {
     /// writeback have none), enough for a writer of the next session to
     /// fill 4 MiB of buffers while the consumer slept.
     pub(crate) fn close_files(&mut self) {
-        self.closed = self.files();
-        self.buffers_mut().for_each(|b| b.file = None);
+        self.close_stream_files();
         self.out_dir = None;
+    }
+
+    /// Closes every stream file (a rotation: the next packets go to the
+    /// next chunk's files); their counts stay in `stats`.
+    pub(crate) fn close_stream_files(&mut self) {
+        self.closed = self.files();
+        self.buffers_mut().for_each(|b| {
+            b.file = None;
+            b.written_in_chunk = false;
+        });
     }
 
     /// Makes every channel's read timer due now, and the idle periods
@@ -407,7 +425,7 @@ impl Recording {
     /// buffer's total: readers then report every lost record.
     pub(crate) fn close_lost_tail(&self) {
         let mut sink = lock(&self.sink);
-        let dir = self.output.clone();
+        let dir = sink.chunk.as_ref().map(|c| c.dir.to_path_buf());
         let meta_uuid = lock(&self.meta).desc.uuid;
         for (ci, ch) in self.channels.iter().enumerate() {
             let ops = ch.chan.ops();
@@ -464,7 +482,7 @@ impl Recording {
                         .and_then(|mut f| std::io::Write::write_all(&mut f, &h)),
                 };
                 match r {
-                    Ok(()) => {}
+                    Ok(()) => sink.channels[ci].buffers[b].written_in_chunk = true,
                     Err(e) if sink.error.is_none() => {
                         sink.error = Some(format!("{}: {e}", path.display()))
                     }
@@ -482,7 +500,8 @@ impl Recording {
     /// Copies up to `max` of buffer `b`'s ready packets to its stream file
     /// and to the relay; returns how many.
     fn drain_buffer(&self, sink: &mut Sink, ci: usize, b: usize, max: usize) -> usize {
-        let dir = self.output.as_deref();
+        let chunk_dir = sink.chunk.as_ref().map(|c| c.dir.clone());
+        let dir = chunk_dir.as_deref();
         if dir.is_none() && sink.relay.is_none() {
             return 0;
         }
@@ -520,9 +539,13 @@ impl Recording {
                     }
                 }
                 let s = &mut *self.sink;
-                let w = &mut s.channels[self.ci].buffers[b].written;
-                w.0 += 1;
-                w.1 += bytes.len() as u64;
+                let buf = &mut s.channels[self.ci].buffers[b];
+                buf.written.0 += 1;
+                buf.written.1 += bytes.len() as u64;
+                buf.written_in_chunk = true;
+                if let Some(c) = &mut s.chunk {
+                    c.bytes += bytes.len() as u64;
+                }
                 if let Some(h) = bytes.get(..ctf::PACKET_HEADER_SIZE) {
                     s.channels[self.ci].buffers[b].last_header = Some(h.try_into().expect("sized"));
                 }

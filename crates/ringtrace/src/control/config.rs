@@ -203,6 +203,30 @@ pub struct SessionBuilder {
     read_here: bool,
     /// Triggers added when the session is created.
     pub(crate) triggers: Vec<crate::control::trigger_spec::TriggerSpec>,
+    rotation: Rotation,
+}
+
+/// When a discard session's trace is archived and how many archives stay
+/// (as `lttng enable-rotation`): the current trace chunk becomes
+/// `archives/<begin>-<end>-<index>/` of the session's directory, a
+/// complete trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rotation {
+    /// Archive when the current chunk's stream files hold this many bytes.
+    pub size: Option<u64>,
+    /// Archive at least this often (a chunk with no packet is not archived).
+    pub every: Option<Duration>,
+    /// Keep the newest this many archives (removing older ones).
+    pub keep: Option<usize>,
+    /// Keep the newest archives up to this many bytes in all.
+    pub keep_size: Option<u64>,
+}
+
+impl Rotation {
+    /// Whether anything rotates or removes archives on its own.
+    pub fn is_set(&self) -> bool {
+        *self != Rotation::default()
+    }
 }
 
 impl SessionBuilder {
@@ -220,7 +244,14 @@ impl SessionBuilder {
             errors: Vec::new(),
             read_here: false,
             triggers: Vec::new(),
+            rotation: Rotation::default(),
         }
+    }
+
+    /// Rotates the trace (discard mode, with a directory): see [`Rotation`].
+    pub fn rotate(mut self, r: Rotation) -> Self {
+        self.rotation = r;
+        self
     }
 
     /// The name, mode and output the session will have (what its
@@ -421,6 +452,26 @@ impl SessionBuilder {
                 self.name
             )));
         }
+        if self.rotation.is_set() && (self.mode != Mode::Discard || self.output.is_none()) {
+            return Err(Error::Config(format!(
+                "session '{}': rotation archives a discard session's directory \
+                 (a flight recorder saves snapshots instead)",
+                self.name
+            )));
+        }
+        if self.rotation.is_set() && self.relay.is_some() {
+            return Err(Error::Config(format!(
+                "session '{}': rotation of a trace streamed to lttng-relayd is not supported: \
+                 rotate the local trace only (no relay=), or let relayd's own tools archive",
+                self.name
+            )));
+        }
+        if self.rotation.size == Some(0) || self.rotation.keep == Some(0) {
+            return Err(Error::Config(format!(
+                "session '{}': a rotation size and a number of archives kept are at least 1",
+                self.name
+            )));
+        }
         if self.mode == Mode::FlightRecorder && self.relay.is_some() {
             return Err(Error::Config(format!(
                 "session '{}': a flight recorder writes snapshots to local folders; \
@@ -437,6 +488,7 @@ impl SessionBuilder {
             rules,
             relay: self.relay,
             io: self.io,
+            rotation: self.rotation,
         })
     }
 }
@@ -454,4 +506,5 @@ pub(crate) struct Checked {
     pub(crate) rules: Vec<Vec<Rule>>,
     pub(crate) relay: Option<RelayConfig>,
     pub(crate) io: FileIo,
+    pub(crate) rotation: Rotation,
 }

@@ -45,6 +45,11 @@ impl Meta {
     pub(crate) fn close_file(&mut self) {
         self.file = None;
     }
+
+    /// The trace's metadata file from now on (a rotation's new chunk).
+    pub(crate) fn set_file(&mut self, file: MetadataFile) {
+        self.file = Some(file);
+    }
 }
 
 /// One channel of a session.
@@ -74,6 +79,8 @@ pub(crate) struct SessionState {
     pub(crate) io: crate::output::FileIo,
     /// The relay daemon the trace streams to (`consume/relay/`).
     pub(crate) relay: Option<crate::control::config::RelayConfig>,
+    /// When the trace is archived (`consume/rotate.rs`).
+    pub(crate) rotation: crate::control::config::Rotation,
     /// Where the buffers' files are (`SessionBuilder::buffer_dir`).
     pub(crate) buffer_dir: Option<PathBuf>,
     pub(crate) active: Arc<AtomicBool>,
@@ -115,6 +122,7 @@ impl SessionState {
             rules,
             relay,
             io,
+            rotation,
         } = c;
         let clock = ringtrace_core::clock::clock();
         let uuid = random_uuid();
@@ -195,6 +203,7 @@ impl SessionState {
             output,
             io,
             relay,
+            rotation,
             buffer_dir,
             active: Arc::new(AtomicBool::new(false)),
             destroyed: AtomicBool::new(false),

@@ -255,6 +255,13 @@ pub struct SessionStats {
     /// The session's triggers and what they did.
     #[serde(default)]
     pub triggers: Vec<TriggerStats>,
+    /// Archives its rotations made, and of those, how many were removed
+    /// (`keep`, `keep_size`).
+    #[serde(default)]
+    pub archives: (u64, u64),
+    /// The last rotation or removal that failed, in words.
+    #[serde(default)]
+    pub rotation_error: Option<String>,
 }
 
 /// What a trigger did: its matches (captured + lost = matched), the
@@ -418,6 +425,8 @@ mod tests {
                 last_snapshot: Some("/t/snapshot-3-1".into()),
                 ..TriggerStats::default()
             }],
+            archives: (9, 6),
+            rotation_error: Some("disk full".into()),
         };
         assert!(!b.is_idle());
         let idle = BufferStats {

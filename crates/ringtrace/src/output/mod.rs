@@ -113,15 +113,7 @@ impl Drop for Undo {
 /// `YYYYMMDD-HHMMSS` in local time: how trace folders are named, as
 /// LTTng names its sessions and per-process buffers.
 pub fn local_time_stamp() -> String {
-    // SAFETY: time(NULL) only returns the time; localtime_r fills the
-    // zeroed `tm` we own and reads the time zone (no shared static result,
-    // unlike localtime).
-    let tm = unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&t, &mut tm);
-        tm
-    };
+    let tm = local_tm(std::time::SystemTime::now());
     format!(
         "{:04}{:02}{:02}-{:02}{:02}{:02}",
         tm.tm_year + 1900,
@@ -131,4 +123,51 @@ pub fn local_time_stamp() -> String {
         tm.tm_min,
         tm.tm_sec
     )
+}
+
+/// `t` in local time as LTTng names trace chunk archives:
+/// `YYYYmmddTHHMMSS±HHMM`.
+pub fn iso_local_time(t: std::time::SystemTime) -> String {
+    let tm = local_tm(t);
+    let off = tm.tm_gmtoff / 60;
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}{}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        if off < 0 { '-' } else { '+' },
+        off.abs() / 60,
+        off.abs() % 60
+    )
+}
+
+/// Creates the folder `dir` (mode 0700), which must not exist: a name
+/// inside a trusted directory that only this session writes.
+pub fn new_private_dir(dir: &Path) -> Result<(), crate::error::Error> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| crate::error::Error::io(dir, e))
+}
+
+/// Makes the entries of `dir` (a rename into it) durable.
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+fn local_tm(t: std::time::SystemTime) -> libc::tm {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as libc::time_t;
+    // SAFETY: localtime_r fills the zeroed `tm` we own and reads the time
+    // zone (no shared static result, unlike localtime).
+    unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&secs, &mut tm);
+        tm
+    }
 }

@@ -1,4 +1,5 @@
-//! A session's triggers, from its handle (`trigger/`).
+//! A session's triggers (`trigger/`) and rotation (`consume/rotate.rs`),
+//! from its handle.
 
 use super::Session;
 use crate::control::stats::TriggerStats;
@@ -34,5 +35,14 @@ impl Session {
     /// The triggers and their counts (also in [`Session::stats`]).
     pub fn triggers(&self) -> Vec<TriggerStats> {
         trigger::stats(&self.rec)
+    }
+
+    /// Archives the current trace chunk now (as `lttng rotate`): every
+    /// packet written so far becomes `archives/<begin>-<end>-<index>/` of
+    /// the session's directory, a complete trace, and the next chunk
+    /// begins. Returns the archive's folder. Only for a discard session
+    /// with a directory; see [`crate::Rotation`] for rotations on their own.
+    pub fn rotate(&self) -> Result<std::path::PathBuf, Error> {
+        self.rec.rotate()
     }
 }
