@@ -12,7 +12,8 @@ use ringtrace::ctl::{self, proto::Request};
                   ringtrace ctl 1234 snapshot mysession -o /tmp/snap\n  \
                   ringtrace ctl 1234 add-context mysession vtid,procname,ip\n  \
                   ringtrace ctl 1234 add-trigger mysession 'app:slow_request => snapshot' --after 2s\n  \
-                  ringtrace ctl 1234 triggers mysession"
+                  ringtrace ctl 1234 triggers mysession\n  \
+                  ringtrace ctl 1234 rotate mysession"
 )]
 pub struct Args {
     /// `list`, or the process id to control.

@@ -79,6 +79,20 @@ pub struct Args {
     /// runs the action. Repeatable.
     #[arg(long, value_name = "TRIGGER", value_parser = check_trigger)]
     trigger: Vec<String>,
+    /// Cut the trace into archives of this size (`4m`, `512k`, `1g`):
+    /// each process's folder gets archives/<begin>-<end>-<index>/, each a
+    /// complete trace, as LTTng's rotation (discard mode).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    rotate_size: Option<u64>,
+    /// Archive at least this often (`10s`, `5m`), as --rotate-size.
+    #[arg(long, value_name = "DURATION", value_parser = check_duration)]
+    rotate_every: Option<String>,
+    /// Keep only the newest N archives (the oldest are removed).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    keep: Option<u64>,
+    /// Keep only the newest archives within SIZE in all.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    keep_size: Option<u64>,
     /// A `snapshot` trigger without its own `after` is taken this long
     /// after its event (`2s`, `500ms`), so that it holds the window after
     /// the event too.
@@ -252,6 +266,23 @@ fn check_trigger(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// A size in bytes: digits and an optional k, m or g (times 1024).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let (digits, mult): (&str, u64) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (&t, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("`{s}`: a size is a whole number of bytes, with k, m or g (`4m`)"))
+}
+
 fn check_duration(s: &str) -> Result<String, String> {
     ringtrace::trigger::parse_duration(s)?;
     Ok(s.to_string())
@@ -283,6 +314,21 @@ fn check(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         return Err(
             "--trigger … => snapshot: snapshots are of a flight recorder's buffers; \
                     add --mode flight-recorder (or use `stop` or `exec`)"
+                .into(),
+        );
+    }
+    let rotates = a.rotate_size.is_some() || a.rotate_every.is_some();
+    if (rotates || a.keep.is_some() || a.keep_size.is_some()) && a.session.mode != Mode::Discard {
+        return Err(
+            "--rotate-size, --rotate-every, --keep, --keep-size: rotation archives a \
+                    discard session's trace (a flight recorder is saved by snapshots)"
+                .into(),
+        );
+    }
+    if (a.keep.is_some() || a.keep_size.is_some()) && !rotates {
+        return Err(
+            "--keep, --keep-size: they remove old archives; give --rotate-size or \
+                    --rotate-every to make some"
                 .into(),
         );
     }
@@ -461,6 +507,17 @@ fn session_spec(
     }
     if let Some(d) = &a.after {
         spec.push(format!("after={d}"));
+    }
+    let rotation = [
+        ("rotate-size", a.rotate_size.map(|n| n.to_string())),
+        ("rotate-every", a.rotate_every.clone()),
+        ("keep", a.keep.map(|n| n.to_string())),
+        ("keep-size", a.keep_size.map(|n| n.to_string())),
+    ];
+    for (k, v) in rotation {
+        if let Some(v) = v {
+            spec.push(format!("{k}={v}"));
+        }
     }
     let spec = spec.join(",");
     // What the program will parse, checked here so that a mistake is told

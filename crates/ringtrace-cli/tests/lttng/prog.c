@@ -1,12 +1,15 @@
-/* Records N rounds of the interop tracepoints (tp.h) from T threads:
- *   prog N T */
+/* Records N rounds of the interop tracepoints (tp.h) from T threads,
+ * pausing P microseconds after every 1000 rounds (none by default):
+ *   prog N T [P] */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "tp.h"
 
 static long rounds;
+static long pause_us;
 
 static void *run(void *arg) {
     (void)arg;
@@ -22,6 +25,8 @@ static void *run(void *arg) {
         tracepoint(interop, ints, i);
         tracepoint(interop, floats, i);
         tracepoint(interop, texts, i, s, xs, n);
+        if (pause_us > 0 && r % 1000 == 999)
+            usleep((useconds_t)pause_us);
     }
     return NULL;
 }
@@ -29,6 +34,7 @@ static void *run(void *arg) {
 int main(int argc, char **argv) {
     rounds = argc > 1 ? atol(argv[1]) : 1000;
     int threads = argc > 2 ? atoi(argv[2]) : 1;
+    pause_us = argc > 3 ? atol(argv[3]) : 0;
     pthread_t t[16];
     for (int k = 0; k < threads && k < 16; k++)
         pthread_create(&t[k], NULL, run, NULL);

@@ -16,7 +16,7 @@ use ringtrace_core::level::Level;
 /// First line of every request.
 pub const MAGIC: &str = "ringtrace-ctl 1";
 /// Every command's name, as a request names it (and `ringtrace ctl`).
-pub const COMMANDS: [&str; 13] = [
+pub const COMMANDS: [&str; 14] = [
     "sessions",
     "enable",
     "disable",
@@ -30,6 +30,7 @@ pub const COMMANDS: [&str; 13] = [
     "add-trigger",
     "remove-trigger",
     "triggers",
+    "rotate",
 ];
 
 /// Largest request accepted.
@@ -152,6 +153,13 @@ pub enum Request {
         /// Session name.
         session: String,
     },
+    /// Archive the current trace chunk now (as `lttng rotate`): the
+    /// packets so far become archives/<begin>-<end>-<index>/ of the
+    /// session's directory.
+    Rotate {
+        /// Session name.
+        session: String,
+    },
 }
 
 /// A request that could not be decoded.
@@ -220,6 +228,7 @@ impl Request {
             Request::Stats { session } => f.extend(["stats", session]),
             Request::Statedump { session } => f.extend(["statedump", session]),
             Request::Triggers { session } => f.extend(["triggers", session]),
+            Request::Rotate { session } => f.extend(["rotate", session]),
             Request::AddTrigger {
                 session,
                 spec,
@@ -305,10 +314,11 @@ impl Request {
                     channel: opt(args[2]),
                 }
             }
-            "start" | "stop" | "flush" | "stats" | "statedump" | "triggers" => {
+            "start" | "stop" | "flush" | "stats" | "statedump" | "triggers" | "rotate" => {
                 want(1)?;
                 let session = session();
                 match cmd {
+                    "rotate" => Request::Rotate { session },
                     "triggers" => Request::Triggers { session },
                     "start" => Request::Start { session },
                     "stop" => Request::Stop { session },
@@ -502,6 +512,9 @@ mod tests {
                 id: 7,
             },
             Request::Triggers {
+                session: "s".into(),
+            },
+            Request::Rotate {
                 session: "s".into(),
             },
         ];

@@ -378,6 +378,32 @@ pub fn execute(req: &Request) -> Reply {
             stats.triggers = crate::trigger::stats(&s);
             serde_json::to_string(&stats).map_err(|e| format!("statistics not encoded: {e}"))
         }
+        Request::AddTrigger { .. } | Request::RemoveTrigger { .. } | Request::Triggers { .. } => {
+            trigger_request(req)
+        }
+        Request::Rotate { session } => {
+            let to = find(session)?.rotate().map_err(err)?;
+            Ok(format!("archived in {}\n", to.display()))
+        }
+        Request::AddContext {
+            session,
+            contexts,
+            channel,
+        } => {
+            let set = crate::Contexts::parse(&contexts.join("+"))?;
+            let s = find(session)?;
+            let now = registry::add_contexts(&s.state, channel.as_deref(), set).map_err(err)?;
+            Ok(now
+                .iter()
+                .map(|(ch, c)| format!("channel {ch}: {c}\n"))
+                .collect())
+        }
+    }
+}
+
+/// Adds, removes or lists a session's triggers.
+fn trigger_request(req: &Request) -> Reply {
+    match req {
         Request::AddTrigger {
             session,
             spec,
@@ -400,18 +426,6 @@ pub fn execute(req: &Request) -> Reply {
             let v = crate::trigger::stats(&find(session)?);
             serde_json::to_string(&v).map_err(|e| format!("triggers not encoded: {e}"))
         }
-        Request::AddContext {
-            session,
-            contexts,
-            channel,
-        } => {
-            let set = crate::Contexts::parse(&contexts.join("+"))?;
-            let s = find(session)?;
-            let now = registry::add_contexts(&s.state, channel.as_deref(), set).map_err(err)?;
-            Ok(now
-                .iter()
-                .map(|(ch, c)| format!("channel {ch}: {c}\n"))
-                .collect())
-        }
+        other => Err(format!("not a trigger request: {other:?}")),
     }
 }

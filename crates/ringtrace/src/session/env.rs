@@ -24,7 +24,9 @@
 //! `trigger=<trigger>` (repeatable: `trigger=app:slow_request =>
 //! snapshot`, see `Session::add_trigger`; a comma in it is written `\,`);
 //! `after=<duration>` (a `snapshot` trigger without its own `after` is
-//! taken that long after its event: `after=2s`);
+//! taken that long after its event: `after=2s`); `rotate-size=<bytes>`,
+//! `rotate-every=<duration>`, `keep=<n>`, `keep-size=<bytes>` (the trace
+//! cut into `archives/`, the oldest removed: `crate::Rotation`);
 //! `relay=net://HOST[:CTRL[:DATA]]`
 //! (stream to an lttng-relayd as well; if it cannot be reached at start,
 //! the trace goes to `<dir>` alone); `live=<ms>` (the relay stream is live:
@@ -74,6 +76,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     let mut live = None;
     let mut io = crate::FileIo::default();
     let (mut triggers, mut after) = (Vec::new(), None);
+    let mut rot = crate::Rotation::default();
     if dir.contains("://") {
         relay = Some(relay_url(dir)?);
     }
@@ -112,13 +115,17 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
             }
             Some(("trigger", v)) => triggers.push(TriggerSpec::parse(v).map_err(|e| bad(&e))?),
             Some(("after", v)) => after = Some(parse_duration(v).map_err(|e| bad(&e))?),
+            Some(("rotate-size", v)) => rot.size = Some(num(v)?),
+            Some(("rotate-every", v)) => rot.every = Some(parse_duration(v).map_err(|e| bad(&e))?),
+            Some(("keep", v)) => rot.keep = Some(num(v)? as usize),
+            Some(("keep-size", v)) => rot.keep_size = Some(num(v)?),
             Some(("level", v)) => {
                 level = v
                     .parse()
                     .map_err(|e: crate::UnknownLevel| bad(&e.to_string()))?
             }
             Some(_) => return Err(bad(
-                "unknown option (subbuf, count, switch, read, level, bufdir, context, rseq, io, relay, live, filter, trigger, after)",
+                "unknown option (subbuf, count, switch, read, level, bufdir, context, rseq, io, relay, live, filter, trigger, after, rotate-size, rotate-every, keep, keep-size)",
             )),
         }
     }
@@ -141,7 +148,8 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
     let mut b = SessionBuilder::new("env")
         .mode(mode)
         .channel(ch)
-        .file_io(io);
+        .file_io(io)
+        .rotate(rot);
     if local {
         b = b.output(out);
     }
@@ -162,10 +170,7 @@ pub fn parse(value: &str) -> Result<SessionBuilder, Error> {
         b = b.enable_where(None, &p, level, filter.as_deref());
     }
     for t in triggers {
-        b = b.trigger(match after {
-            Some(d) => t.with_after(d),
-            None => t,
-        });
+        b = b.trigger(after.into_iter().fold(t, TriggerSpec::with_after));
     }
     Ok(b)
 }

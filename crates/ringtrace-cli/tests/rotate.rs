@@ -1,0 +1,191 @@
+//! `ringtrace record --rotate-size 4m --keep 3` on a program instrumented
+//! for LTTng-UST (`tests/lttng/`) that runs about 30 s: babeltrace2 opens
+//! every archive it is shown while the recording goes on; at the end 3
+//! archives remain, and their `interop:ints` events are exactly the last
+//! rounds of the program, each once; the process's folder reads as one
+//! trace (`stats`), an archive alone as itself.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::lttng::{build, ringtrace_lttng_ust};
+use common::*;
+use ctf::read::{Item, Trace};
+
+/// The archives below `dir` (the program's sub-trace), by index.
+fn archives(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|p| {
+            std::fs::read_dir(p.path().join("archives"))
+                .into_iter()
+                .flatten()
+        })
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    v.sort_by_key(|p| index(p));
+    v
+}
+
+fn index(p: &Path) -> u64 {
+    let n = p.file_name().unwrap().to_string_lossy().into_owned();
+    n.rsplit('-').next().unwrap().parse().unwrap()
+}
+
+/// A copy of archive `a` made of hard links (the recording may remove
+/// the archive meanwhile: `None` then, as nothing was missed).
+fn pin(a: &Path, to: &Path) -> Option<PathBuf> {
+    let dest = to.join(a.file_name()?);
+    std::fs::create_dir_all(&dest).unwrap();
+    for e in std::fs::read_dir(a).ok()? {
+        let e = e.ok()?;
+        std::fs::hard_link(e.path(), dest.join(e.file_name())).ok()?;
+    }
+    dest.join("metadata").exists().then_some(dest)
+}
+
+/// The rounds (`-s32`) of the `interop:ints` events of the trace at
+/// `dir`, in time order.
+fn rounds(dir: &Path) -> Vec<u64> {
+    let trace = Trace::open(dir).unwrap();
+    let mut v = Vec::new();
+    for item in ctf::merge::Merger::new(&trace) {
+        let (_, item) = item.unwrap();
+        if let Item::Event(e) = item {
+            if trace.desc.events[e.class].name == "interop:ints" {
+                let ctf::value::Value::Int(s32) = e.values[5] else {
+                    panic!("s32 is signed: {:?}", e.values)
+                };
+                v.push((-s32) as u64);
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn a_30_second_session_keeps_its_last_three_archives_exactly() {
+    assert!(tool_present("cc", "build-essential"));
+    assert!(
+        babeltrace2_present(),
+        "babeltrace2 is missing: scripts/setup.sh installs it"
+    );
+    let dir = tmp("rotate-30s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = build(&dir);
+    ringtrace_lttng_ust(&dir);
+    let trace = dir.join("trace");
+    let pinned = dir.join("pinned");
+    std::fs::create_dir_all(&pinned).unwrap();
+    // 240,000 rounds, 120 ms of sleep every 1000: about 30 s, about 40 MB.
+    const N: u64 = 240_000;
+    let mut rec = Command::new(assert_cmd::cargo::cargo_bin("ringtrace"))
+        .args(["record", "-o", trace.to_str().unwrap()])
+        // One buffer for the program's one thread: its archives follow
+        // one another packet by packet.
+        .args(["--per-thread", "--rotate-size", "4m", "--keep", "3"])
+        .args(["--", exe.to_str().unwrap(), &N.to_string(), "1", "120000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut checked = Vec::new();
+    let end = Instant::now() + Duration::from_secs(300);
+    while rec.try_wait().unwrap().is_none() {
+        for a in archives(&trace) {
+            if checked.contains(&index(&a)) {
+                continue;
+            }
+            let Some(copy) = pin(&a, &pinned) else {
+                continue;
+            };
+            let bt = Command::new("babeltrace2").arg(&copy).output().unwrap();
+            assert!(
+                bt.status.success(),
+                "babeltrace2 {}: {}",
+                a.display(),
+                String::from_utf8_lossy(&bt.stderr)
+            );
+            assert!(!bt.stdout.is_empty(), "{}: no event", a.display());
+            checked.push(index(&a));
+        }
+        assert!(Instant::now() < end, "the recording ran 300 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = rec.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        checked.len() >= 2,
+        "archives read while recording: {checked:?}"
+    );
+
+    let kept = archives(&trace);
+    assert_eq!(kept.len(), 3, "{kept:?}");
+    assert!(
+        index(&kept[2]) >= 5,
+        "more archives made than kept: {kept:?}"
+    );
+    let mut all = Vec::new();
+    for a in &kept {
+        all.extend(rounds(a));
+    }
+    let first = all[0];
+    assert_eq!(
+        all,
+        (first..N).collect::<Vec<_>>(),
+        "the last rounds, each once"
+    );
+    // The program's folder: the archives chained, one trace.
+    let st = run(&["stats", trace.to_str().unwrap()]);
+    assert!(st.ok, "{}", st.stderr);
+    let evs = count_events(&trace);
+    let per: u64 = kept.iter().map(|a| count_events(a)).sum();
+    assert_eq!(evs, per);
+    assert_eq!(evs, 3 * (N - first), "three events a round");
+}
+
+#[test]
+fn ctl_rotates_a_running_process() {
+    let d = tmp("rotate-ctl");
+    let (pid, _traced) = traced_demo(&d, &[]);
+    let pid = pid.to_string();
+    let o = run(&["ctl", &pid, "rotate", "demo"]);
+    assert!(o.ok, "{}", o.stderr);
+    let path = o
+        .stdout
+        .trim()
+        .strip_prefix("archived in ")
+        .unwrap_or_else(|| panic!("{}", o.stdout));
+    let a = PathBuf::from(path);
+    assert!(a.starts_with(d.join("archives")), "{}", a.display());
+    assert!(count_events(&a) > 0);
+    let bt = Command::new("babeltrace2").arg(&a).output().unwrap();
+    assert!(
+        bt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bt.stderr)
+    );
+    // The session's folder is no longer a trace of its own: the archives
+    // and the chunk being written (hidden) are.
+    assert!(!d.join("metadata").exists());
+    let o = run(&["ctl", &pid, "rotate", "demo"]);
+    assert!(o.ok, "{}", o.stderr);
+    let st = run(&["ctl", &pid, "stats", "demo"]);
+    assert!(
+        st.stdout.contains("archives: 2 made, 0 removed (kept: 2)"),
+        "{}",
+        st.stdout
+    );
+    let o = run(&["ctl", &pid, "rotate", "nosuch"]);
+    assert!(!o.ok, "{}", o.stdout);
+}
