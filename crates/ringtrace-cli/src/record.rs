@@ -72,7 +72,9 @@ pub struct Args {
     /// When an event matches, act: 'PATTERN [if EXPR] =>
     /// [every:N|once-after:N] ACTION', ACTION `snapshot [after DURATION]`
     /// (flight recorder: the buffers saved as a new trace in the
-    /// process's folder, snapshot-<trigger>-<n>-<date>-<time>), `stop`, or
+    /// process's folder, snapshot-<trigger>-<n>-<date>-<time>), `stop`,
+    /// `rotate` (discard mode: the trace so far archived, see
+    /// --rotate-size), or
     /// `exec COMMAND` (run by /bin/sh with RINGTRACE_EVENT,
     /// RINGTRACE_TIME_NS and RINGTRACE_FIELD_<name> in its environment).
     /// The event's probe only marks the match; a thread of the program
@@ -313,7 +315,7 @@ fn check(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     if snapshots > 0 && a.session.mode != Mode::FlightRecorder {
         return Err(
             "--trigger … => snapshot: snapshots are of a flight recorder's buffers; \
-                    add --mode flight-recorder (or use `stop` or `exec`)"
+                    add --mode flight-recorder (or use `stop`, `rotate` or `exec`)"
                 .into(),
         );
     }
@@ -416,7 +418,8 @@ fn summarize(
         describe(status),
         dir.display()
     );
-    outln!("{:<24} {:>14}", "trace processes", parts.len());
+    // The archives of a rotated process are one trace (one part).
+    outln!("{:<24} {:>14}", "trace processes", trace.parts.len());
     if untraced > 0 {
         outln!("{:<24} {:>14}", "processes not traced", untraced);
     }

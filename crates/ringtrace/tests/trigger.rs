@@ -284,3 +284,30 @@ fn triggers_that_cannot_apply_are_refused() {
     s.remove_trigger(id).unwrap();
     assert!(s.triggers().is_empty());
 }
+
+#[test]
+fn rotate_archives_the_trace_so_far() {
+    let (s, dir) = session("trig-rotate", Mode::Discard, "trig8");
+    add(&s, "trig8:cut => rotate");
+    for i in 0..100u64 {
+        event!(trig8, work, i: u64 = i);
+    }
+    event!(trig8, cut, n: u64 = 1);
+    let t = wait_for(&s, "the rotation done", |t| t.done == 1);
+    assert_eq!(t.failed, 0, "{t:?}");
+    let archives: Vec<_> = std::fs::read_dir(dir.join("archives"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(archives.len(), 1, "{archives:?}");
+    // Everything up to the match (the rotation came after it).
+    let (evs, lost) = read_all(&archives[0]);
+    assert_eq!(lost, 0);
+    assert_eq!(evs.len(), 101);
+    assert_eq!(evs.last().unwrap().name, "trig8:cut");
+    let e = s
+        .add_trigger(TriggerSpec::parse("trig8:cut => snapshot").unwrap())
+        .unwrap_err();
+    assert!(e.to_string().contains("flight-recorder"), "{e}");
+}

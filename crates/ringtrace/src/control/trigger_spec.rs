@@ -11,7 +11,7 @@
 //!
 //! Actions: `snapshot [after DURATION]` (the session's flight-recorder
 //! buffers saved as a new trace, DURATION after the event),
-//! `stop`, `exec CMD` (run by `/bin/sh -c` with the event in its
+//! `stop`, `rotate` (a discard session's trace chunk archived), `exec CMD` (run by `/bin/sh -c` with the event in its
 //! environment). Policies, as LTTng's: `every:N` (the N-th, 2N-th, …
 //! match; the default is `every:1`) and `once-after:N` (the N-th match
 //! only).
@@ -50,6 +50,8 @@ pub enum Action {
     },
     /// Stop the session (its trace is complete).
     Stop,
+    /// Archive the session's current trace chunk (`Session::rotate`).
+    Rotate,
     /// Run a shell command with the event in its environment.
     Exec(String),
 }
@@ -68,7 +70,7 @@ pub struct TriggerSpec {
 }
 
 const FORM: &str = "a trigger is `PATTERN [if EXPR] => [every:N|once-after:N] ACTION`, \
-                    ACTION one of `snapshot [after DURATION]`, `stop`, `exec COMMAND`";
+                    ACTION one of `snapshot [after DURATION]`, `stop`, `rotate`, `exec COMMAND`";
 
 impl TriggerSpec {
     /// Parses `PATTERN [if EXPR] => [POLICY] ACTION`; the error says what
@@ -170,7 +172,8 @@ fn action(a: &str) -> Result<Action, String> {
         "stop" => Err(format!("`stop` takes nothing, not `{rest}`")),
         "exec" if rest.is_empty() => Err("`exec` needs a command".into()),
         "exec" => Ok(Action::Exec(rest.to_string())),
-        "rotate" => Err("`rotate` needs a session that rotates (not available)".into()),
+        "rotate" if rest.is_empty() => Ok(Action::Rotate),
+        "rotate" => Err(format!("`rotate` takes nothing, not `{rest}`")),
         "" => Err("no action after `=>`".into()),
         w => Err(format!("unknown action `{w}`")),
     }
@@ -216,6 +219,7 @@ impl fmt::Display for Action {
             Action::Snapshot { after: None } => write!(f, "snapshot"),
             Action::Snapshot { after: Some(d) } => write!(f, "snapshot after {}ms", d.as_millis()),
             Action::Stop => write!(f, "stop"),
+            Action::Rotate => write!(f, "rotate"),
             Action::Exec(c) => write!(f, "exec {c}"),
         }
     }
@@ -288,7 +292,7 @@ mod tests {
             ("app:x => stop now", "takes nothing"),
             ("app:x => snapshot soon", "`after DURATION`"),
             ("app:x => snapshot after 2 weeks", "a duration is"),
-            ("app:x => rotate", "rotates"),
+            ("app:x => rotate now", "takes nothing"),
         ] {
             let e = TriggerSpec::parse(s).unwrap_err();
             assert!(e.contains(why), "{s}: {e}");

@@ -129,7 +129,8 @@ pub enum Request {
     },
     /// Add a trigger: when an event matches, run an action (as `lttng
     /// add-trigger`): 'PATTERN [if EXPR] => [every:N|once-after:N] ACTION',
-    /// ACTION `snapshot [after DURATION]`, `stop` or `exec COMMAND`.
+    /// ACTION `snapshot [after DURATION]`, `stop`, `rotate` or `exec
+    /// COMMAND`.
     AddTrigger {
         /// Session name.
         session: String,

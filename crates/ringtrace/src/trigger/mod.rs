@@ -9,7 +9,7 @@
 //! signal handler). One thread per process (`run.rs`) takes the matches
 //! every [`run::POLL`], applies the rate policy and runs the actions:
 //! snapshots (at the event's time plus `after`, a window around it),
-//! stops, commands. A firing that comes while the last action still runs
+//! stops, rotations, commands. A firing that comes while the last action still runs
 //! is counted as skipped, a match that found the capture buffer full as
 //! lost: `stats` and `ctl … triggers` show every count.
 //!
@@ -106,6 +106,16 @@ fn check_action(
                 }
             )));
         }
+    }
+    if spec.action == Action::Rotate && (mode != Mode::Discard || output.is_none()) {
+        return Err(Error::Config(format!(
+            "trigger `{spec}`: rotation archives a discard session's directory \
+             (session '{name}' is {})",
+            match mode {
+                Mode::FlightRecorder => "a flight recorder",
+                Mode::Discard => "without a directory",
+            }
+        )));
     }
     Ok(())
 }

@@ -143,6 +143,10 @@ impl Trigger {
                 Ok(()) => p.counts.done += 1,
                 Err(e) => p.fail(format!("stop: {e}")),
             },
+            Action::Rotate => match target.rotate() {
+                Ok(_) => p.counts.done += 1,
+                Err(e) => p.fail(format!("rotate: {e}")),
+            },
             Action::Exec(cmd) => match spawn(cmd, self, &target, m, p.counts.matched) {
                 Ok(c) => p.running = Some(Running::Exec(c)),
                 Err(e) => p.fail(format!("exec `{cmd}`: {e}")),
