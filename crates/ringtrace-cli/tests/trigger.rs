@@ -269,3 +269,46 @@ fn ctl_adds_lists_and_removes_triggers() {
     let o = ctl(&["remove-trigger", "demo", &id]);
     assert!(!o.ok && o.stderr.contains("no trigger"), "{}", o.stderr);
 }
+
+#[test]
+fn an_lttng_ust_programs_events_trigger_too() {
+    use common::lttng::{build, ringtrace_lttng_ust};
+    assert!(tool_present("cc", "build-essential"));
+    let dir = tmp("trigger-ust");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = build(&dir);
+    ringtrace_lttng_ust(&dir);
+    let ran = dir.join("ran");
+    // The filter runs on the probe's interpreter stack (`run_filter`), as
+    // a session's: rounds 10, 20, 30, … match; the third is round 30.
+    let trigger = format!(
+        r#"interop:ints if s16 % 10 == 0 && s16 != 0 => once-after:3 exec echo "$RINGTRACE_EVENT s32=$RINGTRACE_FIELD_s32" > {}"#,
+        ran.display()
+    );
+    let trace = dir.join("trace");
+    let o = run(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--trigger",
+        &trigger,
+        "--",
+        exe.to_str().unwrap(),
+        "1000",
+        "1",
+    ]);
+    assert!(o.ok, "{}", o.stderr);
+    let end = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&ran).unwrap_or_default().is_empty() {
+        assert!(
+            Instant::now() < end,
+            "the command never wrote {}",
+            ran.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&ran).unwrap(),
+        "interop:ints s32=-30\n"
+    );
+}

@@ -474,3 +474,50 @@ fn each_process_of_a_program_dumps_its_loaded_objects_in_its_sub_trace() {
         );
     }
 }
+
+/// Triggers follow the program into its processes: a fork child gets its
+/// own (its trigger thread started in the fork handler), the parent keeps
+/// its own, each acts on its own events.
+#[test]
+fn each_process_runs_its_own_triggers() {
+    let root = tmpdir("whole-program-triggers");
+    let out_file = root.with_extension("ran");
+    let _ = std::fs::remove_file(&out_file);
+    let session = format!(
+        "{},per-process,wholeprog:*,trigger=wholeprog:in_child if i == 499 => exec echo child \"$RINGTRACE_FIELD_vpid\" >> {f},trigger=wholeprog:before_fork => once-after:1000 exec echo parent \"$RINGTRACE_FIELD_vpid\" >> {f}",
+        root.display(),
+        f = out_file.display()
+    );
+    let out = run_role("parent", &session);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (evs, _) = read_all(&root);
+    let pid_of = |n: &str| match &evs.iter().find(|e| e.name == n).unwrap().context[0] {
+        Value::Int(v) => *v,
+        v => panic!("{v:?}"),
+    };
+    let want = {
+        let mut v = vec![
+            format!("child {}", pid_of("wholeprog:in_child")),
+            format!("parent {}", pid_of("wholeprog:before_fork")),
+        ];
+        v.sort();
+        v
+    };
+    // The commands were started before their processes exited.
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(&out_file).unwrap_or_default();
+        let mut got: Vec<String> = text.lines().map(str::to_string).collect();
+        got.sort();
+        if got.len() >= 2 {
+            assert_eq!(got, want);
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "waited 20 s: {got:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -120,7 +120,7 @@ impl Capture {
         }
         taken.lost = lost - self.lost;
         self.lost = lost;
-        if written == self.seen {
+        if written == self.seen && taken.lost == 0 {
             return taken;
         }
         self.seen = written;
