@@ -18,8 +18,11 @@
 //! measurements; `default` for vpid+vtid, `all`, or names joined by `+`),
 //! how stream files are written (`auto`, the default, `buffered` or
 //! `direct`), `stats` to print the session's statistics after (or `-`),
-//! and a filter the events are enabled with (`"(v & 1) == 0"`: half of
-//! the u64 events pass; `"v > 1000000000000"`: none).
+//! a filter the events are enabled with (`"(v & 1) == 0"`: half of
+//! the u64 events pass; `"v > 1000000000000"`: none; empty: no filter),
+//! and a trigger (`"evloop:* if v > 1000000000000 => stop"`: one that
+//! never matches; `"evloop:* => once-after:1000000000 stop"`: every event
+//! matches).
 
 use ringtrace::{event, ChannelConfig, Mode, Session};
 
@@ -50,7 +53,11 @@ fn main() {
         ringtrace::Contexts::parse(&arg(4, "none")).unwrap_or_else(|e| usage(&e.to_string()));
     let io = ringtrace::FileIo::parse(&arg(5, "auto")).unwrap_or_else(|e| usage(&e));
     let show_stats = arg(6, "") == "stats";
-    let filter = args.get(7).cloned();
+    let filter = args.get(7).cloned().filter(|f| !f.is_empty());
+    let trigger = args
+        .get(8)
+        .filter(|t| !t.is_empty())
+        .map(|t| ringtrace::TriggerSpec::parse(t).unwrap_or_else(|e| usage(&e)));
     let mut ch = ChannelConfig::new("loop")
         .subbufs(1 << 20, 4)
         .contexts(contexts)
@@ -68,6 +75,10 @@ fn main() {
         b.output(dir)
     } else {
         b.mode(Mode::FlightRecorder)
+    };
+    let b = match trigger {
+        Some(t) => b.trigger(t),
+        None => b,
     };
     let s = b.create().unwrap_or_else(|e| usage(&e.to_string()));
     s.start();
@@ -97,6 +108,6 @@ fn main() {
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("event_loop: {why}\nusage: event_loop [per-cpu|per-cpu-rseq|per-cpu-atomics|per-thread] [N] [flight|discard] [u64|str16] [none|default|all|<names>] [auto|buffered|direct] [stats|-] [FILTER]");
+    eprintln!("event_loop: {why}\nusage: event_loop [per-cpu|per-cpu-rseq|per-cpu-atomics|per-thread] [N] [flight|discard] [u64|str16] [none|default|all|<names>] [auto|buffered|direct] [stats|-] [FILTER] [TRIGGER]");
     std::process::exit(2)
 }
