@@ -181,3 +181,36 @@ fn only_a_discard_session_with_a_directory_rotates() {
         .to_string();
     assert!(e.contains("rotation archives a discard session"), "{e}");
 }
+
+#[test]
+fn rotating_every_period_archives_only_chunks_that_hold_something() {
+    let dir = tmpdir("rotate-every");
+    let s = Session::builder("rotate-every")
+        .output(&dir)
+        .channel(ChannelConfig::new("c").subbufs(16 << 10, 4))
+        .enable("rot4:*")
+        .rotate(Rotation {
+            every: Some(std::time::Duration::from_millis(100)),
+            ..Rotation::default()
+        })
+        .create()
+        .unwrap();
+    s.start();
+    for i in 0..100u64 {
+        event!(rot4, ev, i: u64 = i);
+    }
+    s.flush().unwrap();
+    // The consumer archives the chunk once it is 100 ms old.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while archives(&dir).is_empty() {
+        assert!(std::time::Instant::now() < end, "no archive in 20 s");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(counts(&archives(&dir)[0]), (0..100).collect::<Vec<_>>());
+    // Idle: many periods pass, no empty archive is made.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(archives(&dir).len(), 1);
+    assert_eq!(s.stats().archives, (1, 0));
+    s.stop().unwrap();
+    assert_eq!(archives(&dir).len(), 1, "nothing more to archive at stop");
+}

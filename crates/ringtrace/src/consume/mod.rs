@@ -46,6 +46,8 @@ pub use snapshot_writer::SnapshotInfo;
 pub(crate) struct Recording {
     pub(crate) state: Arc<SessionState>,
     pub(crate) sink: Mutex<sink::Sink>,
+    /// Held by a rotation from start to end (`rotate.rs`).
+    rotating: Mutex<()>,
 }
 
 impl Recording {
@@ -61,6 +63,7 @@ impl Recording {
         Recording {
             state,
             sink: Mutex::new(sink),
+            rotating: Mutex::new(()),
         }
     }
 }

@@ -86,6 +86,8 @@ impl Recording {
         if self.relay.is_some() {
             return Err(self.cannot_rotate("its trace streams to lttng-relayd"));
         }
+        // One rotation at a time: archives are made, and kept, in order.
+        let _one = lock(&self.rotating);
         if self.active.load(Relaxed) {
             for ch in &self.channels {
                 ch.chan.ops().flush_live();
@@ -208,8 +210,12 @@ impl Recording {
             return None;
         }
         let (bytes, began_at) = {
-            let sink = lock(&self.sink);
-            let c = sink.chunk.as_ref()?;
+            let mut sink = lock(&self.sink);
+            let c = sink.chunk.as_mut()?;
+            if c.bytes == 0 && r.every.is_some_and(|e| now >= c.began_at + e) {
+                // Nothing to archive: the age counts from now.
+                c.began_at = now;
+            }
             (c.bytes, c.began_at)
         };
         let aged = r.every.is_some_and(|e| now >= began_at + e);

@@ -218,7 +218,8 @@ pub struct Rotation {
     pub every: Option<Duration>,
     /// Keep the newest this many archives (removing older ones).
     pub keep: Option<usize>,
-    /// Keep the newest archives up to this many bytes in all.
+    /// Keep the newest archives up to this many bytes in all (the newest
+    /// is kept whatever its size).
     pub keep_size: Option<u64>,
 }
 
