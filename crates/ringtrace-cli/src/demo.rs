@@ -209,6 +209,14 @@ fn run_for(seconds: f64, slow_at: Option<f64>) {
 }
 
 pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if args.slow_at.is_some_and(|s| s >= args.seconds) {
+        return Err(format!(
+            "--slow-at {}: the slow request must come before the end (--seconds {})",
+            args.slow_at.unwrap_or_default(),
+            args.seconds
+        )
+        .into());
+    }
     // Whether the folder is ours to remove again if the session is refused.
     let (output, created) = crate::outdir::prepare(args.output.as_deref(), "demo", "demo")?;
     // Who did what: process and thread ids and the thread's name on every
@@ -271,7 +279,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             })
             .expect("a demo thread");
         block_timer(false);
-        run_for(args.seconds, args.slow_at.filter(|&s| s < args.seconds));
+        run_for(args.seconds, args.slow_at);
         stop.store(true, Relaxed);
         p.join().unwrap()
     });

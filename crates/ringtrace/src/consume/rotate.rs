@@ -10,7 +10,11 @@
 //! `YYYYmmddTHHMMSS±HHMM`): an archive appears whole or not at all. Each
 //! packet is in exactly one archive, in order: a stream's archives follow
 //! one another with no gap and no repeat (readers chain the archives of
-//! one trace, the same UUID: `ctf::read::continued`). The oldest archives
+//! one trace, the same UUID: `ctf::read::continued`). Across streams the
+//! boundary is not one instant: a packet of one CPU that began after the
+//! switch but filled before this pass reached it goes into the old chunk,
+//! while the packet another CPU began at the switch, still filling, goes
+//! into the next. The oldest archives
 //! the session made are removed beyond `keep` or `keep_size`.
 //!
 //! Rotations come from the consumer (`size`: the chunk's stream bytes;

@@ -9,12 +9,12 @@
 //! signal handler). One thread per process (`run.rs`) takes the matches
 //! every [`run::POLL`], applies the rate policy and runs the actions:
 //! snapshots (at the event's time plus `after`, a window around it),
-//! stops, rotations, commands. A firing that comes while the last action still runs
-//! is counted as skipped, a match that found the capture buffer full as
-//! lost: `stats` and `ctl … triggers` show every count.
+//! stops, rotations, commands. A firing that comes while the last action
+//! still runs is counted as skipped, a match that found the capture buffer
+//! full as lost: `stats` and `ctl … triggers` show every count.
 //!
 //! ```text
-//!   probe ──► capture channel (per trigger) ──► trigger thread ──► Recording::snapshot / stop
+//!   probe ──► capture channel (per trigger) ──► trigger thread ──► Recording::snapshot / stop / rotate
 //!                                                           └─► /bin/sh -c CMD
 //! ```
 
