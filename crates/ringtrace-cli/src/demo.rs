@@ -195,6 +195,17 @@ fn dir_size(dir: &Path) -> u64 {
 }
 
 /// Runs the demo.
+/// `--slow-at` must come before the end.
+fn check_slow_at(args: &Args) -> Result<(), String> {
+    match args.slow_at {
+        Some(s) if s >= args.seconds => Err(format!(
+            "--slow-at {s}: the slow request must come before the end (--seconds {})",
+            args.seconds
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Waits `seconds`; at `slow_at`, serves one slow request.
 fn run_for(seconds: f64, slow_at: Option<f64>) {
     let t0 = Instant::now();
@@ -209,14 +220,7 @@ fn run_for(seconds: f64, slow_at: Option<f64>) {
 }
 
 pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    if args.slow_at.is_some_and(|s| s >= args.seconds) {
-        return Err(format!(
-            "--slow-at {}: the slow request must come before the end (--seconds {})",
-            args.slow_at.unwrap_or_default(),
-            args.seconds
-        )
-        .into());
-    }
+    check_slow_at(&args)?;
     // Whether the folder is ours to remove again if the session is refused.
     let (output, created) = crate::outdir::prepare(args.output.as_deref(), "demo", "demo")?;
     // Who did what: process and thread ids and the thread's name on every
