@@ -129,6 +129,12 @@ fn rotating_by_hand_then_stopping_archives_every_event_once() {
     assert_eq!(parts[0], "0", "{name}");
     assert_eq!(parts[1].len(), 2 * 20 + 1, "{name}");
     assert!(!dir.join("metadata").exists());
+    // Nothing written since: nothing to archive, said so.
+    let e = s.rotate().unwrap_err().to_string();
+    assert!(
+        e.contains("nothing was written since its last rotation"),
+        "{e}"
+    );
     for i in 1000..1500u64 {
         event!(rot2, ev, i: u64 = i);
     }

@@ -76,8 +76,18 @@ pub(crate) struct Archives {
 impl Recording {
     /// Archives the current chunk now (see the module's description):
     /// returns the archive's folder. Refused for a flight recorder or a
-    /// session without a directory.
+    /// session without a directory, and when nothing was written since
+    /// the last rotation.
     pub(crate) fn rotate(&self) -> Result<PathBuf, Error> {
+        self.try_rotate()?.ok_or_else(|| {
+            self.cannot_rotate("nothing was written since its last rotation (or it was destroyed)")
+        })
+    }
+
+    /// [`Recording::rotate`]; `None` when the chunk holds no packet (a
+    /// rotation that came first took it) or the session was destroyed
+    /// meanwhile: nothing to archive.
+    fn try_rotate(&self) -> Result<Option<PathBuf>, Error> {
         if self.inherited() {
             return Err(Error::Inherited(self.name.clone()));
         }
@@ -92,6 +102,9 @@ impl Recording {
         }
         // One rotation at a time: archives are made, and kept, in order.
         let _one = lock(&self.rotating);
+        if self.destroyed.load(Relaxed) {
+            return Ok(None);
+        }
         if self.active.load(Relaxed) {
             for ch in &self.channels {
                 ch.chan.ops().flush_live();
@@ -99,10 +112,12 @@ impl Recording {
         }
         // Everything ready now goes into the chunk being closed.
         self.consume(Instant::now(), true);
-        let (old, files) = self.next_chunk(root)?;
+        let Some((old, files)) = self.next_chunk(root)? else {
+            return Ok(None);
+        };
         let archive = self.archive(root, old, &files)?;
         self.keep_within_budget();
-        Ok(archive)
+        Ok(Some(archive))
     }
 
     fn cannot_rotate(&self, why: &str) -> Error {
@@ -113,12 +128,16 @@ impl Recording {
     }
 
     /// Starts the next chunk (its folder and metadata) and closes the
-    /// current one's stream files; returns it and the names of its files.
-    fn next_chunk(&self, root: &Path) -> Result<(Chunk, Vec<String>), Error> {
+    /// current one's stream files; returns it and the names of its files
+    /// (`None` if it holds no packet).
+    fn next_chunk(&self, root: &Path) -> Result<Option<(Chunk, Vec<String>)>, Error> {
         let mut sink = lock(&self.sink);
         let Some(cur) = &sink.chunk else {
             return Err(self.cannot_rotate("it has no directory"));
         };
+        if cur.bytes == 0 {
+            return Ok(None);
+        }
         let index = cur.index + 1;
         let dir = root.join(format!(".chunk-{index}"));
         crate::output::new_private_dir(&dir)?;
@@ -140,7 +159,7 @@ impl Recording {
             .chunk
             .replace(Chunk::new(index, &dir))
             .expect("checked above");
-        Ok((old, files))
+        Ok(Some((old, files)))
     }
 
     /// Syncs the closed chunk's files and renames its folder into
@@ -225,7 +244,9 @@ impl Recording {
         let aged = r.every.is_some_and(|e| now >= began_at + e);
         let full = r.size.is_some_and(|s| bytes >= s);
         if (aged || full) && bytes > 0 {
-            if let Err(e) = self.rotate() {
+            // Another rotation (a stop, `ctl … rotate`) may have taken the
+            // chunk meanwhile: nothing to do then.
+            if let Err(e) = self.try_rotate() {
                 let msg = format!("session '{}': rotation failed: {e}", self.name);
                 let mut sink = lock(&self.sink);
                 if sink.archives.error.as_deref() != Some(msg.as_str()) {
@@ -248,7 +269,7 @@ impl Recording {
                 .is_some_and(|c| (c.index > 0 || self.rotation.is_set()) && c.bytes > 0)
         };
         if rotated {
-            self.rotate()?;
+            self.try_rotate()?;
         }
         Ok(())
     }
