@@ -194,25 +194,35 @@ fn stop_stops_the_session() {
 fn a_snapshot_after_the_event_holds_a_window_around_it() {
     let (s, dir) = session("trig-snap", Mode::FlightRecorder, "trig6");
     add(&s, "trig6:slow => snapshot after 300ms");
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let ticks = std::sync::Arc::new(AtomicU64::new(0));
     let ticker = std::thread::spawn({
-        let stop = stop.clone();
+        let (stop, ticks) = (stop.clone(), ticks.clone());
         move || {
             let mut i = 0u64;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            while !stop.load(Relaxed) {
                 event!(trig6, tick, i: u64 = i);
                 i += 1;
+                ticks.store(i, Relaxed);
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
     });
+    // The window before the event counts from the first tick recorded,
+    // however late the thread started.
+    let end = Instant::now() + Duration::from_secs(20);
+    while ticks.load(Relaxed) == 0 {
+        assert!(Instant::now() < end, "the ticker never ticked");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     std::thread::sleep(Duration::from_millis(600));
     let slow_at = ringtrace::clock().now();
     event!(trig6, slow, ms: u64 = 1234);
     let t = wait_for(&s, "the snapshot done", |t| t.done == 1);
     let snap = t.last_snapshot.clone().unwrap();
     assert!(snap.starts_with(&dir), "{snap:?}");
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    stop.store(true, Relaxed);
     ticker.join().unwrap();
     let (evs, lost) = read_all(&snap);
     assert_eq!(lost, 0);
