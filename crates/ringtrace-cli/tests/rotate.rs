@@ -39,7 +39,10 @@ fn index(p: &Path) -> u64 {
 }
 
 /// A copy of archive `a` made of hard links (the recording may remove
-/// the archive meanwhile: `None` then, as nothing was missed).
+/// the archive meanwhile: `None` then, as nothing was missed). Sound
+/// because a removal first renames the archive out of `archives/` and
+/// only then removes its files: if the name still holds it after every
+/// link was made, nothing was removed before.
 fn pin(a: &Path, to: &Path) -> Option<PathBuf> {
     let dest = to.join(a.file_name()?);
     std::fs::create_dir_all(&dest).unwrap();
@@ -47,7 +50,7 @@ fn pin(a: &Path, to: &Path) -> Option<PathBuf> {
         let e = e.ok()?;
         std::fs::hard_link(e.path(), dest.join(e.file_name())).ok()?;
     }
-    dest.join("metadata").exists().then_some(dest)
+    a.exists().then_some(dest)
 }
 
 /// The rounds (`-s32`) of the `interop:ints` events of the trace at

@@ -27,6 +27,21 @@ fn archives(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// A copy of archive `a` made of hard links in `to`, or `None` if the
+/// session removed it meanwhile. Sound because a removal first renames
+/// the archive out of `archives/` and only then removes its files: if the
+/// name still holds it after every link was made, nothing was removed
+/// before.
+fn pin(a: &Path, to: &Path) -> Option<PathBuf> {
+    let dest = to.join(a.file_name()?);
+    std::fs::create_dir_all(&dest).unwrap();
+    for e in std::fs::read_dir(a).ok()? {
+        let e = e.ok()?;
+        std::fs::hard_link(e.path(), dest.join(e.file_name())).ok()?;
+    }
+    a.exists().then_some(dest)
+}
+
 /// The `i` of every event of the trace at `dir`, in time order.
 fn counts(dir: &Path) -> Vec<u64> {
     let (evs, lost) = read_all(dir);
@@ -51,6 +66,7 @@ fn archives_keep_exactly_the_last_events() {
         .unwrap();
     s.start();
     const N: u64 = 200_000;
+    let pins = tmpdir("rotate-keep-pins");
     let mut seen_complete = 0;
     for i in 0..N {
         event!(rot1, ev, i: u64 = i, pad: &str = "twenty bytes of text");
@@ -66,12 +82,10 @@ fn archives_keep_exactly_the_last_events() {
         }
         if i % 20_000 == 0 {
             // The newest archive is a whole trace, read while the session
-            // records (this thread, the only writer, is reading, and has
-            // left at most 64 KiB unread: one more archive may come
-            // meanwhile, not the 3 that `keep` would need to remove this
-            // one).
-            if let Some(a) = archives(&dir).last() {
-                let c = counts(a);
+            // records (through hard links: `keep` may remove it meanwhile,
+            // which `pin` sees).
+            if let Some(a) = archives(&dir).last().and_then(|a| pin(a, &pins)) {
+                let c = counts(&a);
                 assert!(
                     !c.is_empty() && c.windows(2).all(|w| w[1] == w[0] + 1),
                     "{}",

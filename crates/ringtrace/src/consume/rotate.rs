@@ -15,7 +15,9 @@
 //! switch but filled before this pass reached it goes into the old chunk,
 //! while the packet another CPU began at the switch, still filling, goes
 //! into the next. The oldest archives
-//! the session made are removed beyond `keep` or `keep_size`.
+//! the session made are removed beyond `keep` or `keep_size`, renamed to
+//! a hidden `archives/.removed-<name>` first: a reader that lists the
+//! archives never finds one half removed.
 //!
 //! Rotations come from the consumer (`size`: the chunk's stream bytes;
 //! `every`: its age), from `Session::rotate` and `ctl … rotate`, and from
@@ -105,6 +107,11 @@ impl Recording {
         if self.destroyed.load(Relaxed) {
             return Ok(None);
         }
+        self.rotate_locked(root)
+    }
+
+    /// The rotation itself, `rotating` held.
+    fn rotate_locked(&self, root: &Path) -> Result<Option<PathBuf>, Error> {
         if self.active.load(Relaxed) {
             for ch in &self.channels {
                 ch.chan.ops().flush_live();
@@ -215,10 +222,22 @@ impl Recording {
                 break;
             }
             let (dir, _) = a.kept.pop_front().expect("over budget: not empty");
-            if let Err(e) = std::fs::remove_dir_all(&dir) {
+            // Out of `archives/` in one step first: a reader that lists
+            // the archives never finds one half removed.
+            let gone = dir.with_file_name(format!(
+                ".removed-{}",
+                dir.file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default()
+            ));
+            let removed = match std::fs::rename(&dir, &gone) {
+                Ok(()) => std::fs::remove_dir_all(&gone).map_err(|e| (gone, e)),
+                Err(e) => Err((dir, e)),
+            };
+            if let Err((at, e)) = removed {
                 a.error = Some(format!(
                     "cannot remove the old archive {}: {e}",
-                    dir.display()
+                    at.display()
                 ));
             }
             a.removed += 1;
@@ -261,7 +280,13 @@ impl Recording {
 
     /// `stop` of a session that has rotated (or rotates on its own): its
     /// last chunk becomes an archive too, if it holds anything.
+    /// A rotation the consumer began before the stop is waited for: when
+    /// `stop` returns, every archive is in place and kept within budget.
     pub(crate) fn archive_at_stop(&self) -> Result<(), Error> {
+        let Some(root) = self.output.as_deref() else {
+            return Ok(());
+        };
+        let _one = lock(&self.rotating);
         let rotated = {
             let sink = lock(&self.sink);
             sink.chunk
@@ -269,7 +294,7 @@ impl Recording {
                 .is_some_and(|c| (c.index > 0 || self.rotation.is_set()) && c.bytes > 0)
         };
         if rotated {
-            self.try_rotate()?;
+            self.rotate_locked(root)?;
         }
         Ok(())
     }
@@ -277,6 +302,9 @@ impl Recording {
     /// `destroy`: an empty last chunk (begun by the last rotation) leaves
     /// nothing behind.
     pub(crate) fn remove_empty_chunk(&self) {
+        // After any rotation under way (it may be the one that began the
+        // chunk).
+        let _one = lock(&self.rotating);
         let sink = lock(&self.sink);
         if let Some(c) = &sink.chunk {
             if c.index > 0 && c.bytes == 0 {
