@@ -93,7 +93,8 @@ LAYERS = {
     ],
     "ringtrace": [
         ["error"],
-        ["sys", "output"],
+        ["sys"],
+        ["output"],
         ["control", "recover"],
         ["statedump"],
         ["consume"],

@@ -259,13 +259,17 @@ fn relay(s: &mut String, st: &SessionStats) {
         0 => String::new(),
         n => format!(", {n} reconnections"),
     };
+    let archives = match r.archives {
+        0 => String::new(),
+        n => format!(", {n} trace chunks archived"),
+    };
     let error = match &r.last_error {
         Some(e) => format!("; last error: {e}"),
         None => String::new(),
     };
     let _ = writeln!(
         s,
-        "relayd {} ({}): {} packets sent ({} bytes), {} packets lost to the network{reconnects}{error}",
+        "relayd {} ({}): {} packets sent ({} bytes), {} packets lost to the network{archives}{reconnects}{error}",
         r.url,
         if r.connected {
             "connected"
@@ -399,6 +403,7 @@ mod tests {
             bytes_sent: 800,
             packets_lost: 1,
             reconnects: 2,
+            archives: 3,
             last_error: Some("reset".into()),
         });
         let t = table(&st);
@@ -419,7 +424,7 @@ mod tests {
                  direct (slowest write 1.2 ms), 2 through the page cache (behind, after a stalled write or while \
                  the page cache wrote back)",
                 "relayd net://h:5342:5343 (connected): 8 packets sent (800 bytes), 1 packets lost to the network, \
-                 2 reconnections; last error: reset",
+                 3 trace chunks archived, 2 reconnections; last error: reset",
                 "relayd folder: host/s",
             ]
         );

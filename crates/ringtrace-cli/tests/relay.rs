@@ -10,7 +10,10 @@
 //!   normally, counts the packets it could not send, streams again into a
 //!   second folder, and babeltrace2 reading both reports the gap as
 //!   discarded packets;
-//! - relayd unreachable at start: a clear message, the local trace whole.
+//! - relayd unreachable at start: a clear message, the local trace whole;
+//! - a session that streams only to relayd, rotated by hand: each
+//!   rotation is an archive of relayd's holding exactly the events since
+//!   the last, and the session's end archives the rest.
 
 mod common;
 
@@ -441,4 +444,109 @@ fn ctl_sends_a_flight_recorder_snapshot_to_relayd() {
         o.stderr
     );
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// relayd's archives below `out` once moved into place whole (their
+/// streams' folder holds the metadata), by index.
+fn relay_archives(out: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = relay_folders(out)
+        .iter()
+        .flat_map(|f| std::fs::read_dir(f.join("archives")).into_iter().flatten())
+        .flatten()
+        .map(|e| e.path())
+        .filter(|a| {
+            std::fs::read_dir(a)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|s| s.path().join("metadata").exists())
+        })
+        .collect();
+    v.sort_by_key(|p| {
+        let n = p.file_name().unwrap().to_string_lossy().into_owned();
+        n.rsplit('-').next().unwrap().parse::<u64>().unwrap()
+    });
+    v
+}
+
+/// Waits (at most 20 s) until relayd has moved `n` archives into place.
+fn wait_archives(out: &Path, n: usize) -> Vec<PathBuf> {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let a = relay_archives(out);
+        if a.len() >= n {
+            return a;
+        }
+        assert!(Instant::now() < end, "relayd archived {a:?}, not {n}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The `i` of the events of relayd's archive `a`, in time order.
+fn values(a: &Path) -> Vec<u64> {
+    let t = ctf::read::Trace::open(a).unwrap();
+    ctf::merge::Merger::new(&t)
+        .filter_map(|i| match i.unwrap().1 {
+            ctf::read::Item::Event(e) => match e.values[0] {
+                ctf::value::Value::Uint(v) => Some(v),
+                ref v => panic!("{v:?}"),
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn rotating_by_hand_archives_on_relayd() {
+    let Some((_d, relayd)) = setup("relay-rotate") else {
+        return;
+    };
+    let s = ringtrace::Session::builder("relay-rotate")
+        .relay(ringtrace::RelayUrl::parse(&relayd.url()).unwrap())
+        .channel(ringtrace::ChannelConfig::new("c").subbufs(16 << 10, 4))
+        .enable("relrot:*")
+        // Rotates on relayd (protocol 2.11), by size only far later.
+        .rotate(ringtrace::Rotation {
+            size: Some(1 << 40),
+            ..ringtrace::Rotation::default()
+        })
+        .create()
+        .unwrap();
+    s.start();
+    for i in 0..1000u64 {
+        ringtrace::event!(relrot, ev, i: u64 = i);
+    }
+    let a0 = s.rotate().unwrap();
+    let name = a0.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        a0.parent().unwrap().ends_with("archives") && name.ends_with("-0"),
+        "{}",
+        a0.display()
+    );
+    let e = s.rotate().unwrap_err().to_string();
+    assert!(e.contains("nothing was written since"), "{e}");
+    for i in 1000..1500u64 {
+        ringtrace::event!(relrot, ev, i: u64 = i);
+    }
+    s.stop().unwrap();
+    let relay = s.stats().relay.unwrap();
+    assert_eq!((relay.packets_lost, relay.archives), (0, 1), "{relay:?}");
+    // The session's end archives the last chunk.
+    drop(s);
+    let a = wait_archives(&relayd.out, 2);
+    assert_eq!(a.len(), 2, "{a:?}");
+    assert_eq!(a[0].file_name().unwrap().to_string_lossy(), name);
+    assert_eq!(values(&a[0]), (0..1000).collect::<Vec<_>>());
+    assert_eq!(values(&a[1]), (1000..1500).collect::<Vec<_>>());
+    for (a, n) in a.iter().zip([1000, 500]) {
+        let (lines, err) = babeltrace2(a);
+        assert_eq!(lines.len(), n, "{}: {err}", a.display());
+    }
+    // Nothing but the archives: no empty chunk left behind.
+    let (folder, _) = only_folder(&relayd.out);
+    let names: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["archives"], "{}", folder.display());
 }

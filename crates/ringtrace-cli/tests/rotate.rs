@@ -3,7 +3,12 @@
 //! every archive it is shown while the recording goes on; at the end 3
 //! archives remain, and their `interop:ints` events are exactly the last
 //! rounds of the program, each once; the process's folder reads as one
-//! trace (`stats`), an archive alone as itself.
+//! trace (`stats`), an archive alone as itself. The same recording also
+//! streams to a real lttng-relayd, which rotates with it (protocol 2.11
+//! trace chunks): babeltrace2 opens each of relayd's archives as they
+//! come; at the end relayd has every archive (it keeps them all), each
+//! holding the same rounds as the local archive of the same index, and
+//! together every round once.
 
 mod common;
 
@@ -12,6 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::lttng::{build, ringtrace_lttng_ust};
+use common::relayd::{relay_folders, Relayd};
 use common::*;
 use ctf::read::{Item, Trace};
 
@@ -53,6 +59,30 @@ fn pin(a: &Path, to: &Path) -> Option<PathBuf> {
     a.exists().then_some(dest)
 }
 
+/// relayd's archives of the program's relay session, by index, once
+/// relayd has moved them into place whole (the streams' folder, with its
+/// metadata, is renamed into the archive's last).
+fn relay_archives(out: &Path) -> Vec<PathBuf> {
+    if !out.join(common::relayd::hostname()).exists() {
+        return Vec::new();
+    }
+    let mut v: Vec<PathBuf> = relay_folders(out)
+        .iter()
+        .flat_map(|f| std::fs::read_dir(f.join("archives")).into_iter().flatten())
+        .flatten()
+        .map(|e| e.path())
+        .filter(|a| {
+            std::fs::read_dir(a)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|s| s.path().join("metadata").exists())
+        })
+        .collect();
+    v.sort_by_key(|p| index(p));
+    v
+}
+
 /// The rounds (`-s32`) of the `interop:ints` events of the trace at
 /// `dir`, in time order.
 fn rounds(dir: &Path) -> Vec<u64> {
@@ -86,6 +116,9 @@ fn a_30_second_session_keeps_its_last_three_archives_exactly() {
     let trace = dir.join("trace");
     let pinned = dir.join("pinned");
     std::fs::create_dir_all(&pinned).unwrap();
+    assert!(tool_present("lttng-relayd", "lttng-tools"));
+    let relay_out = dir.join("relayd");
+    let relayd = Relayd::start(&relay_out, common::relayd::free_ports());
     // 240,000 rounds, 120 ms of sleep every 1000: about 30 s, about 40 MB.
     const N: u64 = 240_000;
     let mut rec = Command::new(assert_cmd::cargo::cargo_bin("ringtrace"))
@@ -93,14 +126,29 @@ fn a_30_second_session_keeps_its_last_three_archives_exactly() {
         // One buffer for the program's one thread: its archives follow
         // one another packet by packet.
         .args(["--per-thread", "--rotate-size", "4m", "--keep", "3"])
+        .args(["--relay", &relayd.url()])
         .args(["--", exe.to_str().unwrap(), &N.to_string(), "1", "120000"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut checked = Vec::new();
+    let mut relay_checked = Vec::new();
     let end = Instant::now() + Duration::from_secs(300);
     while rec.try_wait().unwrap().is_none() {
+        for a in relay_archives(&relay_out) {
+            if relay_checked.contains(&index(&a)) {
+                continue;
+            }
+            let bt = Command::new("babeltrace2").arg(&a).output().unwrap();
+            assert!(
+                bt.status.success() && !bt.stdout.is_empty(),
+                "babeltrace2 {}: {}",
+                a.display(),
+                String::from_utf8_lossy(&bt.stderr)
+            );
+            relay_checked.push(index(&a));
+        }
         for a in archives(&trace) {
             if checked.contains(&index(&a)) {
                 continue;
@@ -155,6 +203,50 @@ fn a_30_second_session_keeps_its_last_three_archives_exactly() {
     let per: u64 = kept.iter().map(|a| count_events(a)).sum();
     assert_eq!(evs, per);
     assert_eq!(evs, 3 * (N - first), "three events a round");
+
+    // relayd: every archive made, the last one at the session's end, each
+    // the same rounds as the local one of its index; all rounds once.
+    assert!(
+        !relay_checked.is_empty(),
+        "no relayd archive while recording"
+    );
+    let made = index(&kept[2]) + 1;
+    let end = Instant::now() + Duration::from_secs(20);
+    let remote = loop {
+        let r = relay_archives(&relay_out);
+        if r.len() as u64 >= made {
+            break r;
+        }
+        assert!(Instant::now() < end, "relayd archived {r:?} of {made}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(remote.len() as u64, made, "{remote:?}");
+    let (mut every, mut events) = (Vec::new(), 0);
+    for (i, a) in remote.iter().enumerate() {
+        assert_eq!(index(a), i as u64, "{remote:?}");
+        let r = rounds(a);
+        let n = count_events(a);
+        if let Some(local) = kept.iter().find(|k| index(k) == i as u64) {
+            assert_eq!(r, rounds(local), "relayd's archive {i} and ours differ");
+            assert_eq!(
+                n,
+                count_events(local),
+                "relayd's archive {i} and ours differ"
+            );
+        }
+        let bt = Command::new("babeltrace2").arg(a).output().unwrap();
+        assert!(bt.status.success(), "{}", a.display());
+        let lines = String::from_utf8_lossy(&bt.stdout).lines().count() as u64;
+        assert_eq!(lines, n, "babeltrace2's count of {}", a.display());
+        every.extend(r);
+        events += n;
+    }
+    assert_eq!(
+        every,
+        (0..N).collect::<Vec<_>>(),
+        "every round once on relayd"
+    );
+    assert_eq!(events, 3 * N, "three events a round, on relayd");
 }
 
 #[test]

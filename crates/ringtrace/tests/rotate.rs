@@ -234,3 +234,83 @@ fn rotating_every_period_archives_only_chunks_that_hold_something() {
     s.stop().unwrap();
     assert_eq!(archives(&dir).len(), 1, "nothing more to archive at stop");
 }
+
+/// A relay daemon that answers the version handshake with protocol 2.10,
+/// the last without trace chunks (lttng-relayd 2.10 and older): none is
+/// installed here, and the handshake is all the refusal needs. Returns its
+/// URL and the minor version the client announced.
+fn relayd_2_10() -> (ringtrace::RelayUrl, std::thread::JoinHandle<u32>) {
+    use std::io::{Read, Write};
+    let control = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let data = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "net://127.0.0.1:{}:{}",
+        control.local_addr().unwrap().port(),
+        data.local_addr().unwrap().port()
+    );
+    let t = std::thread::spawn(move || {
+        let (mut c, _) = control.accept().unwrap();
+        let (_d, _) = data.accept().unwrap();
+        // Header (24 bytes: circuit, size, command, version), major, minor.
+        let mut v = [0u8; 32];
+        c.read_exact(&mut v).unwrap();
+        assert_eq!(u32::from_be_bytes(v[16..20].try_into().unwrap()), 5);
+        c.write_all(&[0, 0, 0, 2, 0, 0, 0, 10]).unwrap();
+        // Until the client hangs up.
+        let _ = c.read(&mut [0u8; 1]);
+        u32::from_be_bytes(v[28..32].try_into().unwrap())
+    });
+    (ringtrace::RelayUrl::parse(&url).unwrap(), t)
+}
+
+#[test]
+fn rotating_on_a_relayd_without_trace_chunks_is_refused() {
+    let size = Rotation {
+        size: Some(1 << 20),
+        ..Rotation::default()
+    };
+    // Streaming only, and streaming beside a local trace: refused alike
+    // (the local trace alone would not be what was asked for).
+    for (k, local) in [false, true].into_iter().enumerate() {
+        let (url, relayd) = relayd_2_10();
+        let mut b = Session::builder(&format!("rotate-old-relayd-{k}"))
+            .relay(url)
+            .enable("rot5:*")
+            .rotate(size);
+        if local {
+            b = b.output(tmpdir(&format!("rotate-old-relayd-{k}")));
+        }
+        let e = b.create().unwrap_err().to_string();
+        assert!(
+            e.contains("cannot rotate on relayd") && e.contains("protocol 2.10"),
+            "{e}"
+        );
+        assert!(e.contains("2.11 or later"), "{e}");
+        assert_eq!(
+            relayd.join().unwrap(),
+            11,
+            "a rotating session announces 2.11"
+        );
+    }
+    // Live sessions do not rotate (as in LTTng); keep= needs a directory
+    // of ours to remove archives from. Both refused before connecting.
+    let url = ringtrace::RelayUrl::parse("net://127.0.0.1:1").unwrap();
+    let e = Session::builder("rotate-live")
+        .relay(url.clone())
+        .live(std::time::Duration::from_millis(100))
+        .rotate(size)
+        .create()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a live session cannot rotate"), "{e}");
+    let e = Session::builder("rotate-keep-remote")
+        .relay(url)
+        .rotate(Rotation {
+            keep: Some(2),
+            ..size
+        })
+        .create()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("relayd keeps its own"), "{e}");
+}

@@ -81,55 +81,87 @@ impl Recording {
     /// session without a directory, and when nothing was written since
     /// the last rotation.
     pub(crate) fn rotate(&self) -> Result<PathBuf, Error> {
-        self.try_rotate()?.ok_or_else(|| {
+        self.try_rotate(true)?.ok_or_else(|| {
             self.cannot_rotate("nothing was written since its last rotation (or it was destroyed)")
         })
     }
 
     /// [`Recording::rotate`]; `None` when the chunk holds no packet (a
     /// rotation that came first took it) or the session was destroyed
-    /// meanwhile: nothing to archive.
-    fn try_rotate(&self) -> Result<Option<PathBuf>, Error> {
+    /// meanwhile: nothing to archive. A session that streams to relayd
+    /// rotates there too (`relay/`); `wait`: for relayd's answer (the
+    /// consumer does not wait on the network: an empty path then, when
+    /// nothing is archived locally).
+    fn try_rotate(&self, wait: bool) -> Result<Option<PathBuf>, Error> {
         if self.inherited() {
             return Err(Error::Inherited(self.name.clone()));
         }
-        let Some(root) = self.output.as_deref() else {
-            return Err(self.cannot_rotate("it has no directory"));
-        };
         if self.mode != Mode::Discard {
             return Err(self.cannot_rotate("a flight recorder saves snapshots instead"));
         }
-        if self.relay.is_some() {
-            return Err(self.cannot_rotate("its trace streams to lttng-relayd"));
+        let root = self.output.as_deref();
+        if root.is_none() {
+            match lock(&self.sink).relay.as_ref().map(|r| r.rotates()) {
+                None => return Err(self.cannot_rotate("it has no directory")),
+                Some(false) => {
+                    return Err(self.cannot_rotate(
+                        "its relay session was made without trace chunks (create the session \
+                         with rotate-size= or rotate-every= to rotate on relayd)",
+                    ))
+                }
+                Some(true) => {}
+            }
         }
         // One rotation at a time: archives are made, and kept, in order.
         let _one = lock(&self.rotating);
         if self.destroyed.load(Relaxed) {
             return Ok(None);
         }
-        self.rotate_locked(root)
+        self.rotate_locked(root, wait, true)
     }
 
-    /// The rotation itself, `rotating` held.
-    fn rotate_locked(&self, root: &Path) -> Result<Option<PathBuf>, Error> {
+    /// The rotation itself, `rotating` held (on relayd too if `relay`).
+    fn rotate_locked(
+        &self,
+        root: Option<&Path>,
+        wait: bool,
+        relay: bool,
+    ) -> Result<Option<PathBuf>, Error> {
         if self.active.load(Relaxed) {
             for ch in &self.channels {
                 ch.chan.ops().flush_live();
             }
         }
-        // Everything ready now goes into the chunk being closed.
+        // Everything ready now goes into the chunk being closed...
         self.consume(Instant::now(), true);
-        let Some((old, files)) = self.next_chunk(root)? else {
-            return Ok(None);
+        // ...on relayd too: its rotation comes after those packets.
+        let remote = match relay {
+            true => lock(&self.sink).relay.as_mut().and_then(|r| r.rotate()),
+            false => None,
         };
-        let archive = self.archive(root, old, &files)?;
-        self.keep_within_budget();
-        Ok(Some(archive))
+        let mut local = None;
+        if let Some(root) = root {
+            if let Some((old, files)) = self.next_chunk(root)? {
+                local = Some(self.archive(root, old, &files)?);
+                self.keep_within_budget();
+            }
+        }
+        match (local, remote) {
+            (Some(a), _) => Ok(Some(a)),
+            (None, None) => Ok(None),
+            (None, Some(_)) if !wait => Ok(Some(PathBuf::new())),
+            (None, Some(answer)) => match answer.recv_timeout(super::relay::STOP_WAIT) {
+                Ok(Ok(path)) => Ok(Some(PathBuf::from(path))),
+                Ok(Err(e)) => Err(self.cannot_rotate(&format!("relayd did not rotate: {e}"))),
+                Err(_) => Err(self.cannot_rotate("relayd did not answer the rotation in time")),
+            },
+        }
     }
 
     fn cannot_rotate(&self, why: &str) -> Error {
         Error::Config(format!(
-            "session '{}' cannot rotate: {why} (rotation archives a discard session's directory)",
+            "session '{}' cannot rotate: {why} (rotation archives a discard session's \
+             directory, or its trace on lttng-relayd)",
             self.name
         ))
     }
@@ -253,19 +285,25 @@ impl Recording {
         }
         let (bytes, began_at) = {
             let mut sink = lock(&self.sink);
-            let c = sink.chunk.as_mut()?;
-            if c.bytes == 0 && r.every.is_some_and(|e| now >= c.began_at + e) {
+            let sink = &mut *sink;
+            // The local chunk's size and age, or relayd's alone.
+            let (bytes, began) = match (sink.chunk.as_mut(), sink.relay.as_mut()) {
+                (Some(c), _) => (&mut c.bytes, &mut c.began_at),
+                (None, Some(r)) if r.rotates() => (&mut r.chunk_bytes, &mut r.chunk_began),
+                _ => return None,
+            };
+            if *bytes == 0 && r.every.is_some_and(|e| now >= *began + e) {
                 // Nothing to archive: the age counts from now.
-                c.began_at = now;
+                *began = now;
             }
-            (c.bytes, c.began_at)
+            (*bytes, *began)
         };
         let aged = r.every.is_some_and(|e| now >= began_at + e);
         let full = r.size.is_some_and(|s| bytes >= s);
         if (aged || full) && bytes > 0 {
             // Another rotation (a stop, `ctl … rotate`) may have taken the
             // chunk meanwhile: nothing to do then.
-            if let Err(e) = self.try_rotate() {
+            if let Err(e) = self.try_rotate(false) {
                 let msg = format!("session '{}': rotation failed: {e}", self.name);
                 let mut sink = lock(&self.sink);
                 if sink.archives.error.as_deref() != Some(msg.as_str()) {
@@ -294,7 +332,8 @@ impl Recording {
                 .is_some_and(|c| (c.index > 0 || self.rotation.is_set()) && c.bytes > 0)
         };
         if rotated {
-            self.rotate_locked(root)?;
+            // relayd's last chunk is archived when the session ends.
+            self.rotate_locked(Some(root), false, false)?;
         }
         Ok(())
     }

@@ -453,17 +453,28 @@ impl SessionBuilder {
                 self.name
             )));
         }
-        if self.rotation.is_set() && (self.mode != Mode::Discard || self.output.is_none()) {
+        if self.rotation.is_set()
+            && (self.mode != Mode::Discard || (self.output.is_none() && self.relay.is_none()))
+        {
             return Err(Error::Config(format!(
-                "session '{}': rotation archives a discard session's directory \
-                 (a flight recorder saves snapshots instead)",
+                "session '{}': rotation archives a discard session's directory or its trace \
+                 on lttng-relayd (a flight recorder saves snapshots instead)",
                 self.name
             )));
         }
-        if self.rotation.is_set() && self.relay.is_some() {
+        if self.rotation.is_set() && self.relay.as_ref().is_some_and(|r| r.live.is_some()) {
             return Err(Error::Config(format!(
-                "session '{}': rotation of a trace streamed to lttng-relayd is not supported: \
-                 rotate the local trace only (no relay=), or let relayd's own tools archive",
+                "session '{}': a live session cannot rotate (as in LTTng): stream without \
+                 live=, or without rotation",
+                self.name
+            )));
+        }
+        let keeps = self.rotation.keep.is_some() || self.rotation.keep_size.is_some();
+        if keeps && self.output.is_none() {
+            return Err(Error::Config(format!(
+                "session '{}': keep= and keep-size= remove the archives ringtrace writes to \
+                 its directory; relayd keeps its own (give the session a directory, or \
+                 remove old archives on the relay host)",
                 self.name
             )));
         }

@@ -125,7 +125,7 @@ impl SessionState {
             rotation,
         } = c;
         let clock = ringtrace_core::clock::clock();
-        let uuid = random_uuid();
+        let uuid = crate::sys::random::uuid();
         let desc = metadata::trace_desc(
             uuid,
             &clock,
@@ -278,21 +278,6 @@ impl Drop for SessionState {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
-}
-
-/// 16 random bytes (version-4 UUID) from the kernel.
-fn random_uuid() -> [u8; 16] {
-    let mut u = [0u8; 16];
-    // SAFETY: `u` is a valid writable buffer of 16 bytes.
-    let n = unsafe { libc::getrandom(u.as_mut_ptr().cast(), 16, 0) };
-    if n != 16 {
-        // No entropy syscall: time and pid still make collisions unlikely.
-        let t = traceclock::tsc::realtime_ns() as u128 ^ ((std::process::id() as u128) << 64);
-        u = t.to_le_bytes();
-    }
-    u[6] = (u[6] & 0x0f) | 0x40;
-    u[8] = (u[8] & 0x3f) | 0x80;
-    u
 }
 
 /// How long `stop` and `destroy` wait for writers inside a probe.

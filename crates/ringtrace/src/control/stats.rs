@@ -330,6 +330,9 @@ pub struct RelayStats {
     pub packets_lost: u64,
     /// Connections made after the first.
     pub reconnects: u64,
+    /// Trace chunks relayd was asked to archive (a session that rotates).
+    #[serde(default)]
+    pub archives: u64,
     /// The last connection error, if any.
     pub last_error: Option<String>,
 }

@@ -35,8 +35,19 @@ impl SessionBuilder {
                     .iter()
                     .map(|c| c.cfg.subbuf_size * c.cfg.num_subbuf * c.chan.ops().buffers())
                     .sum();
-                match RelaySink::start(cfg, &name, &folder, channels, bytes, &meta) {
+                // A session that rotates on its own rotates on relayd too
+                // (protocol 2.11's trace chunks).
+                let chunks = state.rotation.size.is_some() || state.rotation.every.is_some();
+                match RelaySink::start(cfg, &name, &folder, channels, bytes, &meta, chunks) {
                     Ok(r) => Some(r),
+                    // relayd is there but cannot rotate: refused, whatever
+                    // else the session writes.
+                    Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+                        return Err(Error::Config(format!(
+                            "session '{}': cannot rotate on relayd at {}: {e}",
+                            state.name, cfg.url
+                        )))
+                    }
                     Err(e) => {
                         let msg = format!(
                             "cannot stream to relayd at {}: {e}; is lttng-relayd running there \

@@ -11,7 +11,7 @@
 mod sender;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,7 @@ const MAX_JOBS: usize = 4096;
 const MIN_QUEUE: usize = 16 << 20;
 /// Longest wait of a stop or destroy for the sender: relayd's own wait
 /// for the last packets, and one I/O timeout.
-const STOP_WAIT: Duration = Duration::from_secs(7);
+pub(crate) const STOP_WAIT: Duration = Duration::from_secs(7);
 
 /// `SyncSender::send` with a deadline (a full queue of a stuck sender).
 fn send_within<T>(tx: &SyncSender<T>, mut t: T, limit: Duration) -> bool {
@@ -52,6 +52,8 @@ pub(crate) struct Shared {
     bytes_sent: AtomicU64,
     packets_lost: AtomicU64,
     reconnects: AtomicU64,
+    /// Trace chunks relayd was asked to archive.
+    archives: AtomicU64,
     connected: AtomicBool,
     /// Bytes of packets queued and not yet sent.
     queued: AtomicUsize,
@@ -137,6 +139,7 @@ impl RelaySnapshot {
             channels,
             metadata.to_string(),
             shared.clone(),
+            false,
         )?;
         Ok(RelaySnapshot { sender, shared })
     }
@@ -175,6 +178,11 @@ pub(crate) struct RelaySink {
     metadata: String,
     live: Option<Duration>,
     next_live: Option<Instant>,
+    /// Protocol 2.11: the session rotates on relayd.
+    chunks: bool,
+    /// Bytes of packets queued since the last rotation, and its time.
+    pub(crate) chunk_bytes: u64,
+    pub(crate) chunk_began: Instant,
 }
 
 impl std::fmt::Debug for Job {
@@ -188,7 +196,9 @@ impl RelaySink {
     /// reached, before anything is recorded), creates the relay session
     /// `name` stored in `HOST/<folder>-DATE`, and starts its sender.
     /// `channels` names the stream files; `buffer_bytes` is the size of
-    /// all the session's ring buffers.
+    /// all the session's ring buffers. With `chunks` the session rotates
+    /// (protocol 2.11: `sender.rs`); a relayd too old for it is refused
+    /// with an error of kind `Unsupported`.
     pub(crate) fn start(
         cfg: &RelayConfig,
         name: &str,
@@ -196,6 +206,7 @@ impl RelaySink {
         channels: Vec<String>,
         buffer_bytes: usize,
         metadata: &str,
+        chunks: bool,
     ) -> std::io::Result<RelaySink> {
         let shared = Arc::new(Shared {
             url: cfg.url.to_string(),
@@ -208,6 +219,7 @@ impl RelaySink {
             channels,
             metadata.to_string(),
             shared.clone(),
+            chunks,
         )?;
         let (jobs, rx) = sync_channel(MAX_JOBS);
         // Not `std::thread`: this may run in a fork child (`sys/thread.rs`).
@@ -219,7 +231,31 @@ impl RelaySink {
             metadata: metadata.to_string(),
             live: cfg.live,
             next_live: cfg.live.map(|p| Instant::now() + p),
+            chunks,
+            chunk_bytes: 0,
+            chunk_began: Instant::now(),
         })
+    }
+
+    /// Whether the session rotates on relayd (protocol 2.11).
+    pub(crate) fn rotates(&self) -> bool {
+        self.chunks
+    }
+
+    /// Queues a rotation after every packet queued so far; `None` if no
+    /// packet was queued since the last one (nothing to archive). The
+    /// answer comes when relayd has it: its folder of the archive.
+    pub(crate) fn rotate(&mut self) -> Option<Receiver<Result<String, String>>> {
+        if !self.chunks || self.chunk_bytes == 0 {
+            return None;
+        }
+        let (ack, answer) = sync_channel(1);
+        if !send_within(&self.jobs, Job::Rotate(ack), STOP_WAIT) {
+            return None;
+        }
+        self.chunk_bytes = 0;
+        self.chunk_began = Instant::now();
+        Some(answer)
     }
 
     /// Queues one packet of buffer `b` of channel `ci`; `metadata` gives
@@ -251,6 +287,7 @@ impl RelaySink {
                 if changed {
                     self.metadata = now;
                 }
+                self.chunk_bytes += len as u64;
             }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.shared.queued.fetch_sub(len, Relaxed);
@@ -322,6 +359,7 @@ impl RelaySink {
             bytes_sent: s.bytes_sent.load(Relaxed),
             packets_lost: s.packets_lost.load(Relaxed),
             reconnects: s.reconnects.load(Relaxed),
+            archives: s.archives.load(Relaxed),
             last_error,
         }
     }

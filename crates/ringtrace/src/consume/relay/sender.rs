@@ -11,6 +11,13 @@
 //! packet lost and tries again after a backoff (0.1 s, doubling to 5 s),
 //! at the next packet, as a new relay session in a new folder
 //! (`HOST/NAME-PID-DATE-2`, ...: relayd would truncate the first one's files).
+//!
+//! A session that rotates speaks protocol 2.11: its relay session is named
+//! `NAME-PID` (relayd adds `-DATE`), its streams go to folder `NAME` of
+//! the current trace chunk, and a rotation (`rotate`, in order with the
+//! packets) starts the next chunk, moves every stream to it after the
+//! last packet sent, sends the whole metadata to it and closes the old
+//! one, which relayd archives. `close` archives the last chunk too.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -44,6 +51,8 @@ pub(super) enum Job {
     Written(SyncSender<()>),
     /// Close every stream and the connection, then answer and end.
     Close(SyncSender<()>),
+    /// Rotate (protocol 2.11): answer with relayd's folder of the archive.
+    Rotate(SyncSender<Result<String, String>>),
 }
 
 struct Stream {
@@ -59,7 +68,12 @@ struct Stream {
 struct Conn {
     relay: Relay,
     path: String,
-    metadata_stream: u64,
+    /// relayd's metadata stream (added with the first trace chunk when
+    /// the session rotates).
+    metadata_stream: Option<u64>,
+    /// Protocol 2.11: the session rotates; the next trace chunk's id.
+    chunks: bool,
+    next_chunk: u64,
     /// The metadata relayd has, and how many times it was reset.
     metadata: String,
     metadata_version: u64,
@@ -74,6 +88,10 @@ pub(super) struct Sender {
     channels: Vec<String>,
     /// `HOST/NAME-PID-DATE`: the folder of the first connection.
     base: String,
+    /// `NAME-PID`: the relay session's name when it rotates.
+    folder: String,
+    /// Protocol 2.11, trace chunks: the session rotates.
+    chunks: bool,
     conn: Option<Conn>,
     /// The session's metadata as last given.
     metadata: String,
@@ -87,7 +105,8 @@ pub(super) struct Sender {
 impl Sender {
     /// Connects to relayd (in the caller's thread: an error says relayd
     /// cannot be reached before anything is recorded) and creates relay
-    /// session `name`, stored in `HOST/<folder>-DATE`.
+    /// session `name`, stored in `HOST/<folder>-DATE` (with `chunks`, see
+    /// the module's description).
     pub(super) fn connect_first(
         cfg: &RelayConfig,
         name: &str,
@@ -95,6 +114,7 @@ impl Sender {
         channels: Vec<String>,
         metadata: String,
         shared: Arc<Shared>,
+        chunks: bool,
     ) -> std::io::Result<Sender> {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|s| s.trim().to_string())
@@ -107,6 +127,8 @@ impl Sender {
             cfg: cfg.clone(),
             name: truncated(&name.replace('\0', "_"), 254),
             base: format!("{host}/{folder}-{}", crate::output::local_time_stamp()),
+            folder: truncated(folder, 254),
+            chunks,
             host,
             channels,
             conn: None,
@@ -125,13 +147,30 @@ impl Sender {
             .cfg
             .live
             .map_or(0, |p| p.as_micros().clamp(1, u32::MAX as u128) as u32);
-        let path = match self.generation {
-            0 => self.base.clone(),
-            n => format!("{}-{}", self.base, n + 1),
+        let again = |s: &str| match self.generation {
+            0 => s.to_string(),
+            n => format!("{s}-{}", n + 1),
         };
-        let mut relay = Relay::connect(&self.cfg.url, &self.name, &self.host, live_us)?;
-        let metadata_stream = relay.add_stream("metadata", &path)?;
-        relay.metadata(metadata_stream, self.metadata.as_bytes())?;
+        // 2.11: relayd names the session's folder after the relay session;
+        // the streams' folder is relative to the trace chunk's.
+        let (session, path) = match self.chunks {
+            false => (self.name.clone(), again(&self.base)),
+            true => (again(&self.folder), stream_folder(&self.name)),
+        };
+        let mut relay = Relay::connect(&self.cfg.url, &session, &self.host, live_us, self.chunks)?;
+        let shown = match self.chunks {
+            false => path.clone(),
+            true => relay.output_path.clone(),
+        };
+        // 2.11: added to the first trace chunk, with the first packet.
+        let metadata_stream = match self.chunks {
+            false => {
+                let m = relay.add_stream("metadata", &path)?;
+                relay.metadata(m, self.metadata.as_bytes())?;
+                Some(m)
+            }
+            true => None,
+        };
         // Published with the first data stream, not alone: babeltrace2
         // 2.0's live source, attached to a trace of a metadata stream
         // alone, asks for new streams forever once they come.
@@ -139,13 +178,15 @@ impl Sender {
             self.shared.reconnects.fetch_add(1, Relaxed);
         }
         self.generation += 1;
-        self.shared.set_path(&path);
+        self.shared.set_path(&shown);
         self.shared.connected.store(true, Relaxed);
         self.backoff = BACKOFF_MIN;
         self.conn = Some(Conn {
             relay,
             path,
             metadata_stream,
+            chunks: self.chunks,
+            next_chunk: 0,
             metadata: self.metadata.clone(),
             metadata_version: 0,
             streams: HashMap::new(),
@@ -210,6 +251,9 @@ impl Sender {
                     self.close();
                     let _ = ack.send(());
                     return;
+                }
+                Job::Rotate(ack) => {
+                    let _ = ack.send(self.rotate());
                 }
             }
         }
@@ -286,17 +330,61 @@ impl Sender {
         }
     }
 
-    /// Closes every stream and the connection.
+    /// Closes every stream and the connection (a session that rotates:
+    /// and its last trace chunk, which relayd archives).
     pub(super) fn close(&mut self) {
         self.wait_written();
         if let Some(mut c) = self.conn.take() {
+            let mut closed = true;
             for s in c.streams.values() {
                 if s.next_seq > 0 && c.relay.close_stream(s.id, s.next_seq - 1).is_err() {
+                    closed = false;
                     break;
+                }
+            }
+            if let (true, Some(id)) = (closed, c.relay.chunk()) {
+                match c.relay.close_chunk(id) {
+                    Ok(_) => {
+                        self.shared.archives.fetch_add(1, Relaxed);
+                    }
+                    Err(e) => self.shared.set_error(&e.to_string()),
                 }
             }
         }
         self.shared.connected.store(false, Relaxed);
+    }
+
+    /// A rotation (protocol 2.11), after every packet queued before it:
+    /// relayd's folder of the archive.
+    fn rotate(&mut self) -> Result<String, String> {
+        let now = Instant::now();
+        let Some(c) = self.conn.as_mut() else {
+            return Err(format!("not connected to relayd {}", self.cfg.url));
+        };
+        match c.rotate() {
+            Ok(Some(path)) => {
+                self.shared.archives.fetch_add(1, Relaxed);
+                Ok(path)
+            }
+            Ok(None) => Err(format!(
+                "no packet reached relayd {} since its last rotation",
+                self.cfg.url
+            )),
+            Err(e) => {
+                let msg = format!("relayd {}: {e}", self.cfg.url);
+                self.fail(e, now);
+                Err(msg)
+            }
+        }
+    }
+}
+
+/// The streams' folder in a trace chunk: the session's name as one
+/// folder (never `.`, `..` or empty).
+fn stream_folder(name: &str) -> String {
+    match name.replace('/', "_") {
+        n if n.is_empty() || n == "." || n == ".." => "trace".into(),
+        n => n,
     }
 }
 
@@ -323,6 +411,7 @@ impl Conn {
             .ok_or_else(|| std::io::Error::other("a packet shorter than its header"))?;
         // Every class a record of this packet uses was described before the
         // record was written: the metadata given with it covers it.
+        self.open_chunk(metadata)?;
         self.update_metadata(metadata)?;
         if !self.streams.contains_key(&(ci, b)) {
             let id = self
@@ -364,20 +453,65 @@ impl Conn {
         Ok(())
     }
 
+    /// Every stream's position now: the metadata stream, and each data
+    /// stream at its next packet.
+    fn positions(&self) -> Vec<(u64, u64)> {
+        let mut p: Vec<(u64, u64)> = self.metadata_stream.map(|m| (m, 0)).into_iter().collect();
+        p.extend(self.streams.values().map(|s| (s.id, s.next_seq)));
+        p
+    }
+
+    /// Protocol 2.11: takes every stream out of the current trace chunk
+    /// after its last packet sent and closes the chunk, which relayd
+    /// archives; returns relayd's folder of the archive (`None`: no chunk
+    /// is open, nothing was sent since the last rotation).
+    fn rotate(&mut self) -> std::io::Result<Option<String>> {
+        let Some(cur) = self.relay.chunk() else {
+            return Ok(None);
+        };
+        let positions = self.positions();
+        self.relay.rotate_streams(None, &positions)?;
+        self.relay.close_chunk(cur).map(Some)
+    }
+
+    /// Protocol 2.11: before a packet, the trace chunk it goes to (the
+    /// next one after a rotation: every stream moves to it, and it gets
+    /// the whole metadata).
+    fn open_chunk(&mut self, metadata: &str) -> std::io::Result<()> {
+        if !self.chunks || self.relay.chunk().is_some() {
+            return Ok(());
+        }
+        let id = self.next_chunk;
+        self.relay.create_chunk(id)?;
+        self.next_chunk += 1;
+        match self.metadata_stream {
+            None => self.metadata_stream = Some(self.relay.add_stream("metadata", &self.path)?),
+            Some(_) => {
+                let positions = self.positions();
+                self.relay.rotate_streams(Some(id), &positions)?;
+            }
+        }
+        // The chunk's metadata file starts empty.
+        self.metadata.clear();
+        self.update_metadata(metadata)
+    }
+
     /// Sends what relayd's metadata lacks: the new event blocks, or, if the
     /// preamble changed (contexts added before any record), all of it again
     /// after a reset.
     fn update_metadata(&mut self, now: &str) -> std::io::Result<()> {
+        let Some(stream) = self.metadata_stream else {
+            return Ok(());
+        };
         if now.len() == self.metadata.len() && now == self.metadata {
             return Ok(());
         }
         if let Some(tail) = now.strip_prefix(self.metadata.as_str()) {
-            self.relay.metadata(self.metadata_stream, tail.as_bytes())?;
+            self.relay.metadata(stream, tail.as_bytes())?;
         } else {
             self.metadata_version += 1;
-            self.relay
-                .reset_metadata(self.metadata_stream, self.metadata_version)?;
-            self.relay.metadata(self.metadata_stream, now.as_bytes())?;
+            self.relay.reset_metadata(stream, self.metadata_version)?;
+            self.relay.metadata(stream, now.as_bytes())?;
         }
         self.metadata = now.to_string();
         Ok(())

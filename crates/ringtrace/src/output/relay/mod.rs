@@ -12,7 +12,7 @@ pub mod proto;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use proto::Index;
 
@@ -116,7 +116,26 @@ pub struct Relay {
     /// Replies of index commands sent and not read yet (see
     /// [`Relay::packet`]).
     unanswered: usize,
+    /// Protocol 2.11: the trace chunk streams are added to now.
+    chunk: Option<u64>,
+    /// When it began, as relayd was told.
+    chunk_began: SystemTime,
+    /// Protocol 2.11: the session's folder, as relayd said it.
+    pub output_path: String,
 }
+
+/// Now, to the second (trace chunks' times).
+fn now_seconds() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(epoch_seconds(SystemTime::now()))
+}
+
+/// Seconds since the epoch of `t`.
+fn epoch_seconds(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Longest path relayd may answer with (its own bound).
+const MAX_PATH_REPLY: usize = 4096;
 
 /// Index replies left unread at most: past this many, the next packet
 /// waits for them (relayd, one thread for every connection, would stall
@@ -147,20 +166,37 @@ fn refused(what: &str, code: u32) -> std::io::Error {
 impl Relay {
     /// Connects both ports, agrees on the protocol version and creates
     /// session `name` of host `host` (live if `live_timer_us` is not 0).
+    /// With `chunks` (a session that rotates) it speaks 2.11: relayd
+    /// names the session's folder `HOST/NAME-DATE`, and streams are added
+    /// to the trace chunk [`Relay::create_chunk`] opens (see the module
+    /// `proto`); a relayd older than 2.11 is refused with an error of kind
+    /// `Unsupported`.
     pub fn connect(
         url: &RelayUrl,
         name: &str,
         host: &str,
         live_timer_us: u32,
+        chunks: bool,
     ) -> std::io::Result<Relay> {
-        let create = proto::create_session(name, host, live_timer_us).ok_or_else(|| {
+        let too_long = || {
             std::io::Error::other(format!(
                 "session name '{name}' or host name '{host}' too long for relayd (254 and 63 bytes)"
             ))
-        })?;
+        };
+        let uuid = crate::sys::random::uuid();
+        let create = match chunks {
+            false => proto::create_session(name, host, live_timer_us),
+            true => proto::create_session_2_11(name, host, &uuid, 1, epoch_seconds(now_seconds())),
+        }
+        .ok_or_else(too_long)?;
         let mut control = connect(url, url.control)?;
         let data = connect(url, url.data)?;
-        control.write_all(&proto::version())?;
+        let ours = if chunks {
+            proto::CHUNKS_MINOR
+        } else {
+            proto::MINOR
+        };
+        control.write_all(&proto::version(ours))?;
         let mut v = [0u8; 8];
         control.read_exact(&mut v)?;
         let (major, minor) = (proto::be_u32(&v, 0), proto::be_u32(&v, 4));
@@ -169,22 +205,117 @@ impl Relay {
                 "relayd speaks protocol {major}.{minor}; ringtrace needs 2.8 or later (lttng-relayd 2.8+)"
             )));
         }
+        if chunks && minor < proto::CHUNKS_MINOR {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                format!(
+                    "relayd speaks protocol {major}.{minor}: it has no trace chunks, so it cannot \
+                     rotate a session (lttng-relayd 2.11 or later can); stream without rotation, \
+                     or rotate a local trace"
+                ),
+            ));
+        }
         let mut r = Relay {
             control,
             data,
-            minor: minor.min(proto::MINOR),
+            minor: minor.min(ours),
             session_id: 0,
             unanswered: 0,
+            chunk: None,
+            chunk_began: UNIX_EPOCH,
+            output_path: String::new(),
         };
         r.control.write_all(&create)?;
         let mut reply = [0u8; 12];
         r.control.read_exact(&mut reply)?;
         let code = proto::be_u32(&reply, 8);
+        if chunks {
+            r.output_path = r.read_path()?;
+        }
         if code != proto::LTTNG_OK {
             return Err(refused("the session", code));
         }
         r.session_id = proto::be_u64(&reply, 0);
         Ok(r)
+    }
+
+    /// A 2.11 reply's path: its length (NUL included), then its bytes.
+    fn read_path(&mut self) -> std::io::Result<String> {
+        let mut l = [0u8; 4];
+        self.control.read_exact(&mut l)?;
+        let len = proto::be_u32(&l, 0) as usize;
+        if len > MAX_PATH_REPLY {
+            return Err(std::io::Error::other(format!(
+                "relayd answered a path of {len} bytes (at most {MAX_PATH_REPLY})"
+            )));
+        }
+        let mut p = vec![0u8; len];
+        self.control.read_exact(&mut p)?;
+        let end = p.iter().position(|&b| b == 0).unwrap_or(p.len());
+        Ok(String::from_utf8_lossy(&p[..end]).into_owned())
+    }
+
+    /// Protocol 2.11: the trace chunk streams are added to now.
+    pub fn chunk(&self) -> Option<u64> {
+        self.chunk
+    }
+
+    /// Protocol 2.11: opens trace chunk `id`, where streams are added from
+    /// now on (the first one is the session's folder itself).
+    pub fn create_chunk(&mut self, id: u64) -> std::io::Result<()> {
+        self.collect(true)?;
+        let began = now_seconds();
+        self.control
+            .write_all(&proto::create_trace_chunk(id, epoch_seconds(began)))?;
+        self.reply(&format!("trace chunk {id}"))?;
+        self.chunk = Some(id);
+        self.chunk_began = began;
+        Ok(())
+    }
+
+    /// Protocol 2.11: moves streams to chunk `next` (`None`: out of any
+    /// chunk, their files closed), each `(stream, seq)` from its packet
+    /// `seq` on (the metadata stream at once).
+    pub fn rotate_streams(
+        &mut self,
+        next: Option<u64>,
+        positions: &[(u64, u64)],
+    ) -> std::io::Result<()> {
+        self.collect(true)?;
+        self.control
+            .write_all(&proto::rotate_streams(next, positions))?;
+        self.reply("the rotation of the streams")
+    }
+
+    /// Protocol 2.11: closes trace chunk `id`, which relayd moves to
+    /// `archives/` once its streams have left it; returns where (relayd's
+    /// path).
+    pub fn close_chunk(&mut self, id: u64) -> std::io::Result<String> {
+        self.collect(true)?;
+        let end = now_seconds();
+        self.control
+            .write_all(&proto::close_trace_chunk(id, epoch_seconds(end)))?;
+        let mut r = [0u8; 4];
+        self.control.read_exact(&mut r)?;
+        let code = proto::be_u32(&r, 0);
+        let path = self.read_path()?;
+        if code != proto::LTTNG_OK {
+            return Err(refused(&format!("the close of trace chunk {id}"), code));
+        }
+        if self.chunk == Some(id) {
+            self.chunk = None;
+        }
+        // The session's first chunk was its folder: relayd answers that
+        // folder, and moves the chunk to `archives/`, named as LTTng names
+        // archives (relayd's local time: ours, on one host).
+        if path.contains("/archives/") {
+            return Ok(path);
+        }
+        Ok(format!(
+            "{path}/archives/{}-{}-{id}",
+            super::iso_local_time(self.chunk_began),
+            super::iso_local_time(end)
+        ))
     }
 
     /// The protocol version in use.
@@ -231,9 +362,14 @@ impl Relay {
 
     /// Adds stream file `channel` in folder `path` (relative to relayd's
     /// output); returns relayd's id of the stream.
+    /// (Protocol 2.11: relative to the current trace chunk's folder.)
     pub fn add_stream(&mut self, channel: &str, path: &str) -> std::io::Result<u64> {
         self.collect(true)?;
-        let m = proto::add_stream(channel, path).ok_or_else(|| {
+        let m = match self.chunk {
+            None => proto::add_stream(channel, path),
+            Some(c) => proto::add_stream_2_11(channel, path, c),
+        };
+        let m = m.ok_or_else(|| {
             std::io::Error::other(format!("stream path too long: {path}/{channel}"))
         })?;
         self.control.write_all(&m)?;
