@@ -14,10 +14,12 @@
 //!
 //! A session that rotates speaks protocol 2.11: its relay session is named
 //! `NAME-PID` (relayd adds `-DATE`), its streams go to folder `NAME` of
-//! the current trace chunk, and a rotation (`rotate`, in order with the
-//! packets) starts the next chunk, moves every stream to it after the
-//! last packet sent, sends the whole metadata to it and closes the old
-//! one, which relayd archives. `close` archives the last chunk too.
+//! the current trace chunk. A rotation (`rotate`, in order with the
+//! packets) takes every stream out of the chunk after its last packet
+//! sent and closes the chunk, which relayd archives; the next chunk is
+//! opened before the next packet (every stream moved into it, the whole
+//! metadata sent again), so no chunk is ever empty. `close` archives the
+//! last chunk too.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
