@@ -446,29 +446,6 @@ fn ctl_sends_a_flight_recorder_snapshot_to_relayd() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// relayd's archives below `out` once moved into place whole (their
-/// streams' folder holds the metadata), by index.
-fn relay_archives(out: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = relay_folders(out)
-        .iter()
-        .flat_map(|f| std::fs::read_dir(f.join("archives")).into_iter().flatten())
-        .flatten()
-        .map(|e| e.path())
-        .filter(|a| {
-            std::fs::read_dir(a)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .any(|s| s.path().join("metadata").exists())
-        })
-        .collect();
-    v.sort_by_key(|p| {
-        let n = p.file_name().unwrap().to_string_lossy().into_owned();
-        n.rsplit('-').next().unwrap().parse::<u64>().unwrap()
-    });
-    v
-}
-
 /// Waits (at most 20 s) until relayd has moved `n` archives into place.
 fn wait_archives(out: &Path, n: usize) -> Vec<PathBuf> {
     let end = Instant::now() + Duration::from_secs(20);

@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::lttng::{build, ringtrace_lttng_ust};
-use common::relayd::{relay_folders, Relayd};
+use common::relayd::{archive_index as index, relay_archives, Relayd};
 use common::*;
 use ctf::read::{Item, Trace};
 
@@ -39,11 +39,6 @@ fn archives(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-fn index(p: &Path) -> u64 {
-    let n = p.file_name().unwrap().to_string_lossy().into_owned();
-    n.rsplit('-').next().unwrap().parse().unwrap()
-}
-
 /// A copy of archive `a` made of hard links (the recording may remove
 /// the archive meanwhile: `None` then, as nothing was missed). Sound
 /// because a removal first renames the archive out of `archives/` and
@@ -57,30 +52,6 @@ fn pin(a: &Path, to: &Path) -> Option<PathBuf> {
         std::fs::hard_link(e.path(), dest.join(e.file_name())).ok()?;
     }
     a.exists().then_some(dest)
-}
-
-/// relayd's archives of the program's relay session, by index, once
-/// relayd has moved them into place whole (the streams' folder, with its
-/// metadata, is renamed into the archive's last).
-fn relay_archives(out: &Path) -> Vec<PathBuf> {
-    if !out.join(common::relayd::hostname()).exists() {
-        return Vec::new();
-    }
-    let mut v: Vec<PathBuf> = relay_folders(out)
-        .iter()
-        .flat_map(|f| std::fs::read_dir(f.join("archives")).into_iter().flatten())
-        .flatten()
-        .map(|e| e.path())
-        .filter(|a| {
-            std::fs::read_dir(a)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .any(|s| s.path().join("metadata").exists())
-        })
-        .collect();
-    v.sort_by_key(|p| index(p));
-    v
 }
 
 /// The rounds (`-s32`) of the `interop:ints` events of the trace at

@@ -99,6 +99,36 @@ pub fn relay_folders(out: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// relayd's archives (of rotating sessions) below its output `out`, by
+/// index, once moved into place whole: relayd renames the streams'
+/// folder, with its metadata, into the archive last.
+pub fn relay_archives(out: &Path) -> Vec<PathBuf> {
+    if !out.join(hostname()).exists() {
+        return Vec::new();
+    }
+    let mut v: Vec<PathBuf> = relay_folders(out)
+        .iter()
+        .flat_map(|f| std::fs::read_dir(f.join("archives")).into_iter().flatten())
+        .flatten()
+        .map(|e| e.path())
+        .filter(|a| {
+            std::fs::read_dir(a)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|s| s.path().join("metadata").exists())
+        })
+        .collect();
+    v.sort_by_key(|p| archive_index(p));
+    v
+}
+
+/// An archive's index: the last part of its name (`BEGIN-END-INDEX`).
+pub fn archive_index(p: &Path) -> u64 {
+    let n = p.file_name().unwrap().to_string_lossy().into_owned();
+    n.rsplit('-').next().unwrap().parse().unwrap()
+}
+
 /// The one relay session folder below relayd's output, and its name.
 pub fn only_folder(out: &Path) -> (PathBuf, String) {
     let folders = relay_folders(out);
