@@ -317,23 +317,30 @@ impl Recording {
     }
 
     /// `stop` of a session that has rotated (or rotates on its own): its
-    /// last chunk becomes an archive too, if it holds anything.
+    /// last chunk becomes an archive too, if it holds anything, here and
+    /// on relayd (whose next chunk opens only with a next packet).
     /// A rotation the consumer began before the stop is waited for: when
-    /// `stop` returns, every archive is in place and kept within budget.
+    /// `stop` returns, every archive is in place and kept within budget,
+    /// and relayd has answered (within the relay's stop bound).
     pub(crate) fn archive_at_stop(&self) -> Result<(), Error> {
-        let Some(root) = self.output.as_deref() else {
-            return Ok(());
-        };
         let _one = lock(&self.rotating);
         let rotated = {
             let sink = lock(&self.sink);
-            sink.chunk
+            let local = sink
+                .chunk
                 .as_ref()
-                .is_some_and(|c| (c.index > 0 || self.rotation.is_set()) && c.bytes > 0)
+                .is_some_and(|c| (c.index > 0 || self.rotation.is_set()) && c.bytes > 0);
+            let remote = sink
+                .relay
+                .as_ref()
+                .is_some_and(|r| r.rotates() && r.chunk_bytes > 0);
+            local || remote
         };
         if rotated {
-            // relayd's last chunk is archived when the session ends.
-            self.rotate_locked(Some(root), false, false)?;
+            self.rotate_locked(self.output.as_deref(), false, true)?;
+            if let Some(r) = &mut lock(&self.sink).relay {
+                r.wait_written();
+            }
         }
         Ok(())
     }
