@@ -41,7 +41,7 @@ PACKAGES=(
   "python3"         # the Perfetto export check; scripts/module_graph.py
   "python3-venv"    # the Python checkers' own environment (below): Perfetto's protos
   "babeltrace2"     # interoperability tests: babeltrace2 must read every trace
-  "lttng-tools"     # the LTTng-UST reading test records with a real session daemon
+  "lttng-tools"     # the LTTng-UST reading test records with a real session daemon; the relay and rotation tests stream to a real lttng-relayd
   "liblttng-ust-dev" # ... and builds a program with LTTng-UST tracepoints (and its shipped examples)
   "liblttng-ust1"    # LTTng-UST's helper libraries (libc, pthread, cyg-profile, dl) the ringtrace-lttng-ust tests preload
   "binutils"        # objdump: the LTTng-UST library's exported symbols checked against LTTng-UST's; addr2line, objcopy, strip: the symbol tests (gcc pulls it in today)
@@ -75,7 +75,7 @@ if command -v dpkg-query >/dev/null 2>&1; then
   fi
 else
   # Not Debian: name what is missing instead of guessing a package manager.
-  for tool in cc c++ pkg-config git python3 babeltrace2 curl lttng lttng-sessiond; do
+  for tool in cc c++ pkg-config git python3 babeltrace2 curl lttng lttng-sessiond lttng-relayd; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
   done
   python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=("python3 venv module")

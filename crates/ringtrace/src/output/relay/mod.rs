@@ -183,10 +183,13 @@ impl Relay {
                 "session name '{name}' or host name '{host}' too long for relayd (254 and 63 bytes)"
             ))
         };
-        let uuid = crate::sys::random::uuid();
         let create = match chunks {
             false => proto::create_session(name, host, live_timer_us),
-            true => proto::create_session_2_11(name, host, &uuid, 1, epoch_seconds(now_seconds())),
+            true => {
+                // A session daemon's instance, as relayd keys trace chunks.
+                let uuid = crate::sys::random::uuid();
+                proto::create_session_2_11(name, host, &uuid, 1, epoch_seconds(now_seconds()))
+            }
         }
         .ok_or_else(too_long)?;
         let mut control = connect(url, url.control)?;
