@@ -87,6 +87,7 @@ LAYERS = {
         ["context", "tally"],
         ["client"],
         ["any_channel", "filter"],
+        ["screen"],
         ["probe"],
         ["open"],
         ["desc"],

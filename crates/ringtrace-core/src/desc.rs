@@ -12,6 +12,7 @@ use crate::level::Level;
 use crate::open::{self, OpenRecord, Opened};
 use crate::probe::{self, ProbeList};
 use crate::rcu::Published;
+use crate::screen::{Screen, UNSCREENED};
 
 /// One field of an event: its name and type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,6 +40,11 @@ pub struct EventDesc {
     pub line: u32,
     /// True while some session has the event enabled: the dormant check.
     enabled: AtomicBool,
+    /// The filter's one comparison, when that is the event's whole
+    /// filter: `event!` tests it before calling the probe
+    /// ([`crate::screen`]).
+    #[doc(hidden)]
+    pub screen: Screen,
     /// The channels to record into, published by `ringtrace`'s
     /// `control/registry.rs` (RCU).
     #[doc(hidden)]
@@ -70,6 +76,7 @@ impl EventDesc {
             file,
             line,
             enabled: AtomicBool::new(false),
+            screen: Screen::new(),
             probes: Published::new(),
             mirror: AtomicPtr::new(std::ptr::null_mut()),
             watch: AtomicPtr::new(std::ptr::null_mut()),
@@ -166,19 +173,39 @@ impl EventDesc {
         open::open(&self.probes, len, ip, verdict, rec)
     }
 
-    /// Records the event with `fields` as its payload: what `event!` calls
-    /// after the dormant check.
+    /// Records the event with `fields` as its payload.
     #[inline(always)]
     pub fn emit_fields<T: Fields>(&self, fields: T) {
         self.emit_fields_at(fields, 0);
     }
 
-    /// [`EventDesc::emit_fields`] from the code at `ip`: what `event!`
-    /// calls, with the address where it expands ([`crate::here`]).
+    /// [`EventDesc::emit_fields`] from the code at `ip` (`event!` passes
+    /// the address where it expands, [`crate::here`], to
+    /// [`EventDesc::emit_screened`]).
     #[inline(always)]
     pub fn emit_fields_at<T: Fields>(&self, fields: T, ip: u64) {
+        self.emit_screened(fields, ip, UNSCREENED);
+    }
+
+    /// The screen's test of `fields` ([`crate::screen`]): `None` if it
+    /// rejects the record, else what [`EventDesc::emit_screened`] is
+    /// told. What `event!` calls after the dormant check.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn screen<T: Fields>(&self, fields: &T) -> Option<u64> {
+        self.screen.check(|i| match fields.value(i) {
+            crate::field::Val::Int(x) if x >> 64 == 0 => Some(x as u64),
+            _ => None,
+        })
+    }
+
+    /// [`EventDesc::emit_fields_at`] for a record the screen numbered
+    /// `screened` accepted ([`UNSCREENED`] if none tested it).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn emit_screened<T: Fields>(&self, fields: T, ip: u64, screened: u64) {
         let len = fields.encoded_len();
-        probe::run(&self.probes, len, &Encoded(fields, ip));
+        probe::run_screened(&self.probes, len, &Encoded(fields, ip), screened);
     }
 }
 

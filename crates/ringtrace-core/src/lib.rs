@@ -14,10 +14,12 @@
 //!
 //! Rules kept here: no allocation, lock, sleep or system call on the path
 //! from `event!` to the commit, and no read-modify-write atomic or fence
-//! on control data (the no-allocation and signal tests run this code;
-//! the RCU read side is model-checked with loom and its unit tests run
-//! under Miri). The collector writes what this crate reads: published
-//! probe lists (`rcu::Published`) and per-descriptor enabled flags.
+//! instruction on control data (the no-allocation and signal tests run
+//! this code; the RCU read side and the screen are model-checked with
+//! loom, and the RCU read side's unit tests run under Miri; the screen's
+//! Acquire fence orders loads, which x86-64 does without an instruction).
+//! The collector writes what this crate reads: published probe lists
+//! (`rcu::Published`), per-descriptor enabled flags and screens.
 //!
 //! ```text
 //!   desc ──► probe ──► any_channel (the route: kind and layout)
@@ -33,6 +35,8 @@
 //!    │         ├─────► filter (compiled when enabled, run before the
 //!    │         │       reservation; the language's parser too)
 //!    │         └─────► rcu (read section), clock
+//!    ├─► screen (a one-comparison filter tested at the call site,
+//!    │         before the read section: sequence-numbered words)
 //!    ├─► open (a foreign probe's record: the probe's path split at the
 //!    │         payload, kept open across the probe's calls)
 //!    └─► field, level
@@ -64,6 +68,8 @@ pub mod open;
 pub mod ops;
 #[doc(hidden)]
 pub mod probe;
+#[doc(hidden)]
+pub mod screen;
 #[doc(hidden)]
 pub mod tally;
 
@@ -120,13 +126,25 @@ macro_rules! __event {
         if __RINGTRACE_DESC.is_enabled() {
             // Dormant is the common case: keep it on the fall-through path.
             ::core::hint::cold_path();
-            // The call site's address (the `ip` context), taken here in
-            // the caller's own code: the closure may be out of line.
-            let __ringtrace_ip = $crate::here();
-            #[allow(clippy::redundant_closure_call)]
-            (move |$($f: $t),*| {
-                __RINGTRACE_DESC.emit_fields_at(($($f,)*), __ringtrace_ip);
-            })($($v),*);
+            let __ringtrace_fields: ($($t,)*) = ($($v,)*);
+            // A filter's one comparison, tested here: a rejected record
+            // does not call into the record path.
+            if let ::core::option::Option::Some(__ringtrace_screened) =
+                __RINGTRACE_DESC.screen(&__ringtrace_fields)
+            {
+                // The call site's address (the `ip` context), taken here
+                // in the caller's own code: the closure may be out of
+                // line.
+                let __ringtrace_ip = $crate::here();
+                #[allow(clippy::redundant_closure_call)]
+                (move |__ringtrace_fields: ($($t,)*)| {
+                    __RINGTRACE_DESC.emit_screened(
+                        __ringtrace_fields,
+                        __ringtrace_ip,
+                        __ringtrace_screened,
+                    );
+                })(__ringtrace_fields);
+            }
         }
     }};
 }

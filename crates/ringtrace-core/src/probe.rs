@@ -1,7 +1,8 @@
 //! The probe: what an enabled event runs. It enters an RCU read section,
 //! loads the event's published probe list, and for each (channel, id) whose
 //! session is active and whose filter (if any) accepts the record,
-//! reserves, serializes and commits. No lock, no
+//! reserves, serializes and commits (a filter the call site's screen
+//! already tested, `crate::screen`, is not tested again). No lock, no
 //! read-modify-write on control data, no fence (`rcu/`), no allocation,
 //! no system call: safe in a signal handler.
 
@@ -10,8 +11,10 @@ use std::sync::Arc;
 
 use crate::any_channel::{is_active, AnyChannel};
 use crate::client::Payload;
-use crate::filter::Filter;
+use crate::field::Val;
+use crate::filter::{Filter, Quick};
 use crate::rcu;
+use crate::screen::UNSCREENED;
 use crate::tally::Tally;
 
 /// One place an event records into.
@@ -38,9 +41,19 @@ pub struct Probe {
 pub struct ProbeList {
     pub first: Probe,
     pub rest: Box<[Probe]>,
-    /// One probe, without a filter: the common case, whose path tests
-    /// this one flag (as it tested `rest`'s length before filters).
-    pub plain: bool,
+    /// One probe whose filter is one comparison of a payload field with
+    /// an integer: that comparison, tested inline in 64 bits where the
+    /// value allows (the filter's whole cost on an accepted or rejected
+    /// record is then the field, a mask and a compare).
+    pub quick: Option<Quick>,
+    /// What a record must come with to be recorded in `first` with no
+    /// test but its session's flag (the common case's path, one compare):
+    /// [`UNSCREENED`] for one probe without a filter (every record, and
+    /// every record comes with it unless a screen tested it); the number
+    /// of the event's screen that holds `quick` ([`crate::screen`]: a
+    /// record that screen accepted); 0, which no record comes with,
+    /// otherwise.
+    pub screened: u64,
 }
 
 impl ProbeList {
@@ -50,8 +63,14 @@ impl ProbeList {
             return None;
         }
         let first = probes.remove(0);
+        let quick = match first.filter.as_deref().map(|f| &f.any[..]) {
+            Some([one]) if probes.is_empty() => one.quick(),
+            _ => None,
+        };
+        let plain = probes.is_empty() && first.filter.is_none();
         Some(ProbeList {
-            plain: probes.is_empty() && first.filter.is_none(),
+            quick,
+            screened: if plain { UNSCREENED } else { 0 },
             first,
             rest: probes.into_boxed_slice(),
         })
@@ -93,11 +112,40 @@ impl Probe {
     }
 }
 
+/// Whether the record passes the only probe `p`'s filter, the one
+/// comparison `q`: in 64 bits on a field value from 0 to 2^64 - 1 (for an
+/// unsigned field, the only case the compiler keeps), by the filter
+/// itself on any other.
+#[inline(always)]
+fn quick_passes<P: Payload>(q: &Quick, write: &P, p: &Probe) -> bool {
+    if let Some(v) = write.verdict(0) {
+        return v;
+    }
+    match write.field(q.field) {
+        Val::Int(x) if x >> 64 == 0 => q.word.test(x as u64),
+        _ => p.passes(write, 0),
+    }
+}
+
 /// Records one event in every channel of `probes` whose session is
-/// active: `len` bytes of payload that `write` fills. What `event!` runs
-/// after the dormant check (through `EventDesc::emit_fields`).
+/// active: `len` bytes of payload that `write` fills. What the front ends
+/// other than `event!` run after their dormant check (`EventDesc::emit`,
+/// `emit_with`).
 #[inline(always)]
 pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P) {
+    run_screened(probes, len, write, UNSCREENED)
+}
+
+/// [`run`] for a record the event's screen numbered `screened` accepted
+/// ([`UNSCREENED`]: none tested it). What `event!` runs
+/// after the dormant check and the screen (`EventDesc::emit_screened`).
+#[inline(always)]
+pub fn run_screened<P: Payload>(
+    probes: &rcu::Published<ProbeList>,
+    len: usize,
+    write: &P,
+    screened: u64,
+) {
     let Some(guard) = rcu::read_lock() else {
         return;
     };
@@ -109,8 +157,14 @@ pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
     // no clock; one whose only session is recording checks it once; a
     // record its filter rejects reads no clock and reserves nothing.
     let p = &list.first;
-    if list.plain {
+    if screened == list.screened {
+        // One probe without a filter, or one whose comparison the call
+        // site's screen passed.
         if !is_active(&p.active) {
+            return;
+        }
+    } else if let Some(q) = &list.quick {
+        if !(is_active(&p.active) && quick_passes(q, write, p)) {
             return;
         }
     } else if list.rest.is_empty() {

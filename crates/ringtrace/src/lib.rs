@@ -18,7 +18,8 @@
 //! not yet in the metadata.
 //!
 //! ```text
-//!   event!(…) ──► dormant check (one relaxed load) ──► probe (rcu read section)   ringtrace-core
+//!   event!(…) ──► dormant check (one relaxed load) ──► screen (a filter's one comparison)
+//!                                                   ──► probe (rcu read section)   ringtrace-core
 //!                                                       │ for each (channel, id) of the event's list
 //!                                                       ▼   whose session is active
 //!                            per-CPU / per-thread ring buffer: reserve, serialize, commit   ringbuf
@@ -131,6 +132,10 @@ pub use ringtrace_core::client;
 /// A channel of any buffer kind, for the same benchmarks.
 #[doc(hidden)]
 pub use ringtrace_core::any_channel;
+
+/// The call site's screen, for its loom model and stress test.
+#[doc(hidden)]
+pub use ringtrace_core::screen;
 
 /// Configuration from the environment (`RINGTRACE_SESSION`), and the
 /// environment as a setuid program may trust it.

@@ -1,9 +1,11 @@
-//! loom model of the RCU scheme of `ringtrace-core`'s `src/rcu/mod.rs`:
+//! loom models of the RCU scheme of `ringtrace-core`'s `src/rcu/mod.rs`:
 //! readers enter, load the published pointer, read the object and exit; a
 //! writer publishes a new object, waits for a grace period and then poisons
 //! the old one (an atomic flag, and a plain write that loom checks for data races). No reader may
 //! read poison. (Under loom `membarrier` is replaced by a SeqCst fence on
-//! both sides, which is the ordering it provides.) Run with
+//! both sides, which is the ordering it provides.) Then the call site's
+//! screen (`src/screen.rs`: a reader never acts on a torn screen), and the
+//! standby consumer's handshake. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p ringtrace --test loom --release`.
 #![cfg(loom)]
 
@@ -174,4 +176,74 @@ fn standby_never_oversleeps_a_promise_unrung() {
 #[test]
 fn standby_never_oversleeps_the_sooner_of_two_promises_unrung() {
     standby_model(&[20, 5]);
+}
+
+/// The one comparison of `text`, a filter on field 0.
+fn quick(text: &str) -> ringtrace::filter::Quick {
+    use ringtrace::filter::{compile, parse, Kind, Slot};
+    let e = parse(text).unwrap();
+    let p = compile(&e, true, &mut |_| Ok(Slot::Field(0, Kind::Int))).unwrap();
+    p.quick().unwrap()
+}
+
+/// The call site's screen (`ringtrace-core`'s `src/screen.rs`): a screen
+/// accepting `v < 100` is replaced by one accepting `v > 1000` while a
+/// reader tests the value `x`. Words of the two mixed would accept 500
+/// (the start of the first range with the span of the second), which
+/// neither does. The reader may be told to test the filter itself
+/// (`UNSCREENED`); an answer it acts on must be one screen's whole
+/// answer, and an acceptance must carry that screen's number.
+fn screen_model(x: u64) {
+    use ringtrace::screen::{Screen, UNSCREENED};
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(move || {
+        let (a, bq) = (quick("v < 100"), quick("v > 1000"));
+        let s = leak(Screen::with(
+            AtomicU64::new(0),
+            [(); 4].map(|_| AtomicU64::new(0)),
+        ));
+        let first = s.begin();
+        s.finish(first, Some(a));
+        let writer = thread::spawn(move || {
+            let n = s.begin();
+            s.finish(n, Some(bq));
+            n
+        });
+        let got = s.check(|i| (i == 0).then_some(x));
+        let second = writer.join().unwrap();
+        assert!(second > first && first % 2 == 1 && second % 2 == 1);
+        let by_first = (x < 100).then_some(first);
+        let by_second = (x > 1000).then_some(second);
+        // Every value is rejected by one of the two (`x >= 100` by the
+        // first, `x <= 1000` by the second), and the check overlaps the
+        // change: a rejection is one whole screen's answer. An
+        // acceptance must be.
+        if let Some(n) = got.filter(|n| *n != UNSCREENED) {
+            assert!(
+                Some(n) == by_first || Some(n) == by_second,
+                "{x} accepted by screen {n} (first {first}, second {second})"
+            );
+        }
+        // The screen left up is the second, whole.
+        assert_eq!(
+            s.check(|_| Some(x)),
+            if x > 1000 { Some(second) } else { None }
+        );
+    });
+}
+
+#[test]
+fn screen_never_acts_on_torn_words_in_the_first_range() {
+    screen_model(50);
+}
+
+#[test]
+fn screen_never_acts_on_torn_words_between_the_ranges() {
+    screen_model(500);
+}
+
+#[test]
+fn screen_never_acts_on_torn_words_in_the_second_range() {
+    screen_model(2000);
 }

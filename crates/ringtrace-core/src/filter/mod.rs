@@ -2,8 +2,10 @@
 //! `(i & 1) == 0`, `$ctx.procname == "worker-*"`. One language for both
 //! sides: a session's enable rule compiles its filter for each event it
 //! enables, and the probe evaluates it before reserving, so a rejected
-//! event costs no buffer space (`crate::probe`); `ringtrace view
-//! --filter` compiles the same text per event class of a trace.
+//! event costs no buffer space (`crate::probe`; a filter of one
+//! comparison of a field, the event's only one, is tested at the call
+//! site first: `crate::screen`); `ringtrace view --filter` compiles the
+//! same text per event class of a trace.
 //!
 //! - `parse.rs`: the text (C's operators and precedence) to an [`Expr`];
 //! - `program.rs`: an [`Expr`] compiled for one event class (names to
@@ -13,7 +15,9 @@
 //! - `node.rs`: the tree's node, and the glob string literals match with;
 //! - `steps.rs`: its fast form, the boolean structure as postfix steps
 //!   and the common comparisons fused (an operand, masked or reduced,
-//!   against an integer; an operand against a string literal).
+//!   against an integer; an operand against a string literal);
+//! - `word.rs`: a fused integer comparison in 64 bits, for operands from
+//!   0 to 2^64 - 1 (what a filter of one comparison runs on them).
 //!
 //! Values: integers (of any width and sign, booleans and enumerations)
 //! compare by their mathematical value, floats as floats, an integer with
@@ -36,11 +40,13 @@ mod node;
 mod parse;
 mod program;
 mod steps;
+mod word;
 
 pub use crate::field::Val;
 pub use node::{glob, glob_by};
 pub use parse::{parse, BinOp, Expr, UnOp, MAX_DEPTH};
-pub use program::{compile, Kind, Name, Program, Slot, Source, MAX_NODES, MAX_OPERANDS};
+pub use program::{compile, Kind, Name, Program, Quick, Slot, Source, MAX_NODES, MAX_OPERANDS};
+pub use word::Word;
 
 use std::cell::OnceCell;
 

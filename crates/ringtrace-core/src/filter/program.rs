@@ -11,6 +11,7 @@ use std::mem::MaybeUninit;
 use super::node::Node;
 use super::parse::{BinOp, Expr, UnOp};
 use super::steps::{Pre, Step, Tree};
+use super::word::Word;
 use crate::field::Val;
 
 /// Where a compiled filter reads an event's values.
@@ -97,8 +98,21 @@ struct One {
     lo: i128,
     span: u128,
     out: bool,
+    /// The same comparison for an operand in `0..=u64::MAX`.
+    word: Word,
     lit: u16,
     eq: bool,
+}
+
+/// A filter that is one fused integer comparison of a payload field, as
+/// the write path tests it first ([`Program::quick`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quick {
+    /// The field's index in the payload.
+    pub field: usize,
+    /// The comparison, for a value in `0..=u64::MAX`; any other value
+    /// takes [`Program::accepts`].
+    pub word: Word,
 }
 
 impl One {
@@ -114,6 +128,7 @@ impl One {
             lo: 0,
             span: 0,
             out: false,
+            word: Word::of(Pre::None, 0, 0, false),
             lit: 0,
             eq: false,
         };
@@ -132,6 +147,7 @@ impl One {
                     Pre::Rem(m) => (2, m),
                 };
                 (one.lo, one.span, one.out) = (*lo, hi.wrapping_sub(*lo) as u128, *out);
+                one.word = Word::of(*pre, *lo, *hi, *out);
                 one.what = 1;
                 *v
             }
@@ -361,6 +377,9 @@ impl Program {
                 src.field(one.index)
             };
             match x {
+                // An operand in `0..=u64::MAX` (every unsigned field's
+                // value: a test the compiler removes for those).
+                Val::Int(x) if one.what == 1 && x >> 64 == 0 => return one.word.test(x as u64),
                 Val::Int(x) if one.what == 1 => {
                     let x = match one.pre {
                         0 => x,
@@ -379,6 +398,16 @@ impl Program {
             }
         }
         self.gathered(src)
+    }
+
+    /// The filter's one comparison of a payload field, if that is all it
+    /// is: what the write path tests without going through
+    /// [`Program::accepts`].
+    pub fn quick(&self) -> Option<Quick> {
+        (self.one.what == 1 && !self.one.context).then_some(Quick {
+            field: self.one.index,
+            word: self.one.word,
+        })
     }
 
     /// [`Program::accepts`] through the steps (out of the write path's

@@ -255,9 +255,21 @@ fn republish(c: &mut Control) {
         if same {
             continue;
         }
-        let list = ProbeList::new(probes);
+        // The call site's screen is down while the list changes, and up
+        // again for the new list's one comparison, if it has one
+        // (`ringtrace_core::screen`).
+        let number = desc.screen.begin();
+        let mut list = ProbeList::new(probes);
+        let quick = list
+            .as_ref()
+            .and_then(|l| l.quick)
+            .filter(ringtrace_core::screen::Screen::can_hold);
+        if let (Some(l), Some(_)) = (&mut list, quick) {
+            l.screened = number;
+        }
         let enabled = list.is_some();
         c.lists.replace(&desc.probes, list.map(Box::new));
+        desc.screen.finish(number, quick);
         desc.set_enabled(enabled);
     }
     reclaim(c);
