@@ -193,7 +193,11 @@ impl EventDesc {
     #[doc(hidden)]
     #[inline(always)]
     pub fn screen<T: Fields>(&self, fields: &T) -> Option<u64> {
-        self.screen.check(|i| match fields.value(i) {
+        // A screen's field is one of the event's: an index past the last
+        // is one read while the screen changed, whose answer the screen
+        // drops; clamped, an event of one field reads it without a test.
+        let last = T::COUNT.saturating_sub(1);
+        self.screen.check(|i| match fields.value(i.min(last)) {
             crate::field::Val::Int(x) if x >> 64 == 0 => Some(x as u64),
             _ => None,
         })

@@ -286,11 +286,14 @@ pub trait Fields {
     /// Field `i`'s value as a filter compares it ([`Val::Absent`] past
     /// the last).
     fn value(&self, i: usize) -> Val<'_>;
+    /// How many fields there are, where known (`usize::MAX`: not known).
+    const COUNT: usize = usize::MAX;
 }
 
 macro_rules! tuple_fields {
     ($(($($n:tt $T:ident),*);)*) => {$(
         impl<$($T: FieldValue),*> Fields for ($($T,)*) {
+            const COUNT: usize = 0 $(+ { let _ = $n; 1 })*;
             #[inline(always)]
             fn encoded_len(&self) -> usize {
                 0 $(+ self.$n.encoded_len())*
