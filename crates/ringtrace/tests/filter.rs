@@ -143,31 +143,16 @@ fn filters_run_in_signal_handlers() {
     s.start();
     on_sigusr1(handler);
     const M: u64 = 60_000;
-    // SAFETY: pthread_self has no preconditions.
-    let me = unsafe { libc::pthread_self() };
-    for i in 0..M {
-        event!(filtsig, main, seq: u64 = i, who: &str = "main-loop");
-        if i % 20 == 0 {
-            // SAFETY: signals this very thread, whose handler is set.
-            unsafe { libc::pthread_kill(me, libc::SIGUSR1) };
-        }
-    }
-    let handled = H_SEQ.load(Ordering::Relaxed);
-    assert_eq!(
-        handled,
-        M / 20,
-        "pthread_kill runs the handler before it returns"
+    let handled = record_signalled(
+        M,
+        20,
+        |i| {
+            event!(filtsig, main, seq: u64 = i, who: &str = "main-loop");
+        },
+        || H_SEQ.load(Ordering::Relaxed),
     );
-    s.stop().unwrap();
-    drop(s);
-    let (evs, lost) = read_all(&dir);
-    assert_eq!(lost, 0);
-    let seqs = |name: &str| -> Vec<u64> {
-        evs.iter()
-            .filter(|e| e.name == name)
-            .map(|e| uint(&e.values[0]))
-            .collect()
-    };
+    let evs = stop_and_read(s, &dir);
+    let seqs = |name: &str| first_uints(&evs, name);
     // `main-loop` does not end in `r`; `handler` does.
     assert_eq!(seqs("filtsig:main"), Vec::<u64>::new());
     let want: Vec<u64> = (0..handled).filter(|i| i % 3 == 0).collect();

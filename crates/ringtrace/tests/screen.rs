@@ -309,31 +309,16 @@ fn screens_run_in_signal_handlers() {
     assert_eq!(screen_says("scrsig:main", 5), None);
     on_sigusr1(handler);
     const M: u64 = 60_000;
-    // SAFETY: pthread_self has no preconditions.
-    let me = unsafe { libc::pthread_self() };
-    for i in 0..M {
-        event!(scrsig, main, seq: u64 = i);
-        if i % 20 == 0 {
-            // SAFETY: signals this very thread, whose handler is set.
-            unsafe { libc::pthread_kill(me, libc::SIGUSR1) };
-        }
-    }
-    let handled = H_SEQ.load(Relaxed);
-    assert_eq!(
-        handled,
-        M / 20,
-        "pthread_kill runs the handler before it returns"
+    let handled = record_signalled(
+        M,
+        20,
+        |i| {
+            event!(scrsig, main, seq: u64 = i);
+        },
+        || H_SEQ.load(Relaxed),
     );
-    s.stop().unwrap();
-    drop(s);
-    let (evs, lost) = read_all(&dir);
-    assert_eq!(lost, 0);
-    let seqs = |name: &str| -> Vec<u64> {
-        evs.iter()
-            .filter(|e| e.name == name)
-            .map(|e| uint(&e.values[0]))
-            .collect()
-    };
+    let evs = stop_and_read(s, &dir);
+    let seqs = |name: &str| first_uints(&evs, name);
     let want = |n: u64| -> Vec<u64> { (0..n).filter(|i| i & 3 == 0).collect() };
     assert_eq!(seqs("scrsig:main"), want(M));
     assert_eq!(seqs("scrsig:handler"), want(handled));

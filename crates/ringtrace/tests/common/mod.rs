@@ -150,6 +150,55 @@ pub fn assert_streams_ordered(dir: &Path) -> Vec<usize> {
         .collect()
 }
 
+/// Runs `record(i)` for `i` in `0..n`, sending SIGUSR1 to this thread
+/// after every `every`th record from the first: the handler set with
+/// [`on_sigusr1`] runs between two records of the loop (`pthread_kill`
+/// to the calling thread runs it before returning). Checks that the
+/// handler ran once a signal (`handled()`: its own count) and returns
+/// that count.
+pub fn record_signalled(
+    n: u64,
+    every: u64,
+    mut record: impl FnMut(u64),
+    handled: impl Fn() -> u64,
+) -> u64 {
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() };
+    let mut sent = 0;
+    for i in 0..n {
+        record(i);
+        if i % every == 0 {
+            // SAFETY: signals this very thread, whose handler is set.
+            unsafe { libc::pthread_kill(me, libc::SIGUSR1) };
+            sent += 1;
+        }
+    }
+    assert_eq!(
+        handled(),
+        sent,
+        "pthread_kill runs the handler before it returns"
+    );
+    sent
+}
+
+/// Stops and drops `s`, then reads its trace in `dir`: every event, none
+/// lost.
+pub fn stop_and_read(s: ringtrace::Session, dir: &Path) -> Vec<Ev> {
+    s.stop().unwrap();
+    drop(s);
+    let (evs, lost) = read_all(dir);
+    assert_eq!(lost, 0);
+    evs
+}
+
+/// The first field (unsigned) of the events named `name`, in order.
+pub fn first_uints(evs: &[Ev], name: &str) -> Vec<u64> {
+    evs.iter()
+        .filter(|e| e.name == name)
+        .map(|e| uint(&e.values[0]))
+        .collect()
+}
+
 /// The u64 of an unsigned field value.
 pub fn uint(v: &Value) -> u64 {
     match v {
