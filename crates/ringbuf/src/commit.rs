@@ -5,6 +5,7 @@
 use crate::backend::Entry;
 use crate::config::{Config, LostCounts, Mode, SubbufEnd, Sync};
 use crate::frontend::Buffer;
+use crate::state::{CommitCount, SubbufState};
 use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
 /// Tries of an rseq commit's critical section that the kernel aborted
@@ -13,15 +14,16 @@ use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
 const RSEQ_COMMIT_TRIES: usize = 3;
 
 impl<C: Config> Buffer<C> {
-    /// Commits the record `[end - len, end)` of ring sub-buffer `idx`.
+    /// Commits the record `[end - len, end)`, whose sub-buffer's counters
+    /// are `state`.
     #[inline(always)]
-    pub(crate) fn commit_record(&self, idx: usize, end: u64, len: u32) {
+    pub(crate) fn commit_record(&self, state: &SubbufState, end: u64, len: u32) {
         // Rseq buffers count the record in the commit's own store.
         if C::COUNT_RECORDS && C::SYNC != Sync::Rseq {
             self.wr.records.bump(C::SYNC);
         }
         self.commit_in(
-            idx,
+            state,
             end.wrapping_sub(1),
             len as u64,
             C::COUNT_RECORDS as u64,
@@ -33,25 +35,21 @@ impl<C: Config> Buffer<C> {
     /// completed it.
     #[inline(always)]
     pub(crate) fn commit_at(&self, p: u64, amount: u64) {
-        self.commit_in(self.geo.sb_index(p), p, amount, 0)
+        self.commit_in(self.subbuf_state(self.geo.sb_index(p)), p, amount, 0)
     }
 
-    /// [`Buffer::commit_at`] with the ring index `i` of `p`'s sub-buffer
+    /// [`Buffer::commit_at`] with the counters `state` of `p`'s sub-buffer
     /// already known; `records` (0 or 1) is counted with the bytes by rseq
     /// buffers.
     #[inline(always)]
-    fn commit_in(&self, i: usize, p: u64, amount: u64, records: u64) {
-        debug_assert_eq!(i, self.geo.sb_index(p));
+    fn commit_in(&self, state: &SubbufState, p: u64, amount: u64, records: u64) {
+        debug_assert!(std::ptr::eq(state, self.subbuf_state(self.geo.sb_index(p))));
         let c = if C::SYNC == Sync::Rseq {
-            self.commit_rseq(i, amount, records)
+            self.commit_rseq(&state.cc, amount, records)
         } else {
             // The AcqRel add publishes this writer's bytes to whoever
             // delivers.
-            self.subbuf_state(i)
-                .cc
-                .shared
-                .add(C::SYNC, amount)
-                .wrapping_add(amount)
+            state.cc.shared.add(C::SYNC, amount).wrapping_add(amount)
         };
         // Commit counts start at a multiple of S, so a complete sub-buffer
         // has a count that is one: a cheap filter before equation (3). The
@@ -60,11 +58,11 @@ impl<C: Config> Buffer<C> {
         // path.
         let geo = self.geo;
         if geo.sb_offset(c) == 0 && geo.subbuf_complete(c, p) {
-            self.deliver(i, c, p);
+            self.deliver(geo.sb_index(p), c, p);
         }
     }
 
-    /// Rseq buffers: adds `amount` to sub-buffer `i`'s local count, and
+    /// Rseq buffers: adds `amount` to a sub-buffer's local count `cc`, and
     /// `records` to the records counted beside it, inside a restartable
     /// sequence on the buffer's CPU (no lock prefix), or, from another
     /// CPU, to its shared count and the buffer's record count with locked
@@ -77,8 +75,7 @@ impl<C: Config> Buffer<C> {
     /// delivers, and [`Buffer::deliver_missed`], which the consumer runs
     /// on every look, does once both stores are visible.
     #[inline(always)]
-    fn commit_rseq(&self, i: usize, amount: u64, records: u64) -> u64 {
-        let cc = &self.subbuf_state(i).cc;
+    fn commit_rseq(&self, cc: &CommitCount, amount: u64, records: u64) -> u64 {
         // This thread's area: an rseq buffer exists, so glibc registered
         // one (`rseq::area_registered`).
         let area = crate::rseq::area_registered();
@@ -106,7 +103,7 @@ impl<C: Config> Buffer<C> {
     /// lock-prefixed adds to the shared word and the buffer's count.
     #[cold]
     #[inline(never)]
-    fn shared_commit(&self, cc: &crate::state::CommitCount, amount: u64, records: u64) -> u64 {
+    fn shared_commit(&self, cc: &CommitCount, amount: u64, records: u64) -> u64 {
         self.wr.rseq_shared.add(Sync::Smp, 1);
         if records != 0 {
             self.wr.records.add(Sync::Smp, records);

@@ -6,7 +6,10 @@
 
 use std::ptr::NonNull;
 
-use crate::sync::{AtomicU64, CacheAligned, Counter, Head};
+use std::sync::atomic::{compiler_fence, Ordering::SeqCst};
+
+use crate::sync::Ordering::Relaxed;
+use crate::sync::{AtomicPtr, AtomicU64, CacheAligned, Counter, Head};
 
 /// The writers' hot counters, alone on their cache line.
 #[derive(Debug)]
@@ -30,6 +33,8 @@ pub(crate) struct WriterSide {
     /// Rseq buffers: commits made from another CPU (see
     /// `BufferStats::rseq_shared_commits`).
     pub(crate) rseq_shared: Counter,
+    /// Per-thread buffers: the sub-buffer being written (see [`Current`]).
+    pub(crate) current: Current,
 }
 
 impl WriterSide {
@@ -45,7 +50,82 @@ impl WriterSide {
             rseq_aborts: Counter::new(0),
             rseq_moves: Counter::new(0),
             rseq_shared: Counter::new(0),
+            current: Current::new(),
         }
+    }
+}
+
+/// A per-thread buffer's current sub-buffer, as the reservation's slow
+/// path last held it: the ring position of its first byte, the address of
+/// its first byte in the store, and its counters. The fast path (a record
+/// that is not its sub-buffer's first, `Buffer::try_reserve_fast_unchecked`)
+/// takes its record's address and commit count from here when its
+/// reservation lies in that sub-buffer, instead of finding the physical
+/// sub-buffer in the table and computing both from the ring index.
+///
+/// Only the buffer's writer reads and writes it: its thread and that
+/// thread's signal handlers (a buffer handed to another thread is handed
+/// with a synchronization), so plain loads and stores in program order
+/// suffice, and a handler can run between any two of them. The rules that
+/// make a hit right whatever a handler did in between:
+///
+/// * [`Current::set`] stores `NONE` (no multiple of `S`: matches no
+///   sub-buffer) first and the new start last, so a handler that runs in
+///   the middle sees a miss.
+/// * [`Current::get`] loads the address and the counters before the
+///   start, and answers only if the start is the caller's. A handler that
+///   moved the buffer on between those loads changed the start.
+/// * A handler that runs in the middle of a `set` and moves the buffer to
+///   a later sub-buffer leaves, once the `set` resumes, the earlier start
+///   beside the later sub-buffer's address. No record can ask for that
+///   start again: the write count only grows (it comes back to a
+///   position after 2^64 bytes), and it is past that sub-buffer already.
+///
+/// While `W` is inside the sub-buffer, the sub-buffer is held (overwrite
+/// mode: the reader cannot swap it) and not delivered (its padding is
+/// committed when `W` leaves it), so the address stays its own.
+#[derive(Debug)]
+pub(crate) struct Current {
+    start: AtomicU64,
+    data: AtomicPtr<u8>,
+    state: AtomicPtr<SubbufState>,
+}
+
+impl Current {
+    /// No sub-buffer starts here (sub-buffer starts are multiples of `S`,
+    /// a power of two above 1).
+    const NONE: u64 = u64::MAX;
+
+    fn new() -> Current {
+        Current {
+            start: AtomicU64::new(Self::NONE),
+            data: AtomicPtr::new(std::ptr::null_mut()),
+            state: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// The writer holds the sub-buffer starting at ring position `start`,
+    /// whose first byte is `data` and whose counters are `state`.
+    #[inline(always)]
+    pub(crate) fn set(&self, start: u64, data: *mut u8, state: &SubbufState) {
+        self.start.store(Self::NONE, Relaxed);
+        // Signal fences: the order above is the one a handler sees.
+        compiler_fence(SeqCst);
+        self.data.store(data, Relaxed);
+        self.state
+            .store(std::ptr::from_ref(state).cast_mut(), Relaxed);
+        compiler_fence(SeqCst);
+        self.start.store(start, Relaxed);
+    }
+
+    /// The address and counters of the sub-buffer starting at `start`, if
+    /// it is the one last set.
+    #[inline(always)]
+    pub(crate) fn get(&self, start: u64) -> Option<(*mut u8, *const SubbufState)> {
+        let data = self.data.load(Relaxed);
+        let state = self.state.load(Relaxed);
+        compiler_fence(SeqCst);
+        (self.start.load(Relaxed) == start).then_some((data, state.cast_const()))
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ringbuf::{Channel, ChannelAttr, Config, Lost, ReadSide, Refused};
+use ringbuf::{Channel, ChannelAttr, Config, Lost, Mode, ReadSide, Refused};
 
 /// Signal handlers reach the channel through this pointer (one test at a
 /// time uses it: the tests below serialize on LOCK).
@@ -21,6 +21,7 @@ static NESTED_IN_SLOT: AtomicU64 = AtomicU64::new(0);
 static H_WRITTEN: AtomicU64 = AtomicU64::new(0);
 static H_LOST: AtomicU64 = AtomicU64::new(0);
 static H_SEQ: AtomicU64 = AtomicU64::new(0);
+static H_NOBUF: AtomicU64 = AtomicU64::new(0);
 static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 extern "C" fn handler<C: Config>(_: libc::c_int) {
@@ -44,6 +45,9 @@ extern "C" fn handler<C: Config>(_: libc::c_int) {
         }
         Err(Refused::Lost(Lost::Full | Lost::Wrap)) => {
             H_LOST.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(Refused::Lost(Lost::NoBuffer)) => {
+            H_NOBUF.fetch_add(1, Ordering::Relaxed);
         }
         Err(_) => std::process::abort(),
     }
@@ -124,7 +128,12 @@ fn run<C: Config + Default>() -> u64 {
                         let recs = check_subbuf(sb.content(), sb.data());
                         read += recs.len() as u64;
                         rd_tally.add(&recs);
-                        sb.put().unwrap();
+                        // Overwrite mode: the writers may have pushed the
+                        // reader past it meanwhile (what it read was its
+                        // own, swapped out of the ring, hence whole).
+                        if let Err(e) = sb.put() {
+                            assert!(C::MODE == Mode::Overwrite, "{e}");
+                        }
                     }
                 }
             }
@@ -169,14 +178,16 @@ fn run<C: Config + Default>() -> u64 {
     let mut read = read_live;
     while let Some(sb) = rd.get_subbuf() {
         read += check_subbuf(sb.content(), sb.data()).len() as u64;
-        sb.put().unwrap();
+        if let Err(e) = sb.put() {
+            assert!(C::MODE == Mode::Overwrite, "{e}");
+        }
     }
     let hw = H_WRITTEN.load(Ordering::Relaxed);
     let hl = H_LOST.load(Ordering::Relaxed);
     let nested = NESTED_IN_SLOT.load(Ordering::Relaxed);
     eprintln!(
-        "signals {} handler written {hw} lost {hl} (in a slot: {nested}); thread written {written} lost {lost}; read {read}",
-        ready.load(Ordering::Relaxed)
+        "signals {} handler written {hw} lost {hl} (in a slot: {nested}) no buffer {}; thread written {written} lost {lost}; read {read}",
+        ready.load(Ordering::Relaxed), H_NOBUF.load(Ordering::Relaxed)
     );
     assert!(
         nested >= 200,
@@ -185,11 +196,19 @@ fn run<C: Config + Default>() -> u64 {
     let st = buf.stats();
     assert_eq!(st.records, written + hw);
     assert_eq!(st.lost.total(), lost + hl);
-    assert_eq!(
-        read,
-        written + hw,
-        "discard mode: every record written is read"
-    );
+    if C::MODE == Mode::Overwrite {
+        // The reader took what the writers had not overwritten yet: every
+        // record it read is whole (`check_subbuf`), none is lost.
+        assert_eq!(lost + hl, 0, "overwrite mode loses no record");
+        assert!(st.overruns > 0, "the writers lapped the reader: {st:?}");
+        assert!(read > 0 && read < written + hw, "read {read}");
+    } else {
+        assert_eq!(
+            read,
+            written + hw,
+            "discard mode: every record written is read"
+        );
+    }
     st.clock_clamps
 }
 
@@ -201,6 +220,15 @@ fn signal_handler_records_into_global_smp_buffer() {
 #[test]
 fn signal_handler_records_into_per_thread_local_buffer() {
     run::<Client<false, A_THREAD, true>>();
+}
+
+/// The same in overwrite mode: the handler's records cross into new
+/// sub-buffers while the interrupted thread is between two stores of its
+/// current sub-buffer (`ringbuf`'s `Current`), and the reader swaps
+/// sub-buffers out of the ring while the handler writes.
+#[test]
+fn signal_handler_records_into_per_thread_overwrite_buffer() {
+    run::<Client<true, A_THREAD, true>>();
 }
 
 /// The same with a clock that reads up to 20 µs in the past at random: the
