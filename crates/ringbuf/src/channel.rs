@@ -279,7 +279,10 @@ impl<C: Config> Channel<C> {
         mut f: F,
     ) -> Option<Slot<'_, C>> {
         let b = if C::SYNC == crate::Sync::Rseq {
-            let cpu = crate::rseq::area().map(crate::rseq::cpu_id)?;
+            // An rseq buffer exists, so glibc registered areas: the area
+            // without `area`'s test of their size (a thread whose
+            // registration failed reads a negative CPU number there).
+            let cpu = crate::rseq::cpu_id(crate::rseq::area_registered());
             self.buffers.get(usize::try_from(cpu).ok()?)?
         } else {
             match C::ALLOC {

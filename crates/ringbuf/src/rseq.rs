@@ -89,9 +89,11 @@ mod imp {
         }
         let tp: *mut u8;
         // SAFETY: on x86_64 Linux `fs:0` holds the thread pointer (the TCB's
-        // self-pointer); reading it has no side effects.
+        // self-pointer); reading it has no side effects, and a thread (its
+        // signal handlers too) always reads the same value: `pure`, so that
+        // the reads of one function are one.
         unsafe {
-            core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags));
+            core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(pure, nomem, nostack, preserves_flags));
         }
         // SAFETY: glibc registered an area of `size` bytes at `tp + offset`.
         Some(unsafe { tp.offset(offset) })
@@ -110,7 +112,7 @@ mod imp {
         let tp: *mut u8;
         // SAFETY: as in `area`.
         unsafe {
-            core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags));
+            core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(pure, nomem, nostack, preserves_flags));
         }
         tp.wrapping_offset(offset)
     }
