@@ -111,7 +111,7 @@ extern "C" fn on_thread_exit(_: *mut libc::c_void) {
     // round of destructors) instead of writing into one being handed back.
     for (k, o) in owned.iter_mut().enumerate() {
         *o = thread_slots::get(k);
-        thread_slots::set(k, (0, 0));
+        thread_slots::set(k, (0, 0), 0);
     }
     let channels = notice.channels.lock().unwrap_or_else(|e| e.into_inner());
     for (id, i) in owned.into_iter().filter(|o| o.0 != 0) {
@@ -287,10 +287,9 @@ impl<C: Config> Channel<C> {
         } else {
             match C::ALLOC {
                 Alloc::PerThread => {
-                    let i = thread_slots::find_inline(self.id)?;
-                    debug_assert!(i < self.buffers.len());
+                    let a = thread_slots::find_inline(self.id)?;
                     // SAFETY: as in `thread_buffer`.
-                    unsafe { self.buffers.get_unchecked(i) }
+                    unsafe { self.inline_buffer(a) }
                 }
                 Alloc::PerCpu | Alloc::Global => self.current()?,
             }
@@ -349,11 +348,11 @@ impl<C: Config> Channel<C> {
         // per-thread channels finds them there: with the first only, the
         // second channel's events took 1.07-1.09x the first's, interleaved
         // in one thread), the others out of line (`thread_slots.rs`).
-        let found = match thread_slots::find_inline(self.id) {
-            Some(i) => Some(i),
-            None => self.thread_index(),
-        };
-        match found {
+        if let Some(a) = thread_slots::find_inline(self.id) {
+            // SAFETY: the slot names this channel (see `inline_buffer`).
+            return Some(unsafe { self.inline_buffer(a) });
+        }
+        match self.thread_index() {
             Some(i) => {
                 debug_assert!(i < self.buffers.len());
                 // SAFETY: the index was stored by `acquire_thread_buffer` for
@@ -363,6 +362,30 @@ impl<C: Config> Channel<C> {
             }
             None => self.acquire_thread_buffer(),
         }
+    }
+
+    /// The buffer at address `a`, found in an inline slot of the calling
+    /// thread under this channel's id.
+    ///
+    /// # Safety
+    /// `a` is what [`thread_slots::find_inline`] answered for `self.id`:
+    /// `acquire_with` stored it for this channel (ids are never reused),
+    /// the exposed address of one of its buffers, which live as long as
+    /// the channel.
+    #[inline(always)]
+    unsafe fn inline_buffer(&self, a: usize) -> &Buffer<C> {
+        // The address exposed when the slot was set: one load, where
+        // taking the array's provenance (`with_addr`) loads the array and
+        // computes the address from it (5 instructions more per event).
+        // Miri takes the strict way, so that it checks the address is
+        // inside the array; the address is the same either way.
+        #[cfg(not(miri))]
+        let b = std::ptr::with_exposed_provenance::<Buffer<C>>(a);
+        #[cfg(miri)]
+        let b = self.buffers.as_ptr().with_addr(a);
+        debug_assert!(self.buffers.as_ptr_range().contains(&b));
+        // SAFETY: see the contract.
+        unsafe { &*b }
     }
 
     /// First record of a thread in this channel: take a free buffer from the
@@ -396,8 +419,13 @@ impl<C: Config> Channel<C> {
             self.states[i].store(FREE, Release);
             return None;
         }
-        thread_slots::set(slot, (self.id, i));
-        Some(&self.buffers[i])
+        let b = &self.buffers[i];
+        thread_slots::set(
+            slot,
+            (self.id, i),
+            std::ptr::from_ref(b).expose_provenance(),
+        );
+        Some(b)
     }
 
     /// Forced switch of every buffer that the calling thread may switch: all
