@@ -40,7 +40,7 @@ MAX_LINES = 600
 LAYERS = {
     "ringbuf": [
         ["config", "rseq", "tls", "live"],
-        ["sync", "cpu", "counters"],
+        ["sync", "cpu", "counters", "outcome"],
         ["state", "backend", "read_side"],
         ["file"],
         ["frontend"],

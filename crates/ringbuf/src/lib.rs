@@ -128,6 +128,7 @@ pub mod cpu;
 pub mod file;
 pub mod frontend;
 mod live;
+mod outcome;
 mod read_side;
 pub mod reader;
 pub mod rseq;
