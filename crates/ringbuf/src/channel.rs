@@ -420,11 +420,13 @@ impl<C: Config> Channel<C> {
             return None;
         }
         let b = &self.buffers[i];
-        thread_slots::set(
-            slot,
-            (self.id, i),
-            std::ptr::from_ref(b).expose_provenance(),
-        );
+        // Exposed for `inline_buffer` (Miri, which takes the array's
+        // provenance there, needs only the address).
+        #[cfg(not(miri))]
+        let addr = std::ptr::from_ref(b).expose_provenance();
+        #[cfg(miri)]
+        let addr = std::ptr::from_ref(b).addr();
+        thread_slots::set(slot, (self.id, i), addr);
         Some(b)
     }
 
