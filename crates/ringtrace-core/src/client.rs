@@ -7,7 +7,9 @@
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU16, Ordering::Relaxed};
 
-use ctf::layout::{event_header_len, write_packet_begin, write_packet_end};
+use ctf::layout::{
+    event_header_len, write_packet_begin, write_packet_end, COMPACT_MAX_ID, COMPACT_TS_BITS,
+};
 use ctf::types::HeaderKind;
 use ringbuf::{Alloc, Channel, Config, Mode, SubbufBegin, SubbufEnd, Sync};
 use traceclock::TraceClock;
@@ -392,15 +394,45 @@ fn record_body<C: Config, P: Payload>(
         return record_body_slow(ch, now, id, len, &make());
     }
     // `move`: id and len are captured by value, not through stack spills.
-    let size =
-        move |ctx: ringbuf::SlotCtx| event_header_len(HEADER, id, ctx.ts, ctx.last_ts()) + len;
-    match ch.try_reserve_fast(now, size) {
-        Some(slot) => {
-            fill(slot, id, len, &make());
-            true
+    // The header's form chosen by the id alone, before the reservation:
+    // each form's fast path reserves a constant length, so the record's
+    // layout is not tested again when it is written. The compact form
+    // also needs the timestamp's delta to fit its bits; a record after a
+    // longer gap goes the slow way (its size here is 0, which the fast
+    // path never reserves).
+    if id <= COMPACT_MAX_ID {
+        let size = move |ctx: ringbuf::SlotCtx| {
+            let fits = ctx.ts.wrapping_sub(ctx.last_ts()) >> COMPACT_TS_BITS == 0;
+            if fits {
+                COMPACT_LEN + len
+            } else {
+                not_fast()
+            }
+        };
+        if let Some(slot) = ch.try_reserve_fast(now, size) {
+            fill(slot, COMPACT_LEN, id, len, &make());
+            return true;
         }
-        None => record_body_slow(ch, now, id, len, &make()),
+    } else if let Some(slot) = ch.try_reserve_fast(now, move |_| EXTENDED_LEN + len) {
+        fill(slot, EXTENDED_LEN, id, len, &make());
+        return true;
     }
+    record_body_slow(ch, now, id, len, &make())
+}
+
+/// The compact header's length (`ctf::layout`: 5-bit id, 27-bit time).
+const COMPACT_LEN: usize = 4;
+/// The extended compact header's length (31, 32-bit id, 64-bit time).
+const EXTENDED_LEN: usize = 13;
+
+/// The size that sends a reservation from the fast path to the slow one.
+/// Behind a call, so that the timestamp's test stays a predicted branch
+/// and never becomes a data dependency of the reservation on `rdtsc`'s
+/// result (see `ctf::layout::event_header_len`).
+#[cold]
+#[inline(never)]
+fn not_fast() -> usize {
+    0
 }
 
 /// A payload by reference, as one by value.
@@ -441,28 +473,34 @@ fn record_body_slow<C: Config, P: Payload>(
     });
     match r {
         Ok(slot) => {
-            fill(slot, id, len, write);
+            let h = slot.len() - len;
+            fill(slot, h, id, len, write);
             true
         }
         Err(_) => false,
     }
 }
 
-/// Writes a reserved record (`len` bytes of payload at its end) and
-/// commits it.
+/// Writes a reserved record (an `h`-byte event header, then `len` bytes
+/// of payload) and commits it.
 #[inline(always)]
-fn fill<C: Config, P: Payload>(mut slot: ringbuf::Slot<'_, C>, id: u32, len: usize, write: &P) {
+fn fill<C: Config, P: Payload>(
+    mut slot: ringbuf::Slot<'_, C>,
+    h: usize,
+    id: u32,
+    len: usize,
+    write: &P,
+) {
     let ts = slot.ts();
     let b = slot.bytes();
     // SAFETY: the slot is as long as the size function's answer
     // (`ringbuf::Slot`; a record fits its sub-buffer, at most 1 GiB, so
-    // the slot's 32-bit length is exact): an event header (4 to 13 bytes)
-    // plus `len`, not wrapped (`record_body` sends a `len` above
-    // `isize::MAX` to the slow path, whose saturated sum is larger than
-    // any sub-buffer and never reserved). Said here so that the payload's
-    // bounds go unchecked.
-    unsafe { std::hint::assert_unchecked(b.len() >= len + 4) };
-    let h = b.len() - len;
+    // the slot's 32-bit length is exact): the event header of `h` bytes
+    // (4 or 13) plus `len`, not wrapped (`record_body` sends a `len`
+    // above `isize::MAX` to the slow path, whose saturated sum is larger
+    // than any sub-buffer and never reserved). Said here so that the
+    // payload's bounds go unchecked.
+    unsafe { std::hint::assert_unchecked(b.len() == h + len && h >= 4) };
     // The mark, the payload, the header: see `unfinished`.
     unfinished::mark(b);
     write.write(&mut b[h..]);
