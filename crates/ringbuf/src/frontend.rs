@@ -366,10 +366,17 @@ impl<C: Config> Buffer<C> {
         // One load of where the head is, for both of its uses.
         let head: &Head = &self.wr.head;
         let (w, last) = head.load();
-        // Raised to `last`: the clock read is not ordered after the loads,
-        // the CAS below proves `last` current (see `Head`). Counted once
-        // the record is reserved.
-        let ts = now.max(last);
+        // A reading behind `last` (the clock read is not ordered after the
+        // loads; the CAS below proves `last` current, see `Head`) is
+        // raised to it and counted by the slow path: here the timestamp
+        // is the reading, and the test a predicted branch (a clamp is rare:
+        // a signal handler's record between the reading and the
+        // reservation, or clocks of two CPUs apart by less than a
+        // migration).
+        if now < last {
+            return Err(None);
+        }
+        let ts = now;
         let off = geo.sb_offset(w);
         let len = slot_size(SlotCtx {
             offset: off as usize,
@@ -381,12 +388,7 @@ impl<C: Config> Buffer<C> {
         // wraps the sum).
         if off != 0 && len.wrapping_sub(1) < geo.subbuf_size() - off - 1 {
             match head.cas(C::SYNC, self.id, (w, last), (w + len, ts)) {
-                Ok(()) => {
-                    if now < last {
-                        self.count_clamp();
-                    }
-                    return Ok(self.slot_fast(w, off, w + len, ts));
-                }
+                Ok(()) => return Ok(self.slot_fast(w, off, w + len, ts)),
                 Err(Fail::Changed) => {}
                 Err(f) => return Err(Some(self.moved(f))),
             }
