@@ -52,30 +52,11 @@ impl Counter {
     }
 
     /// Compare-and-swap; `Ok(current)` on success, `Err(actual)` otherwise.
+    /// Where [`Head::cas`] has no instructions of its own for
+    /// [`Sync::Local`] (loom, Miri, other targets): the plain atomic.
+    #[cfg(any(loom, miri, not(target_arch = "x86_64")))]
     #[inline(always)]
     pub(crate) fn cas(&self, sync: Sync, current: u64, new: u64) -> Result<u64, u64> {
-        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
-        if let Sync::Local = sync {
-            let prev: u64;
-            // SAFETY: the pointer comes from a live `AtomicU64`, so it is valid
-            // and 8-byte aligned. Without the lock prefix the instruction is
-            // still one instruction: a signal handler of this thread runs either
-            // before or after it, never inside. `Sync::Local` is only selected
-            // for per-thread buffers, whose counters no other thread modifies
-            // (see the module doc); the asm has no `nomem`, so it is also a
-            // compiler barrier, which gives the release/acquire ordering that
-            // TSO provides in hardware.
-            unsafe {
-                core::arch::asm!(
-                    "cmpxchg qword ptr [{p}], {new}",
-                    p = in(reg) self.0.as_ptr(),
-                    new = in(reg) new,
-                    inout("rax") current => prev,
-                    options(nostack),
-                );
-            }
-            return if prev == current { Ok(prev) } else { Err(prev) };
-        }
         let _ = sync;
         self.0
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
@@ -87,9 +68,14 @@ impl Counter {
         #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
         if let Sync::Local = sync {
             let mut prev = v;
-            // SAFETY: as for `cas`: a valid aligned pointer, one uninterruptible
-            // instruction, only the owning thread (and its signal handlers)
-            // modifies the counter.
+            // SAFETY: the pointer comes from a live `AtomicU64`, so it is
+            // valid and 8-byte aligned. Without the lock prefix the
+            // instruction is still one instruction: a signal handler of this
+            // thread runs either before or after it, never inside.
+            // `Sync::Local` is only selected for per-thread buffers, whose
+            // counters no other thread modifies (see the module doc); the asm
+            // has no `nomem`, so it is also a compiler barrier, which gives
+            // the release/acquire ordering that TSO provides in hardware.
             unsafe {
                 core::arch::asm!(
                     "xadd qword ptr [{p}], {v}",
@@ -221,9 +207,41 @@ impl Head {
         match sync {
             Sync::Local => {
                 // The timestamp first, then W (see the type's doc).
-                self.ts.cas(sync, cur.1, new.1).map_err(|_| Fail::Changed)?;
-                self.w.cas(sync, cur.0, new.0).map_err(|_| Fail::Changed)?;
-                Ok(())
+                #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+                {
+                    // SAFETY: `self` is live and starts with the two aligned
+                    // words (W, ts) (`repr(C, align(16))`), which only the
+                    // owning thread and its signal handlers write (the
+                    // `Sync::Local` contract, as in `Counter::add`). Each
+                    // non-locked `cmpxchg` is one instruction, which a
+                    // handler cannot split; the second runs only if the
+                    // first stored, and either's failure jumps out. No
+                    // `nomem`: a compiler barrier, as for `Counter::add`.
+                    unsafe {
+                        core::arch::asm!(
+                            "cmpxchg qword ptr [{p} + {ts}], {nts}",
+                            "jne {changed}",
+                            "mov rax, {w}",
+                            "cmpxchg qword ptr [{p}], {nw}",
+                            "jne {changed}",
+                            p = in(reg) self as *const Head,
+                            ts = const std::mem::offset_of!(Head, ts),
+                            nts = in(reg) new.1,
+                            w = in(reg) cur.0,
+                            nw = in(reg) new.0,
+                            inout("rax") cur.1 => _,
+                            changed = label { return Err(Fail::Changed) },
+                            options(nostack),
+                        );
+                    }
+                    Ok(())
+                }
+                #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+                {
+                    self.ts.cas(sync, cur.1, new.1).map_err(|_| Fail::Changed)?;
+                    self.w.cas(sync, cur.0, new.0).map_err(|_| Fail::Changed)?;
+                    Ok(())
+                }
             }
             Sync::Rseq => {
                 // An rseq buffer exists, so the area does (its creation
