@@ -4,7 +4,10 @@
 //! jumps on once: each of its thirty arms is a record path compiled for
 //! its constant kind and layout (the kind's match and then the layout's
 //! were two loads and two jumps: 192 instructions per event where the
-//! route takes 186; BENCHMARKS.md, "Instructions per event").
+//! route takes 186; BENCHMARKS.md, "Instructions per event"). A channel
+//! whose session is not recording has the route [`STOPPED`], whose arm
+//! records nothing: the probe's path needs no test of the session's flag
+//! of its own.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU8, Ordering::Relaxed};
@@ -38,7 +41,8 @@ pub struct AnyChannel {
     /// `8 × kind + layout`: the variant's place in [`ByKind`] (0 to 5, set
     /// with it and never changed) and the low byte of the channel's
     /// [`Layout::code`] (0 to 4, changed with it by
-    /// [`AnyChannel::set_contexts`]).
+    /// [`AnyChannel::set_contexts`]); or [`STOPPED`] while the channel
+    /// does not record ([`AnyChannel::set_recording`]).
     route: AtomicU8,
     by_kind: ByKind,
 }
@@ -61,6 +65,10 @@ macro_rules! each {
 /// A channel's read sides, one per buffer in the order of its buffers:
 /// whoever holds them reads the channel (`ChannelOps::drain`, `snapshot`).
 pub type ReadSides = Box<[ReadSide]>;
+
+/// The route of a channel that does not record: no kind's (a layout's
+/// code is at most 4).
+const STOPPED: u8 = 7;
 
 /// The route of a channel of kind `kind` (its place in [`ByKind`]) whose
 /// layout has code `code`.
@@ -124,6 +132,27 @@ impl AnyChannel {
             by_kind,
         };
         Ok((ch, read))
+    }
+
+    /// Whether records are written (`true` from [`AnyChannel::new`]): a
+    /// channel whose session stopped records nothing, and its writers
+    /// skip the reservation (the session's flag is one store, this one
+    /// more per channel). Either way a record begun before the change may
+    /// still complete: the caller waits for a grace period where that
+    /// matters (stopping a session).
+    pub fn set_recording(&self, on: bool) {
+        let route = if on {
+            let code = each!(&self.by_kind, c => &c.config().contexts).load(Relaxed);
+            route_of(self.by_kind.index(), code)
+        } else {
+            STOPPED
+        };
+        self.route.store(route, Relaxed);
+    }
+
+    /// Whether the channel records (see [`AnyChannel::set_recording`]).
+    pub fn is_recording(&self) -> bool {
+        self.route.load(Relaxed) != STOPPED
     }
 
     /// The channel, by kind.
@@ -228,11 +257,12 @@ impl AnyChannel {
                 record_layout::<_, P, $l>(c, now, id, len, write) && (!TALLY || !counts_records(c))
             }};
         }
-        // The routes `route_of` makes, the only values ever stored: the
-        // kind's place times 8 plus the layout's code (`Layout::code`'s low
-        // byte, 0 to 4). No other arm, so the jump needs no range test
-        // before its table.
+        // The routes `route_of` makes and `STOPPED`, the only values ever
+        // stored: the kind's place times 8 plus the layout's code
+        // (`Layout::code`'s low byte, 0 to 4). No other arm, so the jump
+        // needs no range test before its table.
         match self.route.load(Relaxed) {
+            STOPPED => false,
             0 => arm!(DiscardCpu, 0),
             1 => arm!(DiscardCpu, 1),
             2 => arm!(DiscardCpu, 2),
@@ -301,8 +331,12 @@ impl AnyChannel {
         let code = set.layout().code();
         let bits = each!(&self.by_kind, c => &c.config().contexts);
         bits.store(code, Relaxed);
-        self.route
-            .store(route_of(self.by_kind.index(), code), Relaxed);
+        // A stopped channel stays stopped: its route is set when it
+        // records again.
+        if self.is_recording() {
+            self.route
+                .store(route_of(self.by_kind.index(), code), Relaxed);
+        }
     }
 
     /// Whether the buffers count their committed records (per-thread and
@@ -390,6 +424,46 @@ mod tests {
             assert!(ch.record(1, 8, &|out: &mut [u8]| out
                 .copy_from_slice(&7u64.to_le_bytes())));
             assert_eq!(ch.lost(), 4);
+        }
+    }
+
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a channel maps its buffers and calibrates the clock: not under Miri"
+    )]
+    fn a_stopped_channel_writes_nothing_and_records_again_in_its_latest_layout() {
+        let u64_record = |ch: &AnyChannel, v: u64| {
+            ch.record(1, 8, &|out: &mut [u8]| {
+                out.copy_from_slice(&v.to_le_bytes())
+            })
+        };
+        for overwrite in [false, true] {
+            for sharing in [Sharing::PerThread, Sharing::PerCpuAtomics] {
+                let (ch, _read) = small(overwrite, sharing);
+                let kind = ch.by_kind.index();
+                assert!(ch.is_recording());
+                assert!(u64_record(&ch, 1));
+                let written = ch.written_and_lost();
+                ch.set_recording(false);
+                assert!(!ch.is_recording());
+                assert_eq!(ch.route.load(Relaxed), STOPPED);
+                for v in 0..100 {
+                    assert!(!u64_record(&ch, v));
+                }
+                // Nothing reserved, nothing counted lost: not recording is
+                // not a loss.
+                assert_eq!(ch.written_and_lost(), written);
+                // Contexts chosen while stopped take effect at the start.
+                ch.set_contexts(Contexts::DEFAULT);
+                assert_eq!(ch.route.load(Relaxed), STOPPED);
+                ch.set_recording(true);
+                assert_eq!(ch.route.load(Relaxed), kind * 8 + 1);
+                assert!(u64_record(&ch, 2));
+                let (w, lost) = ch.written_and_lost();
+                // The compact header, vpid and vtid (4 bytes each), the u64.
+                assert_eq!((w - written.0, lost), (4 + 8 + 8, written.1));
+            }
         }
     }
 

@@ -153,27 +153,25 @@ pub fn run_screened<P: Payload>(
     let Some(list) = probes.load(&guard) else {
         return;
     };
-    // An event whose only session is stopped (or not started yet) reads
-    // no clock; one whose only session is recording checks it once; a
-    // record its filter rejects reads no clock and reserves nothing.
+    // A record its filter rejects reads no clock and reserves nothing. The
+    // common case (one probe without a filter, or one whose comparison
+    // the call site's screen passed) tests no session flag: a stopped
+    // session's channel has the route that records nothing
+    // (`AnyChannel::set_recording`), taken after the clock's reading.
     let p = &list.first;
-    if screened == list.screened {
-        // One probe without a filter, or one whose comparison the call
-        // site's screen passed.
-        if !is_active(&p.active) {
+    if screened != list.screened {
+        if let Some(q) = &list.quick {
+            if !(is_active(&p.active) && quick_passes(q, write, p)) {
+                return;
+            }
+        } else if list.rest.is_empty() {
+            if !(is_active(&p.active) && p.passes(write, 0)) {
+                return;
+            }
+        } else {
+            several(list, len, write, &guard);
             return;
         }
-    } else if let Some(q) = &list.quick {
-        if !(is_active(&p.active) && quick_passes(q, write, p)) {
-            return;
-        }
-    } else if list.rest.is_empty() {
-        if !(is_active(&p.active) && p.passes(write, 0)) {
-            return;
-        }
-    } else {
-        several(list, len, write, &guard);
-        return;
     }
     // The clock before the buffer lookup: `rdtsc` takes tens of cycles,
     // which the CPU overlaps with finding the buffer instead of waiting

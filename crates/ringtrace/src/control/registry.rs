@@ -56,7 +56,7 @@ impl ForkHold {
     /// metadata. Sessions the child creates afterwards are its own.
     pub(crate) fn forget_sessions(&mut self) {
         for s in self.0.sessions.drain(..) {
-            s.active.store(false, Relaxed);
+            s.set_recording(false);
         }
     }
 
@@ -321,7 +321,7 @@ fn wanted_probes(sessions: &[Arc<SessionState>], desc: &'static EventDesc) -> Ve
 /// overlaps a `stop` switching the session's buffers.
 pub(crate) fn start(s: &SessionState) {
     let _c = control();
-    s.active.store(true, Relaxed);
+    s.set_recording(true);
 }
 
 /// Stops a session's writers: clears its `active` flag, waits for the
@@ -334,7 +334,7 @@ pub(crate) fn stop(s: &SessionState) -> bool {
     // writer comes back while another thread switches the per-thread
     // buffers (`flush_quiescent`'s precondition).
     let _c = control();
-    s.active.store(false, Relaxed);
+    s.set_recording(false);
     let quiescent = rcu::DOMAIN.synchronize(GRACE_TIMEOUT);
     for ch in &s.channels {
         if quiescent {

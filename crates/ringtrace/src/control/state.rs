@@ -103,6 +103,17 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl SessionState {
+    /// Starts or stops the session's writers: its flag, which the probes
+    /// and the consumer read, and each channel's route, which the common
+    /// probe path takes without reading the flag
+    /// (`AnyChannel::set_recording`). The caller holds the control lock.
+    pub(crate) fn set_recording(&self, on: bool) {
+        for ch in &self.channels {
+            ch.chan.set_recording(on);
+        }
+        self.active.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Whether this process is a `fork` child of the session's creator: its
     /// buffers, files and locks belong to the parent, so every operation is
     /// refused or a no-op here, and its probes are off (`fork.rs`).
@@ -188,6 +199,8 @@ impl SessionState {
                 },
             )
             .map_err(|e| Error::Config(format!("channel '{}': {e}", cfg.name)))?;
+            // A session is created stopped.
+            chan.set_recording(false);
             instance += chan.ops().buffers() as u64;
             channels.push(ChannelState {
                 cfg,
