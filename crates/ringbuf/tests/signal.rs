@@ -60,6 +60,7 @@ fn run<C: Config + Default>() -> u64 {
     H_WRITTEN.store(0, Ordering::Relaxed);
     H_LOST.store(0, Ordering::Relaxed);
     H_SEQ.store(0, Ordering::Relaxed);
+    H_NOBUF.store(0, Ordering::Relaxed);
     NESTED_IN_SLOT.store(0, Ordering::Relaxed);
     let attr = ChannelAttr {
         subbuf_size: 4096,
@@ -196,6 +197,13 @@ fn run<C: Config + Default>() -> u64 {
     let st = buf.stats();
     assert_eq!(st.records, written + hw);
     assert_eq!(st.lost.total(), lost + hl);
+    // Every record a handler attempted is accounted for: written, lost by
+    // the buffer, or lost by the channel for want of a buffer (a handler
+    // that interrupted the thread's first reservation while it took its
+    // buffer).
+    let nobuf = H_NOBUF.load(Ordering::Relaxed);
+    assert_eq!(hw + hl + nobuf, H_SEQ.load(Ordering::Relaxed));
+    assert_eq!(ch.lost_no_buffer(), nobuf);
     if C::MODE == Mode::Overwrite {
         // The reader took what the writers had not overwritten yet: every
         // record it read is whole (`check_subbuf`), none is lost.
