@@ -10,7 +10,7 @@
 //! of its own.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, Ordering::Relaxed};
 
 use ringbuf::{Channel, ChannelAttr, Config, ReadSide};
 
@@ -42,8 +42,9 @@ pub struct AnyChannel {
     /// with it and never changed) and the low byte of the channel's
     /// [`Layout::code`] (0 to 4, changed with it by
     /// [`AnyChannel::set_contexts`]); or [`STOPPED`] while the channel
-    /// does not record ([`AnyChannel::set_recording`]).
-    route: AtomicU8,
+    /// does not record ([`AnyChannel::set_recording`]). A 32-bit word:
+    /// the jump's index is loaded without a byte's widening.
+    route: AtomicU32,
     by_kind: ByKind,
 }
 
@@ -68,12 +69,12 @@ pub type ReadSides = Box<[ReadSide]>;
 
 /// The route of a channel that does not record: no kind's (a layout's
 /// code is at most 4).
-const STOPPED: u8 = 7;
+const STOPPED: u32 = 7;
 
 /// The route of a channel of kind `kind` (its place in [`ByKind`]) whose
 /// layout has code `code`.
-const fn route_of(kind: u8, code: u16) -> u8 {
-    kind * 8 + (code & 0xff) as u8
+const fn route_of(kind: u8, code: u16) -> u32 {
+    kind as u32 * 8 + (code & 0xff) as u32
 }
 
 impl ByKind {
@@ -128,7 +129,7 @@ impl AnyChannel {
             (true, Sharing::PerThread) => mk!(OverwriteThread),
         };
         let ch = AnyChannel {
-            route: AtomicU8::new(route_of(by_kind.index(), code)),
+            route: AtomicU32::new(route_of(by_kind.index(), code)),
             by_kind,
         };
         Ok((ch, read))
@@ -441,7 +442,7 @@ mod tests {
         for overwrite in [false, true] {
             for sharing in [Sharing::PerThread, Sharing::PerCpuAtomics] {
                 let (ch, _read) = small(overwrite, sharing);
-                let kind = ch.by_kind.index();
+                let kind = u32::from(ch.by_kind.index());
                 assert!(ch.is_recording());
                 assert!(u64_record(&ch, 1));
                 let written = ch.written_and_lost();
@@ -476,7 +477,7 @@ mod tests {
         for overwrite in [false, true] {
             for sharing in [Sharing::PerThread, Sharing::PerCpuAtomics] {
                 let (ch, _read) = small(overwrite, sharing);
-                let kind = ch.by_kind.index();
+                let kind = u32::from(ch.by_kind.index());
                 assert_eq!(ch.route.load(Relaxed), kind * 8);
                 for (set, layout) in [
                     (Contexts::DEFAULT, 1),
@@ -488,7 +489,7 @@ mod tests {
                     ch.set_contexts(set);
                     assert_eq!(ch.route.load(Relaxed), kind * 8 + layout);
                     assert_eq!(ch.contexts(), set);
-                    assert_eq!(ch.by_kind.index(), kind);
+                    assert_eq!(u32::from(ch.by_kind.index()), kind);
                 }
             }
         }
