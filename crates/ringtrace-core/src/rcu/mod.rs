@@ -150,10 +150,14 @@ impl<'a> Domain<'a> {
         let v = slot.ctr.load(Relaxed);
         // Acquire pairs with the Release advance in `synchronize`: a
         // reader that sees the new number also sees the pointer published
-        // before it. Loaded nested or not (a plain load on x86, needed by
-        // the outermost section only): a conditional move, not a branch.
-        let gp = self.gp.load(Acquire);
-        let nv = if v & NEST_MASK == 0 { gp | 1 } else { v + 1 };
+        // before it. Needed by the outermost section only: a nested one (a
+        // signal handler's, rare) takes the branch.
+        let nv = if v & NEST_MASK == 0 {
+            self.gp.load(Acquire) | 1
+        } else {
+            std::hint::cold_path();
+            v + 1
+        };
         // Release (a plain store on x86): `synchronize` may see this value
         // rather than the previous section's exit, so it must carry that
         // section's end with it (same-thread stores are not a release
