@@ -41,6 +41,13 @@ pub(crate) unsafe fn now_set() -> u64 {
     unsafe { CLOCK.get().unwrap_unchecked() }.now_unordered()
 }
 
+/// Whether the process's clock is chosen and is the TSC.
+pub(crate) fn is_tsc() -> bool {
+    CLOCK
+        .get()
+        .is_some_and(|c| matches!(c.source, traceclock::ClockSource::Tsc))
+}
+
 /// Makes `c` the process's clock unless one was chosen: every channel's
 /// creation, so that a channel is proof of a clock.
 pub(crate) fn ensure(c: TraceClock) {

@@ -47,12 +47,14 @@ pub struct ProbeList {
     /// record is then the field, a mask and a compare).
     pub quick: Option<Quick>,
     /// What a record must come with to be recorded in `first` with no
-    /// test but its session's flag (the common case's path, one compare):
-    /// [`UNSCREENED`] for one probe without a filter (every record, and
-    /// every record comes with it unless a screen tested it); the number
-    /// of the event's screen that holds `quick` ([`crate::screen`]: a
-    /// record that screen accepted); 0, which no record comes with,
-    /// otherwise.
+    /// other test (the common case's path, one compare; the session's
+    /// state is in the channel's route, `AnyChannel::set_recording`), its
+    /// clock read with `rdtsc`: [`UNSCREENED`] for one probe without a
+    /// filter (every record, and every record comes with it unless a
+    /// screen tested it); the number of the event's screen that holds
+    /// `quick` ([`crate::screen`]: a record that screen accepted); 0,
+    /// which no record comes with, otherwise, and whenever the process's
+    /// clock is not the TSC (so that this path tests no clock's kind).
     pub screened: u64,
 }
 
@@ -70,16 +72,36 @@ impl ProbeList {
         let plain = probes.is_empty() && first.filter.is_none();
         Some(ProbeList {
             quick,
-            screened: if plain { UNSCREENED } else { 0 },
+            screened: if plain && common_clock() {
+                UNSCREENED
+            } else {
+                0
+            },
             first,
             rest: probes.into_boxed_slice(),
         })
+    }
+
+    /// Lets the records the event's screen number `number` accepted take
+    /// the common path ([`ProbeList::screened`]), when the clock allows.
+    pub fn screen_with(&mut self, number: u64) {
+        if common_clock() {
+            self.screened = number;
+        }
     }
 
     /// Every probe, in order.
     pub fn iter(&self) -> impl Iterator<Item = &Probe> {
         std::iter::once(&self.first).chain(self.rest.iter())
     }
+}
+
+/// Whether the common path can read the clock with `rdtsc` alone: the
+/// process's clock is the TSC. A list exists only with its channels,
+/// which exist only with the clock (`AnyChannel::now`), which never
+/// changes once chosen.
+fn common_clock() -> bool {
+    crate::clock::is_tsc()
 }
 
 impl Probe {
@@ -159,7 +181,8 @@ pub fn run_screened<P: Payload>(
     // session's channel has the route that records nothing
     // (`AnyChannel::set_recording`), taken after the clock's reading.
     let p = &list.first;
-    if screened != list.screened {
+    let common = screened == list.screened;
+    if !common {
         if let Some(q) = &list.quick {
             if !(is_active(&p.active) && quick_passes(q, write, p)) {
                 return;
@@ -175,8 +198,13 @@ pub fn run_screened<P: Payload>(
     }
     // The clock before the buffer lookup: `rdtsc` takes tens of cycles,
     // which the CPU overlaps with finding the buffer instead of waiting
-    // for it inside the reservation.
-    let now = p.channel.now();
+    // for it inside the reservation. The common path's list says the
+    // clock is the TSC (`ProbeList::screened`).
+    let now = if common {
+        traceclock::tsc::rdtsc()
+    } else {
+        p.channel.now()
+    };
     p.record(now, len, write, &guard);
 }
 

@@ -265,7 +265,7 @@ fn republish(c: &mut Control) {
             .and_then(|l| l.quick)
             .filter(ringtrace_core::screen::Screen::can_hold);
         if let (Some(l), Some(_)) = (&mut list, quick) {
-            l.screened = number;
+            l.screen_with(number);
         }
         let enabled = list.is_some();
         c.lists.replace(&desc.probes, list.map(Box::new));
