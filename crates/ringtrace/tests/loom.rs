@@ -12,7 +12,7 @@
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64};
 use loom::thread;
-use ringtrace::rcu::{Domain, Slot};
+use ringtrace::rcu::{Domain, Slot, GP_START};
 use std::sync::atomic::Ordering::*;
 use std::time::Duration;
 
@@ -39,11 +39,10 @@ fn model_with(readers: usize, nested: bool, writers: usize, rounds: usize) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(3);
     b.check(move || {
-        let gp = leak(AtomicU64::new(1 << 16));
+        let gp = leak(AtomicU64::new(GP_START));
         let slots: &'static [Slot] = Box::leak((0..readers).map(|_| Slot::new()).collect());
-        let mb = leak(AtomicBool::new(false));
         let w = leak(loom::sync::Mutex::new(()));
-        let d = leak(Domain::new(gp, slots, mb, w));
+        let d = leak(Domain::new(gp, slots, w));
         let curs: &'static [AtomicPtr<Obj>] = Box::leak(
             (0..writers)
                 .map(|_| {

@@ -9,14 +9,13 @@ use std::sync::atomic::AtomicUsize;
 pub const SLOTS: usize = 1024;
 
 /// What every read section touches, in one object: the read side finds
-/// the grace-period number, the membarrier flag and its slot from one
+/// the grace-period number (with its fence flag) and its slot from one
 /// address (one load of it from the GOT where each static took its own),
 /// and a slot index plus one times the slot's size is the slot's offset
-/// in it, the number and the flag filling the first slot's place.
+/// in it, the number filling the first slot's place.
 #[repr(C)]
 struct State {
     gp: AtomicU64,
-    membarrier: AtomicBool,
     slots: [Slot; SLOTS],
 }
 
@@ -24,8 +23,7 @@ struct State {
 const _: () = assert!(std::mem::size_of::<Slot>() == 128);
 
 static STATE: State = State {
-    gp: AtomicU64::new(GP_UNIT),
-    membarrier: AtomicBool::new(false),
+    gp: AtomicU64::new(GP_START),
     slots: [const { Slot::new() }; SLOTS],
 };
 static WRITERS: Mutex<()> = Mutex::new(());
@@ -34,10 +32,9 @@ pub(super) static NO_SLOT: AtomicU64 = AtomicU64::new(0);
 static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 
 /// The process's domain. A constant (of references to the statics), so
-/// that the read side addresses the grace-period counter and the
-/// membarrier flag directly rather than through a static's pointers.
-pub const DOMAIN: Domain<'static> =
-    Domain::new(&STATE.gp, &STATE.slots, &STATE.membarrier, &WRITERS);
+/// that the read side addresses the grace-period counter directly rather
+/// than through a static's pointers.
+pub const DOMAIN: Domain<'static> = Domain::new(&STATE.gp, &STATE.slots, &WRITERS);
 
 // This thread's slot (`my_slot.rs`): its index plus one, 0 until its
 // first read section. No destructor: exited threads' slots are found with
@@ -77,14 +74,14 @@ pub fn hold_for_fork() -> std::sync::MutexGuard<'static, ()> {
 /// Registers the process for `membarrier`; readers then stop fencing.
 /// Called before the first pointer is published.
 pub fn init() {
-    if !STATE.membarrier.load(Relaxed) && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) {
-        STATE.membarrier.store(true, Relaxed);
+    if !DOMAIN.uses_membarrier() && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) {
+        DOMAIN.use_membarrier();
     }
 }
 
 /// Whether `membarrier` is in use.
 pub fn uses_membarrier() -> bool {
-    STATE.membarrier.load(Relaxed)
+    DOMAIN.uses_membarrier()
 }
 
 /// A read section of the calling thread; ends when dropped.

@@ -6,8 +6,9 @@
 //! # Scheme (the "memb" flavour of user-space RCU)
 //!
 //! Each thread that reads owns a *reader slot*: one word `ctr` holding the
-//! grace-period number it entered under (high bits) and its nesting depth
-//! (low [`NEST_BITS`] bits; signal handlers nest).
+//! grace-period number it entered under (the bits from [`NEST_BITS`] up),
+//! the fence flag of that number, and its nesting depth (the low
+//! `NEST_BITS - 1` bits; signal handlers nest).
 //!
 //! * Read side ([`Domain::enter`]/[`Domain::exit`]): a load and a store on
 //!   the thread's own slot, then the published pointer is loaded. No
@@ -34,7 +35,12 @@
 //! `tgkill(pid, tid, 0)` and freed.
 //!
 //! Without `membarrier` (old kernels, seccomp) readers add a full fence
-//! instead, chosen by one relaxed load.
+//! instead. The grace-period number carries that choice in its [`FENCE`]
+//! bit, set until the process registered for `membarrier`: a reader
+//! tests it in the number it loaded anyway, not in a word of its own
+//! (one load and a branch fewer per event). The flag is cleared once,
+//! under the writers' lock, after the registration succeeded; from then on
+//! every grace period uses `membarrier`.
 //!
 //! # Unguarded sections
 //!
@@ -56,20 +62,29 @@
 use std::time::{Duration, Instant};
 
 #[cfg(loom)]
-use loom::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64};
+use loom::sync::atomic::{fence, AtomicI32, AtomicU64};
 #[cfg(loom)]
 use loom::sync::Mutex;
 use std::sync::atomic::{compiler_fence, Ordering::*};
 #[cfg(not(loom))]
-use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64};
+use std::sync::atomic::{fence, AtomicI32, AtomicU64};
 #[cfg(not(loom))]
 use std::sync::Mutex;
 
-/// Low bits of a slot word: nesting depth of the thread's read sections.
+/// Low bits of a slot word: nesting depth of the thread's read sections
+/// (all but the highest) and the fence flag (the highest).
 pub const NEST_BITS: u32 = 16;
-const NEST_MASK: u64 = (1 << NEST_BITS) - 1;
+const NEST_MASK: u64 = (1 << (NEST_BITS - 1)) - 1;
+/// In the grace-period number: readers fence (no `membarrier` yet); a
+/// reader's slot word carries it from the number it entered under.
+pub const FENCE: u64 = 1 << (NEST_BITS - 1);
 /// One grace period in the high bits.
 const GP_UNIT: u64 = 1 << NEST_BITS;
+/// The grace period's own bits of a number or a slot word.
+const PHASE_MASK: u64 = !(GP_UNIT - 1);
+/// Where a domain's number starts: the first grace period, readers
+/// fencing until [`Domain::use_membarrier`].
+pub const GP_START: u64 = GP_UNIT | FENCE;
 
 /// A reader thread's slot, alone on its cache lines.
 #[derive(Debug)]
@@ -116,10 +131,10 @@ impl Default for Slot {
 /// An RCU domain: the grace-period number and the reader slots.
 #[derive(Debug)]
 pub struct Domain<'a> {
+    /// The grace-period number, with the [`FENCE`] flag: readers fence and
+    /// `synchronize` does not use `membarrier` while it is set.
     gp: &'a AtomicU64,
     slots: &'a [Slot],
-    /// Whether `synchronize` can use `membarrier`; readers fence otherwise.
-    membarrier: &'a AtomicBool,
     /// Held by `synchronize`: one grace period at a time (two at once
     /// could advance the number to the same value, and one skip a reader
     /// that entered under the other's advance holding what the first
@@ -128,20 +143,23 @@ pub struct Domain<'a> {
 }
 
 impl<'a> Domain<'a> {
-    /// A domain over caller-owned state (`gp` starts at any multiple of
-    /// 2^NEST_BITS, slots free).
-    pub const fn new(
-        gp: &'a AtomicU64,
-        slots: &'a [Slot],
-        membarrier: &'a AtomicBool,
-        writers: &'a Mutex<()>,
-    ) -> Self {
-        Domain {
-            gp,
-            slots,
-            membarrier,
-            writers,
-        }
+    /// A domain over caller-owned state (`gp` starts at [`GP_START`], or
+    /// any multiple of 2^NEST_BITS with [`FENCE`] set; slots free).
+    pub const fn new(gp: &'a AtomicU64, slots: &'a [Slot], writers: &'a Mutex<()>) -> Self {
+        Domain { gp, slots, writers }
+    }
+
+    /// Readers stop fencing: the process is registered for `membarrier`,
+    /// which every grace period from now on runs. Under the writers'
+    /// lock: no grace period is between its advance and its barrier.
+    pub fn use_membarrier(&self) {
+        let _one = self.writers.lock().unwrap_or_else(|e| e.into_inner());
+        self.gp.store(self.gp.load(Relaxed) & !FENCE, Release);
+    }
+
+    /// Whether readers rely on `membarrier` (its flag is clear).
+    pub fn uses_membarrier(&self) -> bool {
+        self.gp.load(Relaxed) & FENCE == 0
     }
 
     /// Enters a read section on `slot`, which the calling thread owns.
@@ -163,9 +181,11 @@ impl<'a> Domain<'a> {
         // section's end with it (same-thread stores are not a release
         // sequence; Miri found the race with Relaxed).
         slot.ctr.store(nv, Release);
-        if cfg!(loom) || !self.membarrier.load(Relaxed) {
-            // No membarrier to pair with: order the slot store before the
-            // loads of the section ourselves.
+        if cfg!(loom) || nv & FENCE != 0 {
+            // No membarrier to pair with (the number entered under says
+            // so, which a nested section's word carries from the outermost):
+            // order the slot store before the loads of the section
+            // ourselves.
             fence(SeqCst);
         } else {
             compiler_fence(SeqCst);
@@ -192,13 +212,13 @@ impl<'a> Domain<'a> {
         let _one = self.writers.lock().unwrap_or_else(|e| e.into_inner());
         let new = self.gp.load(Relaxed).wrapping_add(GP_UNIT);
         self.gp.store(new, Release);
-        self.heavy_barrier();
+        self.heavy_barrier(new);
         let start = Instant::now();
         for slot in self.slots {
             let mut spins = 0u32;
             loop {
                 let v = slot.ctr.load(Acquire);
-                if v & NEST_MASK == 0 || v & !NEST_MASK == new {
+                if v & NEST_MASK == 0 || v & PHASE_MASK == new & PHASE_MASK {
                     break;
                 }
                 #[cfg(loom)]
@@ -229,8 +249,11 @@ impl<'a> Domain<'a> {
         true
     }
 
-    fn heavy_barrier(&self) {
-        if !cfg!(loom) && self.membarrier.load(Relaxed) {
+    /// The barrier that pairs with the readers' missing fence: theirs is
+    /// missing only where `gp`, the number just advanced to, has no
+    /// [`FENCE`] flag.
+    fn heavy_barrier(&self, gp: u64) {
+        if !cfg!(loom) && gp & FENCE == 0 {
             membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
         } else {
             fence(SeqCst);
@@ -378,16 +401,15 @@ pub fn no_slot_drops() -> u64 {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicPtr;
+    use std::sync::atomic::{AtomicBool, AtomicPtr};
     use std::sync::Arc;
 
     #[test]
     fn nested_sections_keep_the_slot_busy_until_the_outermost_exit() {
-        let gp = AtomicU64::new(GP_UNIT);
+        let gp = AtomicU64::new(GP_START);
         let slots = [Slot::new(), Slot::new()];
-        let mb = AtomicBool::new(false);
         let w = Mutex::new(());
-        let d = Domain::new(&gp, &slots, &mb, &w);
+        let d = Domain::new(&gp, &slots, &w);
         let s = d.claim(gettid()).unwrap();
         d.enter(s);
         d.enter(s);
@@ -409,13 +431,44 @@ mod tests {
     }
 
     #[test]
+    fn the_fence_flag_travels_with_the_number_and_is_cleared_once() {
+        let gp = AtomicU64::new(GP_START);
+        let slots = [Slot::new()];
+        let w = Mutex::new(());
+        let d = Domain::new(&gp, &slots, &w);
+        assert!(!d.uses_membarrier());
+        let s = d.claim(gettid()).unwrap();
+        d.enter(s);
+        d.enter(s);
+        assert_eq!(s.ctr.load(Relaxed) & (FENCE | NEST_MASK), FENCE | 2);
+        d.exit(s);
+        // The flag cleared under an open section: its grace period still
+        // waits for it (the phases compare, not the flags).
+        d.use_membarrier();
+        assert!(d.uses_membarrier());
+        assert_eq!(gp.load(Relaxed), GP_UNIT);
+        assert!(
+            !d.synchronize(Duration::from_millis(5)),
+            "the section entered fencing is open"
+        );
+        d.exit(s);
+        assert!(d.synchronize(Duration::from_millis(5)));
+        // Sections entered since do not fence, and the number keeps no flag
+        // (each grace period advanced it, the one that timed out too).
+        d.enter(s);
+        assert_eq!(s.ctr.load(Relaxed), (3 * GP_UNIT) | 1);
+        d.exit(s);
+        assert!(d.synchronize(Duration::from_millis(5)));
+        assert_eq!(gp.load(Relaxed), 4 * GP_UNIT);
+    }
+
+    #[test]
     #[cfg_attr(miri, ignore = "Miri cannot tell whether a thread exists (tgkill)")]
     fn exited_threads_release_their_slots() {
-        let gp = AtomicU64::new(GP_UNIT);
+        let gp = AtomicU64::new(GP_START);
         let slots: Vec<Slot> = (0..2).map(|_| Slot::new()).collect();
-        let mb = AtomicBool::new(false);
         let w = Mutex::new(());
-        let d = Domain::new(&gp, &slots, &mb, &w);
+        let d = Domain::new(&gp, &slots, &w);
         std::thread::scope(|sc| {
             sc.spawn(|| {
                 let s = d.claim(gettid()).unwrap();
