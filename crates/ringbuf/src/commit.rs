@@ -20,7 +20,7 @@ impl<C: Config> Buffer<C> {
     pub(crate) fn commit_record(&self, state: &SubbufState, end: u64, len: u32) {
         // Rseq buffers count the record in the commit's own store.
         if C::COUNT_RECORDS && C::SYNC != Sync::Rseq {
-            self.wr.records.bump(C::SYNC);
+            self.count_record();
         }
         self.commit_in(
             state,
@@ -28,6 +28,35 @@ impl<C: Config> Buffer<C> {
             len as u64,
             C::COUNT_RECORDS as u64,
         );
+    }
+
+    /// Counts one committed record: [`Counter::bump`] of `records`, for a
+    /// per-thread buffer one `add` addressed from the buffer itself (the
+    /// counter's own address would take an instruction to form).
+    ///
+    /// [`Counter::bump`]: crate::sync::Counter
+    #[inline(always)]
+    fn count_record(&self) {
+        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+        if C::SYNC == Sync::Local {
+            // SAFETY: `self` is a live buffer and `wr.0.records` one of its
+            // fields, an aligned `AtomicU64` (`Counter` is transparent).
+            // Without the lock prefix the `add` is still one instruction,
+            // which a signal handler of this thread cannot split, and only
+            // the owning thread and its handlers write a per-thread
+            // buffer's counters (as for `Counter::bump`); no `nomem`: a
+            // compiler barrier.
+            unsafe {
+                std::arch::asm!(
+                    "add qword ptr [{b} + {o}], 1",
+                    b = in(reg) self as *const Self,
+                    o = const std::mem::offset_of!(Self, wr.0.records),
+                    options(nostack),
+                );
+            }
+            return;
+        }
+        self.wr.records.bump(C::SYNC);
     }
 
     /// Adds `amount` committed bytes (padding or a header, not a record)
@@ -49,7 +78,7 @@ impl<C: Config> Buffer<C> {
         } else {
             // The AcqRel add publishes this writer's bytes to whoever
             // delivers.
-            state.cc.shared.add(C::SYNC, amount).wrapping_add(amount)
+            add_committed(state, C::SYNC, amount).wrapping_add(amount)
         };
         // Commit counts start at a multiple of S, so a complete sub-buffer
         // has a count that is one: a cheap filter before equation (3). The
@@ -275,4 +304,33 @@ mod tests {
         // Nothing left to deliver: every sub-buffer says so.
         assert_eq!(b.deliver_missed(), 0);
     }
+}
+
+/// Adds `amount` to the shared commit count of `state` and returns the
+/// count before: `Counter::add`, for a per-thread buffer one `xadd`
+/// addressed from the sub-buffer's state (the counter's own address would
+/// take an instruction to form).
+#[inline(always)]
+fn add_committed(state: &SubbufState, sync: Sync, amount: u64) -> u64 {
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    if sync == Sync::Local {
+        let mut prev = amount;
+        // SAFETY: `state` is live and `cc.0.shared` one of its fields, an
+        // aligned `AtomicU64` (`Counter` is transparent). One non-locked
+        // instruction, which a signal handler of this thread cannot split;
+        // only the owning thread and its handlers write a per-thread
+        // buffer's counts (as for `Counter::add`); no `nomem`: a compiler
+        // barrier, which gives the release ordering TSO gives in hardware.
+        unsafe {
+            std::arch::asm!(
+                "xadd qword ptr [{s} + {o}], {v}",
+                s = in(reg) state as *const SubbufState,
+                o = const std::mem::offset_of!(SubbufState, cc.0.shared),
+                v = inout(reg) prev,
+                options(nostack),
+            );
+        }
+        return prev;
+    }
+    state.cc.shared.add(sync, amount)
 }
