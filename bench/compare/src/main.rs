@@ -190,8 +190,8 @@ fn run() -> Result<(), String> {
     if want("overhead") && !a.focus {
         more.extend(overhead::table(
             &scratch,
-            if a.quick { 200_000 } else { 2_000_000 },
-            if a.quick { 3 } else { 5 },
+            if a.quick { 100_000 } else { 250_000 },
+            if a.quick { 10 } else { 40 },
             &mut overhead_lines,
         )?);
     }
