@@ -269,7 +269,10 @@ impl<C: Config> Channel<C> {
     /// record fitting strictly inside its current sub-buffer at the first
     /// try. `None` otherwise, with nothing reserved or counted (but an rseq
     /// buffer's move or abort): the caller then calls
-    /// [`Channel::reserve_at`], which does everything. A caller that writes
+    /// [`Channel::reserve_at`], which does everything. A size function
+    /// answering 0 declines the fast path, and so does a clock reading
+    /// `now` behind the buffer's last timestamp (the whole reservation
+    /// raises it to that timestamp and counts the raise). A caller that writes
     /// its record in both branches, the second out of line, keeps the fast
     /// path's slot in registers (BENCHMARKS.md, "Instructions per event").
     #[inline(always)]

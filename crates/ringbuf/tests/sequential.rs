@@ -545,13 +545,37 @@ fn the_fast_path_alone_reserves_only_inside_the_current_sub_buffer() {
         fill_record(s.bytes(), 7, 3, ts);
         s.commit();
         assert_eq!(fast(4), Some(HEADER + 64));
+        // A size function answering 0 declines, and so does a clock
+        // reading behind the buffer's last timestamp (the whole
+        // reservation raises it and counts the raise): nothing reserved.
+        assert!(ch.try_reserve_fast(now(), |_| 0usize).is_none());
+        assert!(ch.try_reserve_fast(0, size).is_none());
+        assert_eq!(fast(5), Some(HEADER + 128));
+        let clamps = || {
+            ch.buffers()
+                .iter()
+                .map(|b| b.stats().clock_clamps)
+                .sum::<u64>()
+        };
+        assert_eq!(clamps(), 0, "the fast path counts no raise");
+        let mut s = ch.reserve_at(0, size).unwrap();
+        assert_eq!(
+            s.offset(),
+            HEADER,
+            "past the sub-buffer's end: the next one"
+        );
+        assert!(s.ts() > 0, "raised to the last timestamp");
+        let ts = s.ts();
+        fill_record(s.bytes(), 7, 6, ts);
+        s.commit();
+        assert_eq!(clamps(), 1);
         let (records, lost) = ch.buffers().iter().fold((0, 0), |(r, l), b| {
             let st = b.stats();
             (r + st.records, l + st.lost.total())
         });
         assert_eq!(
             (records, lost),
-            (5, 0),
+            (7, 0),
             "the refusals reserved and counted nothing"
         );
     }
