@@ -30,33 +30,25 @@ impl<C: Config> Buffer<C> {
         );
     }
 
-    /// Counts one committed record: [`Counter::bump`] of `records`, for a
-    /// per-thread buffer one `add` addressed from the buffer itself (the
-    /// counter's own address would take an instruction to form).
-    ///
-    /// [`Counter::bump`]: crate::sync::Counter
+    /// Counts one committed record; for a per-thread buffer one `add`
+    /// addressed from the buffer itself (the counter's own address would
+    /// take an instruction to form).
     #[inline(always)]
     fn count_record(&self) {
         #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
         if C::SYNC == Sync::Local {
             // SAFETY: `self` is a live buffer and `wr.0.records` one of its
-            // fields, an aligned `AtomicU64` (`Counter` is transparent).
-            // Without the lock prefix the `add` is still one instruction,
-            // which a signal handler of this thread cannot split, and only
-            // the owning thread and its handlers write a per-thread
-            // buffer's counters (as for `Counter::bump`); no `nomem`: a
-            // compiler barrier.
+            // fields, an aligned `AtomicU64` (`Counter` is transparent),
+            // which only the owning thread and its signal handlers write.
             unsafe {
-                std::arch::asm!(
-                    "add qword ptr [{b} + {o}], 1",
-                    b = in(reg) self as *const Self,
-                    o = const std::mem::offset_of!(Self, wr.0.records),
-                    options(nostack),
-                );
-            }
+                crate::sync::local_inc!(
+                    self as *const Self,
+                    std::mem::offset_of!(Self, wr.0.records)
+                )
+            };
             return;
         }
-        self.wr.records.bump(C::SYNC);
+        self.wr.records.add(C::SYNC, 1);
     }
 
     /// Adds `amount` committed bytes (padding or a header, not a record)
@@ -316,20 +308,15 @@ fn add_committed(state: &SubbufState, sync: Sync, amount: u64) -> u64 {
     if sync == Sync::Local {
         let mut prev = amount;
         // SAFETY: `state` is live and `cc.0.shared` one of its fields, an
-        // aligned `AtomicU64` (`Counter` is transparent). One non-locked
-        // instruction, which a signal handler of this thread cannot split;
-        // only the owning thread and its handlers write a per-thread
-        // buffer's counts (as for `Counter::add`); no `nomem`: a compiler
-        // barrier, which gives the release ordering TSO gives in hardware.
+        // aligned `AtomicU64` (`Counter` is transparent), which only the
+        // owning thread and its signal handlers write.
         unsafe {
-            std::arch::asm!(
-                "xadd qword ptr [{s} + {o}], {v}",
-                s = in(reg) state as *const SubbufState,
-                o = const std::mem::offset_of!(SubbufState, cc.0.shared),
-                v = inout(reg) prev,
-                options(nostack),
-            );
-        }
+            crate::sync::local_xadd!(
+                state as *const SubbufState,
+                std::mem::offset_of!(SubbufState, cc.0.shared),
+                prev
+            )
+        };
         return prev;
     }
     state.cc.shared.add(sync, amount)

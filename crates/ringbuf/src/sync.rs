@@ -69,47 +69,58 @@ impl Counter {
         if let Sync::Local = sync {
             let mut prev = v;
             // SAFETY: the pointer comes from a live `AtomicU64`, so it is
-            // valid and 8-byte aligned. Without the lock prefix the
-            // instruction is still one instruction: a signal handler of this
-            // thread runs either before or after it, never inside.
-            // `Sync::Local` is only selected for per-thread buffers, whose
-            // counters no other thread modifies (see the module doc); the asm
-            // has no `nomem`, so it is also a compiler barrier, which gives
-            // the release/acquire ordering that TSO provides in hardware.
-            unsafe {
-                core::arch::asm!(
-                    "xadd qword ptr [{p}], {v}",
-                    p = in(reg) self.0.as_ptr(),
-                    v = inout(reg) prev,
-                    options(nostack),
-                );
-            }
+            // valid and 8-byte aligned; a per-thread buffer's counter (the
+            // `Sync::Local` contract of `local_xadd`).
+            unsafe { local_xadd!(self.0.as_ptr(), 0, prev) };
             return prev;
         }
         let _ = sync;
         self.0.fetch_add(v, Ordering::AcqRel)
     }
-
-    /// Adds one, returning nothing: for a per-thread buffer one `add` to
-    /// memory (an `xadd` needs its operand set first and returns a value
-    /// no one reads).
-    #[inline(always)]
-    pub(crate) fn bump(&self, sync: Sync) {
-        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
-        if let Sync::Local = sync {
-            // SAFETY: as in `add`.
-            unsafe {
-                core::arch::asm!(
-                    "add qword ptr [{p}], 1",
-                    p = in(reg) self.0.as_ptr(),
-                    options(nostack),
-                );
-            }
-            return;
-        }
-        self.add(sync, 1);
-    }
 }
+
+/// `xadd` without the lock prefix: adds the register `$v` to the `u64` at
+/// `$base` plus the constant `$off` and leaves the previous value in `$v`.
+/// [`Sync::Local`]'s add: one instruction, which a signal handler of this
+/// thread runs entirely before or after, never inside, so it is atomic
+/// against the only other writers a per-thread buffer's counters have
+/// (other threads only load them; see the module doc). No `nomem`: a
+/// compiler barrier, which gives the release/acquire ordering that TSO
+/// provides in hardware. The constant offset lets a caller address a
+/// field from its struct's address without forming the field's first.
+/// The caller's `SAFETY` says why `$base + $off` is a live, 8-byte
+/// aligned `u64` that only the owning thread and its handlers write.
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+macro_rules! local_xadd {
+    ($base:expr, $off:expr, $v:ident) => {
+        core::arch::asm!(
+            "xadd qword ptr [{b} + {o}], {v}",
+            b = in(reg) $base,
+            o = const $off,
+            v = inout(reg) $v,
+            options(nostack),
+        )
+    };
+}
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+pub(crate) use local_xadd;
+
+/// [`local_xadd!`] of 1 that returns nothing: one `add` to memory (an
+/// `xadd` needs its operand set first and returns a value no one reads).
+/// The same contract.
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+macro_rules! local_inc {
+    ($base:expr, $off:expr) => {
+        core::arch::asm!(
+            "add qword ptr [{b} + {o}], 1",
+            b = in(reg) $base,
+            o = const $off,
+            options(nostack),
+        )
+    };
+}
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+pub(crate) use local_inc;
 
 /// Pads and aligns a value to its own cache line (128 bytes: adjacent-line
 /// prefetch makes pairs of 64-byte lines behave as one on x86), so that the
@@ -212,11 +223,11 @@ impl Head {
                     // SAFETY: `self` is live and starts with the two aligned
                     // words (W, ts) (`repr(C, align(16))`), which only the
                     // owning thread and its signal handlers write (the
-                    // `Sync::Local` contract, as in `Counter::add`). Each
+                    // `Sync::Local` contract, as for `local_xadd`). Each
                     // non-locked `cmpxchg` is one instruction, which a
                     // handler cannot split; the second runs only if the
                     // first stored, and either's failure jumps out. No
-                    // `nomem`: a compiler barrier, as for `Counter::add`.
+                    // `nomem`: a compiler barrier, as for `local_xadd`.
                     unsafe {
                         core::arch::asm!(
                             "cmpxchg qword ptr [{p} + {ts}], {nts}",
