@@ -11,9 +11,12 @@
 //! ```
 //!
 //! Arguments: `layer` (the default), `text` (the layer, the event with a
-//! message: text, which takes the general path), `macro`, or `visit` (`tracing` with a
-//! layer that only takes the values, under the ringtrace layer's filter:
-//! what `tracing` itself costs), the number of events.
+//! message: text, which takes the general path), `macro`, `visit`
+//! (`tracing` with a layer that only takes the values, under the ringtrace
+//! layer's filter: what `tracing` itself costs a layer), or `bare`
+//! (`tracing` with a subscriber of its own that only takes the values, no
+//! registry and no per-layer filter: the least any `tracing` front end
+//! costs), the number of events.
 //! Prints ns per event and the records lost (none: a flight recorder).
 
 use std::time::Instant;
@@ -24,7 +27,7 @@ use tracing_subscriber::prelude::*;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = args.first().map(String::as_str).unwrap_or("layer");
-    if !["layer", "text", "macro", "visit"].contains(&mode) {
+    if !["layer", "text", "macro", "visit", "bare"].contains(&mode) {
         usage(&format!("front end: {mode}"));
     }
     let n: u64 = args
@@ -47,7 +50,9 @@ fn main() {
     if mode != "macro" {
         // The process's dispatcher, as `.init()` sets it in a program.
         let registry = tracing_subscriber::registry();
-        let set = if mode != "visit" {
+        let set = if mode == "bare" {
+            tracing::subscriber::set_global_default(Bare)
+        } else if mode != "visit" {
             tracing::subscriber::set_global_default(registry.with(ringtrace_tracing::layer()))
         } else {
             let visit = Visit.with_filter(ringtrace_tracing::RingtraceFilter::new());
@@ -79,20 +84,46 @@ struct Visit;
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Visit {
     fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        struct Sum(u64);
-        impl tracing::field::Visit for Sum {
-            fn record_u64(&mut self, _: &tracing::field::Field, v: u64) {
-                self.0 = self.0.wrapping_add(v);
-            }
-            fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
-        }
-        let mut sum = Sum(0);
-        event.record(&mut sum);
-        std::hint::black_box(sum.0);
+        take_values(event);
     }
 }
 
+/// Visits `event`'s values, adding its u64s, and keeps the sum from the
+/// optimizer.
+fn take_values(event: &tracing::Event<'_>) {
+    struct Sum(u64);
+    impl tracing::field::Visit for Sum {
+        fn record_u64(&mut self, _: &tracing::field::Field, v: u64) {
+            self.0 = self.0.wrapping_add(v);
+        }
+        fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
+    }
+    let mut sum = Sum(0);
+    event.record(&mut sum);
+    std::hint::black_box(sum.0);
+}
+
+/// A subscriber that enables every callsite and only takes each event's
+/// values: `tracing`'s own cost with nothing of `tracing-subscriber`.
+struct Bare;
+
+impl tracing::Subscriber for Bare {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        take_values(event);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
 fn usage(why: &str) -> ! {
-    eprintln!("layer_loop: {why}\nusage: layer_loop [layer|text|macro|visit] [EVENTS]");
+    eprintln!("layer_loop: {why}\nusage: layer_loop [layer|text|macro|visit|bare] [EVENTS]");
     std::process::exit(2)
 }

@@ -56,7 +56,19 @@ impl Class {
     }
 
     /// The newest class of the callsite this one was made for.
+    #[inline(always)]
     pub(crate) fn newest(&'static self) -> &'static Class {
+        match self.widened.get() {
+            None => self,
+            Some(n) => n.newest_widened(),
+        }
+    }
+
+    /// [`Class::newest`] past the first widening (rare: a callsite whose
+    /// values changed kind), out of the event's path.
+    #[cold]
+    #[inline(never)]
+    fn newest_widened(&'static self) -> &'static Class {
         let mut c = self;
         while let Some(n) = c.widened.get() {
             c = n;

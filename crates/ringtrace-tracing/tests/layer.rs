@@ -246,6 +246,48 @@ fn message_and_level_rules_apply() {
     assert_eq!(class.loglevel, Level::Error as u8);
 }
 
+/// A callsite widened twice (one field, then another) records into its
+/// newest class from then on: the chain first -> second -> third is
+/// followed from the class the lookup finds.
+#[test]
+fn a_callsite_widened_twice_records_into_its_newest_class() {
+    let dir = tmpdir("twice");
+    let sess = session(&dir, "twicetest*", Level::Debug);
+    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
+    tracing::subscriber::with_default(sub, || {
+        let ev = |a: &dyn tracing::Value, b: &dyn tracing::Value| tracing::info!(target: "twicetest", a, b);
+        ev(&1u64, &2u64); // the class: u64, u64
+        ev(&-1i64, &3u64); // `a` does not fit: a class where it is text
+        ev(&4u64, &-2i64); // `b` does not fit that one: both text
+        ev(&5u64, &6u64); // the third class from then on
+    });
+    sess.stop().unwrap();
+    let evs = read(&dir);
+    let row = |a: Value, b: Value| vec![("a".to_string(), a), ("b".to_string(), b)];
+    let events: Vec<_> = evs
+        .iter()
+        .filter(|e| e.0.starts_with("twicetest:event "))
+        .map(|e| e.1.clone())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            row(Value::Uint(1), Value::Uint(2)),
+            row(s("-1"), Value::Uint(3)),
+            row(s("4"), s("-2")),
+            row(s("5"), s("6")),
+        ]
+    );
+    let trace = Trace::open(&dir).unwrap();
+    let classes = trace
+        .desc
+        .events
+        .iter()
+        .filter(|c| c.name.starts_with("twicetest:event "))
+        .count();
+    assert_eq!(classes, 3, "the first class and its two widenings");
+}
+
 #[test]
 fn values_of_another_kind_are_kept_exactly() {
     let dir = tmpdir("convert");
