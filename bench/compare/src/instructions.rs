@@ -19,7 +19,7 @@ struct Row {
     n: u64,
 }
 
-const ROWS: [Row; 6] = [
+const ROWS: [Row; 7] = [
     Row {
         name: "event! per-thread, flight, u64, no context",
         package: "ringtrace",
@@ -65,6 +65,14 @@ const ROWS: [Row; 6] = [
         package: "ringtrace-tracing",
         example: "layer_loop",
         before: &["visit"],
+        after: &[],
+        n: 100_000,
+    },
+    Row {
+        name: "tracing to a bare subscriber (a u64 visited)",
+        package: "ringtrace-tracing",
+        example: "layer_loop",
+        before: &["bare"],
         after: &[],
         n: 100_000,
     },
