@@ -53,14 +53,14 @@ const KINDS: [&str; 6] = [
 /// A floor ring: its write count, its commit count, its bytes (with room
 /// for a record that starts in the last 12 bytes).
 #[repr(C, align(64))]
-struct Ring {
+pub(crate) struct Ring {
     w: u64,
     cc: u64,
     mem: [u8; RING + 16],
 }
 
 impl Ring {
-    fn boxed() -> Box<Ring> {
+    pub(crate) fn boxed() -> Box<Ring> {
         // SAFETY: all-zero bytes are a valid `Ring` (integers and bytes);
         // allocated zeroed, not built on the stack (1 MiB).
         unsafe {
@@ -84,7 +84,7 @@ fn rdtsc() -> u64 {
 /// The floor's per-thread event: non-locked `cmpxchg` on W, the record's
 /// two stores, non-locked `xadd` on the commit count.
 #[inline(always)]
-fn per_thread_event(r: &mut Ring, v: u64) {
+pub(crate) fn per_thread_event(r: &mut Ring, v: u64) {
     let ts = rdtsc();
     let p = r as *mut Ring;
     // SAFETY: `p` is this thread's ring; the offset is masked into

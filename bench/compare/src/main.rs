@@ -48,6 +48,7 @@
 //! ```
 
 mod baselines;
+mod between;
 mod c_build;
 mod c_interleaved;
 mod cell;
@@ -98,7 +99,7 @@ struct Args {
     #[arg(long, default_value = "target/compare")]
     scratch: PathBuf,
     /// Only these tables (comma-separated): tracers, frontends, losses,
-    /// overhead, ring, reading, contexts, wake (how late a thread wakes on
+    /// overhead (and events between system calls, one thread), ring, reading, contexts, wake (how late a thread wakes on
     /// an idle CPU and a busy one), lttng-ust-programs (an LTTng-UST
     /// program under LTTng-UST and under ringtrace's liblttng-ust.so.1),
     /// floor (ringtrace's event against the least a record can cost),
@@ -194,6 +195,7 @@ fn run() -> Result<(), String> {
             if a.quick { 10 } else { 40 },
             &mut overhead_lines,
         )?);
+        between::table(if a.quick { 50 } else { 200 })?;
     }
     if want("ring") && !a.focus {
         more.extend(ring::tables(
