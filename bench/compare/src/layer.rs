@@ -51,10 +51,14 @@ pub fn measure(rounds: usize, dir: &Path) -> Result<Layer, String> {
     let _ = std::fs::remove_dir_all(dir);
     let s = Session::builder("layer")
         .output(dir)
-        // Room for several chunks while the consumer writes: no loss.
+        // The chunks write about 0.5 GB/s, near what the consumer writes
+        // to the page cache on a small virtual machine, which lost 2-11 %
+        // of the events with 8 MiB of buffer: 64 MiB holds 5.6 M records,
+        // half of all the chunks write, so the consumer never falls that
+        // far behind.
         .channel(
             ChannelConfig::new("ch")
-                .subbufs(1 << 20, 8)
+                .subbufs(4 << 20, 16)
                 .per_thread()
                 .contexts(Contexts::NONE),
         )
@@ -100,9 +104,11 @@ pub fn measure(rounds: usize, dir: &Path) -> Result<Layer, String> {
 pub fn table(rounds: usize, scratch: &Path) -> Result<Vec<String>, String> {
     let l = measure(rounds, &scratch.join("layer"))?;
     let attempted = (l.rounds as u64 + 1) * CHUNK * 2;
-    if l.written + l.lost != attempted {
+    // A lost record costs its writer less than a written one: the ratio
+    // would not be the one asked.
+    if l.written != attempted || l.lost != 0 {
         return Err(format!(
-            "the tracing layer's session wrote {} and lost {} of {attempted} events",
+            "the tracing layer's session wrote {} and lost {} of {attempted} events (the consumer did not keep up)",
             l.written, l.lost
         ));
     }
