@@ -78,7 +78,7 @@ LAYERS = {
             "instructions",
             "wake",
         ],
-        ["tracers", "overhead"],
+        ["tracers", "overhead", "between"],
         ["frontends", "losses", "scaling"],
         ["ratios"],
     ],

@@ -4,7 +4,8 @@
 //! threads (and 4 and 8 without --quick); dormant probes; sub-buffers
 //! 4 × 1 MiB per CPU for both tracers. Each cell is the median of --runs
 //! runs. Then a workload-overhead table (a syscall loop with entry/exit
-//! events: absent, dormant, flight recorder, discard to disk), the
+//! events: absent, dormant, flight recorder, discard to disk) and what one
+//! or two events cost between system calls (`between.rs`), the
 //! front-end table (Rust macro, C API, `tracing` layer, fmt layer, LTTng-UST
 //! tracepoint: `frontends.rs`), losses of 8 writer threads paced to equal
 //! event rates (`losses.rs`) and the ring buffer tables of the 002 paper
@@ -36,7 +37,8 @@
 //! ```text
 //!   ratios                                  the ratio lines printed last
 //!     frontends  losses  scaling            tables that run the tracers' cells
-//!       tracers  overhead                   the tracer tables; the workload's overhead
+//!       tracers  overhead  between          the tracer tables; the workload's overhead
+//!                                           and events between system calls
 //!         baselines c_interleaved interleaved scaling_interleaved
 //!         drain reading ring wake           one table or measurement each
 //!         instructions
