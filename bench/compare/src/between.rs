@@ -9,14 +9,14 @@
 //! ringtrace's about 15 (`floor.rs`); here one floor event hides in the
 //! system call's shadow while ringtrace's does not, and that, not the
 //! tight-loop difference, is what the overhead table's ratio measures
-//! (BENCHMARKS.md, "Whole-program overhead").
+//! (BENCHMARKS.md, "Against LTTng-UST", the workload table).
 
 use std::time::Instant;
 
-use ringtrace::{event, ChannelConfig, Contexts, Mode, Session};
+use ringtrace::{event, Contexts};
 
 use crate::cell::median;
-use crate::floor::{per_thread_event, Ring};
+use crate::floor::{per_thread_event, session, Ring};
 
 /// Calls per chunk.
 const CHUNK: u64 = 5_000;
@@ -34,22 +34,6 @@ const KINDS: [&str; 6] = [
 /// The event records the loop makes per call, kind by kind (the stopped
 /// session's none).
 const RECORDS: [u64; 6] = [0, 1, 1, 0, 2, 2];
-
-/// A per-thread flight-recorder session without contexts, enabling
-/// `pattern`.
-fn session(name: &str, pattern: &str) -> Result<Session, String> {
-    Session::builder(name)
-        .mode(Mode::FlightRecorder)
-        .channel(
-            ChannelConfig::new("ch")
-                .subbufs(1 << 20, 4)
-                .per_thread()
-                .contexts(Contexts::NONE),
-        )
-        .enable(pattern)
-        .create()
-        .map_err(|e| e.to_string())
-}
 
 /// `getppid()`, kept from the optimizer.
 #[inline(always)]
@@ -104,11 +88,11 @@ fn chunk(k: usize, ring: &mut Ring) -> f64 {
 
 /// Prints the table: `rounds` rounds of a chunk of each kind.
 pub fn table(rounds: usize) -> Result<(), String> {
-    let on = session("between", "cmpbetween:*")?;
-    let off = session("between-off", "cmpbetweenoff:*")?;
-    off.start();
+    // Per-thread flight recorders without contexts, started; the second
+    // stopped again at once.
+    let on = session("between", "cmpbetween:*", false, Contexts::NONE)?;
+    let off = session("between-off", "cmpbetweenoff:*", false, Contexts::NONE)?;
     off.stop().map_err(|e| e.to_string())?;
-    on.start();
     let mut ring = Ring::boxed();
     // Every class exists and is enabled, and every page was touched,
     // before the first timed chunk.

@@ -235,8 +235,14 @@ fn per_cpu_event(area: *mut u8, rings: &CpuRings, v: u64) {
     }
 }
 
-/// A flight-recorder session enabling `pattern`.
-fn session(name: &str, pattern: &str, rseq: bool, contexts: Contexts) -> Result<Session, String> {
+/// A flight-recorder session enabling `pattern`, started: per-CPU with
+/// restartable sequences (`rseq`) or per-thread.
+pub(crate) fn session(
+    name: &str,
+    pattern: &str,
+    rseq: bool,
+    contexts: Contexts,
+) -> Result<Session, String> {
     let ch = ChannelConfig::new("ch")
         .subbufs(1 << 20, 4)
         .contexts(contexts);

@@ -101,8 +101,9 @@ struct Args {
     #[arg(long, default_value = "target/compare")]
     scratch: PathBuf,
     /// Only these tables (comma-separated): tracers, frontends, losses,
-    /// overhead (and events between system calls, one thread), ring, reading, contexts, wake (how late a thread wakes on
-    /// an idle CPU and a busy one), lttng-ust-programs (an LTTng-UST
+    /// overhead (and events between system calls, one thread), ring,
+    /// reading, contexts, wake (how late a thread wakes on an idle CPU and
+    /// a busy one), lttng-ust-programs (an LTTng-UST
     /// program under LTTng-UST and under ringtrace's liblttng-ust.so.1),
     /// floor (ringtrace's event against the least a record can cost),
     /// tracing-layer (the `tracing` layer against `event!`), filter (a
