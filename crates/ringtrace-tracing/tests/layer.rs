@@ -46,6 +46,33 @@ fn read(dir: &Path) -> Vec<(String, Vec<(String, Value)>)> {
     out
 }
 
+/// `f`'s result, run with the layer (and its filter) as the calling
+/// thread's dispatcher.
+fn with_layer<R>(f: impl FnOnce() -> R) -> R {
+    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
+    tracing::subscriber::with_default(sub, f)
+}
+
+/// The values of the events whose name starts with `prefix`, in order.
+fn values_of(evs: &[(String, Vec<(String, Value)>)], prefix: &str) -> Vec<Vec<(String, Value)>> {
+    evs.iter()
+        .filter(|e| e.0.starts_with(prefix))
+        .map(|e| e.1.clone())
+        .collect()
+}
+
+/// How many event classes of the trace in `dir` have a name starting with
+/// `prefix`.
+fn classes_named(dir: &Path, prefix: &str) -> usize {
+    let trace = Trace::open(dir).unwrap();
+    let named = trace
+        .desc
+        .events
+        .iter()
+        .filter(|c| c.name.starts_with(prefix));
+    named.count()
+}
+
 fn s(v: &str) -> Value {
     Value::Str(v.into())
 }
@@ -54,8 +81,7 @@ fn s(v: &str) -> Value {
 fn events_and_spans_are_recorded_with_their_values() {
     let dir = tmpdir("values");
     let sess = session(&dir, "layertest*", Level::Debug);
-    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
-    let line = tracing::subscriber::with_default(sub, || {
+    let line = with_layer(|| {
         let span = tracing::info_span!(target: "layertest::db", "query", table = "users", rows = tracing::field::Empty);
         span.record("rows", 3u64);
         {
@@ -149,8 +175,7 @@ fn events_and_spans_are_recorded_with_their_values() {
 fn numbers_are_written_directly_and_a_value_of_another_kind_widens_the_class() {
     let dir = tmpdir("direct");
     let sess = session(&dir, "directtest*", Level::Debug);
-    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
-    tracing::subscriber::with_default(sub, || {
+    with_layer(|| {
         let ev = |n: &dyn tracing::Value, maybe: Option<u64>| tracing::info!(target: "directtest", n, d = -3i64, r = 0.5f64, ok = true, maybe);
         ev(&1u64, Some(7)); // the class: u64, i64, f64, bool, u64
         ev(&2u64, None); // `maybe` not recorded: 0
@@ -170,13 +195,8 @@ fn numbers_are_written_directly_and_a_value_of_another_kind_widens_the_class() {
             ("maybe".into(), Value::Uint(maybe)),
         ]
     };
-    let events: Vec<_> = evs
-        .iter()
-        .filter(|e| e.0.starts_with("directtest:event "))
-        .map(|e| e.1.clone())
-        .collect();
     assert_eq!(
-        events,
+        values_of(&evs, "directtest:event "),
         [
             row(Value::Uint(1), 7),
             row(Value::Uint(2), 0),
@@ -217,8 +237,7 @@ fn numbers_are_written_directly_and_a_value_of_another_kind_widens_the_class() {
 fn message_and_level_rules_apply() {
     let dir = tmpdir("levels");
     let sess = session(&dir, "leveltest:*", Level::Warning);
-    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
-    tracing::subscriber::with_default(sub, || {
+    with_layer(|| {
         for i in 0..5u64 {
             tracing::info!(target: "leveltest", i, "not recorded: info is below warning");
             tracing::error!(target: "leveltest", i, "failed {}", i);
@@ -253,8 +272,7 @@ fn message_and_level_rules_apply() {
 fn a_callsite_widened_twice_records_into_its_newest_class() {
     let dir = tmpdir("twice");
     let sess = session(&dir, "twicetest*", Level::Debug);
-    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
-    tracing::subscriber::with_default(sub, || {
+    with_layer(|| {
         let ev = |a: &dyn tracing::Value, b: &dyn tracing::Value| tracing::info!(target: "twicetest", a, b);
         ev(&1u64, &2u64); // the class: u64, u64
         ev(&-1i64, &3u64); // `a` does not fit: a class where it is text
@@ -264,13 +282,8 @@ fn a_callsite_widened_twice_records_into_its_newest_class() {
     sess.stop().unwrap();
     let evs = read(&dir);
     let row = |a: Value, b: Value| vec![("a".to_string(), a), ("b".to_string(), b)];
-    let events: Vec<_> = evs
-        .iter()
-        .filter(|e| e.0.starts_with("twicetest:event "))
-        .map(|e| e.1.clone())
-        .collect();
     assert_eq!(
-        events,
+        values_of(&evs, "twicetest:event "),
         [
             row(Value::Uint(1), Value::Uint(2)),
             row(s("-1"), Value::Uint(3)),
@@ -278,22 +291,18 @@ fn a_callsite_widened_twice_records_into_its_newest_class() {
             row(s("5"), s("6")),
         ]
     );
-    let trace = Trace::open(&dir).unwrap();
-    let classes = trace
-        .desc
-        .events
-        .iter()
-        .filter(|c| c.name.starts_with("twicetest:event "))
-        .count();
-    assert_eq!(classes, 3, "the first class and its two widenings");
+    assert_eq!(
+        classes_named(&dir, "twicetest:event "),
+        3,
+        "the first class and its two widenings"
+    );
 }
 
 #[test]
 fn values_of_another_kind_are_kept_exactly() {
     let dir = tmpdir("convert");
     let sess = session(&dir, "convtest:*", Level::Debug);
-    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
-    tracing::subscriber::with_default(sub, || {
+    with_layer(|| {
         // One span callsite; its `n` field gets a different type in each
         // span (the `.record` class is made at the first record: n is a
         // u64, label, not given then, is text).
@@ -334,14 +343,11 @@ fn values_of_another_kind_are_kept_exactly() {
             row(s(""), s("true")),
         ]
     );
-    let trace = Trace::open(&dir).unwrap();
-    let classes: Vec<_> = trace
-        .desc
-        .events
-        .iter()
-        .filter(|c| c.name == "convtest:work.record")
-        .collect();
-    assert_eq!(classes.len(), 2, "the first class and the widened one");
+    assert_eq!(
+        classes_named(&dir, "convtest:work.record"),
+        2,
+        "the first class and the widened one"
+    );
     assert_eq!(of("convtest:work.enter").len(), 4);
 }
 
@@ -349,8 +355,7 @@ fn values_of_another_kind_are_kept_exactly() {
 fn callsites_no_session_enables_are_disabled_in_tracing() {
     let dir = tmpdir("interest");
     let sess = session(&dir, "interesttest:*", Level::Info);
-    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
-    tracing::subscriber::with_default(sub, || {
+    with_layer(|| {
         let on = || {
             (
                 tracing::enabled!(target: "interesttest", tracing::Level::INFO),
@@ -390,8 +395,7 @@ fn callsites_no_session_enables_are_disabled_in_tracing() {
 fn recording_spans_does_not_allocate() {
     let dir = tmpdir("spannoalloc");
     let sess = session(&dir, "spanalloctest*", Level::Debug);
-    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
-    tracing::subscriber::with_default(sub, || {
+    with_layer(|| {
         let work = |n: u64| {
             for i in 0..n {
                 let span = tracing::info_span!(target: "spanalloctest", "req", id = i, state = tracing::field::Empty);
@@ -426,8 +430,7 @@ fn recording_spans_does_not_allocate() {
 fn recording_a_known_callsite_does_not_allocate() {
     let dir = tmpdir("noalloc");
     let sess = session(&dir, "noalloctest*", Level::Debug);
-    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
-    tracing::subscriber::with_default(sub, || {
+    with_layer(|| {
         let emit = |n: u64| {
             for i in 0..n {
                 tracing::info!(target: "noalloctest", seq = i, name = "a string field", dbg = ?i, ok = true);
@@ -474,8 +477,7 @@ fn filters_apply_to_the_layers_events() {
         .create()
         .unwrap();
     sess.start();
-    let sub = tracing_subscriber::registry().with(ringtrace_tracing::layer());
-    tracing::subscriber::with_default(sub, || {
+    with_layer(|| {
         for i in 0..10u64 {
             tracing::info!(target: "layerfilt::num", n = i);
             let who = if i % 3 == 0 { "alice" } else { "bob" };
