@@ -19,7 +19,10 @@
 //! sent and closes the chunk, which relayd archives; the next chunk is
 //! opened before the next packet (every stream moved into it, the whole
 //! metadata sent again), so no chunk is ever empty. `close` archives the
-//! last chunk too.
+//! last chunk too. relayd moves a stream only once its data socket has
+//! brought the packets before the rotation's position, and refuses that
+//! stream's next rotation until then, so a rotation first waits until
+//! relayd has written what the last one left behind.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -80,6 +83,11 @@ struct Conn {
     metadata: String,
     metadata_version: u64,
     streams: HashMap<(usize, usize), Stream>,
+    /// Protocol 2.11: streams were rotated and relayd may not have
+    /// finished: it moves a stream's data file once the data socket brings
+    /// the packets before the rotation's position, and refuses (code 153)
+    /// a stream's next rotation until then.
+    rotating: bool,
 }
 
 /// The sender's state.
@@ -192,6 +200,7 @@ impl Sender {
             metadata: self.metadata.clone(),
             metadata_version: 0,
             streams: HashMap::new(),
+            rotating: false,
         });
         Ok(())
     }
@@ -313,21 +322,7 @@ impl Sender {
         let Some(c) = self.conn.as_mut() else {
             return;
         };
-        let deadline = now + PENDING_WAIT;
-        let r = (|| -> std::io::Result<()> {
-            for s in c.streams.values() {
-                while s.next_seq > 0 && c.relay.data_pending(s.id, s.next_seq - 1)? {
-                    if Instant::now() >= deadline {
-                        return Err(std::io::Error::other(
-                            "relayd did not write the last packets within 5 s",
-                        ));
-                    }
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            }
-            Ok(())
-        })();
-        if let Err(e) = r {
+        if let Err(e) = c.wait_written() {
             self.fail(e, now);
         }
     }
@@ -463,6 +458,38 @@ impl Conn {
         p
     }
 
+    /// Waits (at most [`PENDING_WAIT`]) until relayd has written every
+    /// packet sent (and so finished moving the streams of a rotation: it
+    /// does that on the data socket, under the lock its answer takes).
+    fn wait_written(&mut self) -> std::io::Result<()> {
+        let deadline = Instant::now() + PENDING_WAIT;
+        for s in self.streams.values() {
+            while s.next_seq > 0 && self.relay.data_pending(s.id, s.next_seq - 1)? {
+                if Instant::now() >= deadline {
+                    return Err(std::io::Error::other(
+                        "relayd did not write the last packets within 5 s",
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        self.rotating = false;
+        Ok(())
+    }
+
+    /// Protocol 2.11: moves every stream to trace chunk `next` (`None`:
+    /// out of any chunk) from its next packet on, once relayd finished the
+    /// last rotation.
+    fn rotate_streams(&mut self, next: Option<u64>) -> std::io::Result<()> {
+        if self.rotating {
+            self.wait_written()?;
+        }
+        let positions = self.positions();
+        self.relay.rotate_streams(next, &positions)?;
+        self.rotating = true;
+        Ok(())
+    }
+
     /// Protocol 2.11: takes every stream out of the current trace chunk
     /// after its last packet sent and closes the chunk, which relayd
     /// archives; returns relayd's folder of the archive (`None`: no chunk
@@ -471,8 +498,7 @@ impl Conn {
         let Some(cur) = self.relay.chunk() else {
             return Ok(None);
         };
-        let positions = self.positions();
-        self.relay.rotate_streams(None, &positions)?;
+        self.rotate_streams(None)?;
         self.relay.close_chunk(cur).map(Some)
     }
 
@@ -488,10 +514,7 @@ impl Conn {
         self.next_chunk += 1;
         match self.metadata_stream {
             None => self.metadata_stream = Some(self.relay.add_stream("metadata", &self.path)?),
-            Some(_) => {
-                let positions = self.positions();
-                self.relay.rotate_streams(Some(id), &positions)?;
-            }
+            Some(_) => self.rotate_streams(Some(id))?,
         }
         // The chunk's metadata file starts empty.
         self.metadata.clear();
