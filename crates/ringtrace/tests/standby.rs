@@ -204,17 +204,26 @@ fn child_holds_the_consumers_cpu() {
     }
     // The hold starts while the consumer sleeps between passes: stopped
     // inside a pass, it would hold the session, which no other thread
-    // may consume meanwhile.
-    let mut tries = 0;
+    // may consume meanwhile. Each try waits until it sleeps first: on a
+    // machine whose CPUs something else keeps busy, a consumer caught
+    // runnable by the spinner was still runnable at each of 100 tries 2 ms
+    // apart (an outside busy loop failed 1 run in 6 that way).
+    let t0 = Instant::now();
+    let mut seen = String::new();
     let hog = loop {
+        wait_for("the consumer asleep", || {
+            thread_state(consumer) == Some('S')
+        });
         let hog = Hog::start(held);
-        if thread_state(consumer) == Some('S') {
-            break hog;
+        match thread_state(consumer) {
+            Some('S') => break hog,
+            st => seen.push(st.unwrap_or('?')),
         }
         drop(hog);
-        tries += 1;
-        assert!(tries < 100, "the consumer never seen asleep");
-        std::thread::sleep(Duration::from_millis(2));
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the consumer never seen asleep under the spinner (states seen: {seen})"
+        );
     };
     let consumer_cpu = cpu_ns(consumer);
     // About 8 MB/s (16-byte records) while the CPU is held.
