@@ -282,11 +282,23 @@ impl<C: Config> Channel<C> {
         mut f: F,
     ) -> Option<Slot<'_, C>> {
         let b = if C::SYNC == crate::Sync::Rseq {
-            // An rseq buffer exists, so glibc registered areas: the area
-            // without `area`'s test of their size (a thread whose
-            // registration failed reads a negative CPU number there).
-            let cpu = crate::rseq::cpu_id(crate::rseq::area_registered());
-            self.buffers.get(usize::try_from(cpu).ok()?)?
+            // The buffer the thread last chose in this channel, whose
+            // section checks the CPU (a thread that migrated since is
+            // *moved*, and the whole reservation chooses again).
+            match crate::rseq::last_buffer(self.id) {
+                Some(i) => {
+                    debug_assert!(i < self.buffers.len());
+                    // SAFETY: `rseq_buffer` stored the index for this
+                    // channel (ids are never reused) from a position in
+                    // `buffers`, whose length never changes.
+                    unsafe { self.buffers.get_unchecked(i) }
+                }
+                None => {
+                    // Out of the hit's way: its path falls through.
+                    std::hint::cold_path();
+                    self.rseq_buffer()?
+                }
+            }
         } else {
             match C::ALLOC {
                 Alloc::PerThread => {
@@ -322,11 +334,7 @@ impl<C: Config> Channel<C> {
         // not maintain, say) gives up and counts its record lost rather
         // than spin in the program.
         for _ in 0..RSEQ_TRIES {
-            let cpu = match crate::rseq::area().map(crate::rseq::cpu_id) {
-                Some(c) if c >= 0 => c as usize,
-                _ => return self.no_rseq(),
-            };
-            let Some(b) = self.buffers.get(cpu) else {
+            let Some(b) = self.rseq_buffer() else {
                 return self.no_rseq();
             };
             // SAFETY: an rseq buffer takes writers on any thread: its head
@@ -337,6 +345,17 @@ impl<C: Config> Channel<C> {
             }
         }
         self.no_rseq()
+    }
+
+    /// Rseq channels: the buffer of the CPU the thread runs on now (none
+    /// for a thread without a registered area, or a CPU number beyond the
+    /// buffers), remembered as the thread's last choice in this channel.
+    #[inline(always)]
+    fn rseq_buffer(&self) -> Option<&Buffer<C>> {
+        let cpu = usize::try_from(crate::rseq::area().map(crate::rseq::cpu_id)?).ok()?;
+        let b = self.buffers.get(cpu)?;
+        crate::rseq::set_last_buffer(self.id, cpu);
+        Some(b)
     }
 
     #[cold]

@@ -333,6 +333,40 @@ mod imp {
 
 pub(crate) use imp::{add_local, area, area_registered, cmp2_store2, cpu_id};
 
+crate::ie_words! {
+    /// The calling thread's last rseq buffer: `channel id << INDEX_BITS |
+    /// buffer index` (0, no channel's: ids start at 1). One word, so that
+    /// a signal handler replacing it between an event's load and its use
+    /// never pairs a channel with another's index.
+    #[allow(dead_code)] // `get`: the word is read with `get_at`.
+    mod last = ("__ringbuf_rseq_last", 1);
+}
+
+/// Bits of [`last`]'s buffer index (CPUs); the channel id takes the others.
+const INDEX_BITS: u32 = 16;
+
+/// The index of the buffer the calling thread last chose in rseq channel
+/// `channel` ([`set_last_buffer`]), if its last choice was in that
+/// channel. A guess: the thread may have migrated since, which the
+/// reservation's section finds (*moved*); it saves the event the chain of
+/// loads from the rseq area's `cpu_id` to the buffer, which in a loop of
+/// events cost 3.2 ns of 15.8 (`BENCHMARKS.md`, "The rseq buffer's
+/// lookup").
+#[inline(always)]
+pub(crate) fn last_buffer(channel: u64) -> Option<usize> {
+    let w = last::get_at::<0>();
+    (w >> INDEX_BITS == channel).then_some((w & ((1 << INDEX_BITS) - 1)) as usize)
+}
+
+/// Records buffer `index` of rseq channel `channel` as the calling
+/// thread's last choice (not when either does not fit its bits).
+#[inline(always)]
+pub(crate) fn set_last_buffer(channel: u64, index: usize) {
+    if channel >> (64 - INDEX_BITS) == 0 && index >> INDEX_BITS == 0 {
+        last::set(0, channel << INDEX_BITS | index as u64);
+    }
+}
+
 /// Whether the calling thread has a registered rseq area whose `cpu_id`
 /// the kernel maintains: what per-CPU buffers in rseq mode need.
 ///

@@ -55,10 +55,21 @@ fn cpu_now() -> u32 {
 
 /// Reserves and fills one record of `writer`, tagged with the CPU it ran on
 /// when that is certain. `Err` when it was lost (counted by the buffer).
+/// Odd records try the reservation's fast path first, as the tracer's
+/// events do (for rseq buffers, in the buffer the thread chose last: after
+/// a re-pinning, the wrong one until its section finds the move).
 fn record<C: Config>(ch: &Channel<C>, writer: u32, w: usize, seq: u64) -> Result<(), Refused> {
     let g1 = GEN[w].load(Acquire);
     let c1 = cpu_now();
-    let mut slot = ch.reserve(64 + (seq % 5) as usize * 8)?;
+    let len = 64 + (seq % 5) as usize * 8;
+    let fast = match seq % 2 {
+        1 => ch.try_reserve_fast(ch.config().clock(), |_| len),
+        _ => None,
+    };
+    let mut slot = match fast {
+        Some(slot) => slot,
+        None => ch.reserve(len)?,
+    };
     let c2 = cpu_now();
     let g2 = GEN[w].load(Acquire);
     let tag = if g1 == g2 && g1.is_multiple_of(2) && c1 == c2 {
@@ -381,6 +392,112 @@ fn atomic_per_cpu_buffers_under_migration_storm_and_signals() {
         assert_eq!(
             s.stats.rseq_aborts + s.stats.rseq_moves + s.stats.rseq_shared_commits + s.rescued,
             0
+        );
+    }
+}
+
+/// One thread, two rseq channels, every allowed CPU in turn: runs of 7
+/// records alternate between the channels, through the reservation's fast
+/// path first (the buffer the thread chose last is remembered per thread,
+/// for one channel at a time), so that some runs go on across a
+/// re-pinning in the channel of the run before it (the remembered buffer
+/// is then the other CPU's, which the section finds: counted moved).
+/// Each record lands in its own channel's buffer of the CPU the thread
+/// was pinned to.
+#[test]
+fn the_fast_path_writes_each_channel_and_follows_the_thread_across_cpus() {
+    if !ringbuf::rseq::available() {
+        panic!("rseq is not registered here: glibc 2.35+ on Linux 4.18+ registers it");
+    }
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let cpus = storm::allowed_cpus();
+    let attr = ChannelAttr {
+        subbuf_size: 64 << 10,
+        num_subbuf: 4,
+        ..Default::default()
+    };
+    let mut chans: Vec<_> = (0..2)
+        .map(|_| Channel::new(Rseq::default(), &attr, "fast").unwrap())
+        .collect();
+    /// Records per CPU and round.
+    const EACH: u64 = 600;
+    const ROUNDS: u64 = 4;
+    let mut fast = 0u64;
+    std::thread::scope(|sc| {
+        let chans = &chans;
+        let fast = &mut fast;
+        sc.spawn(move || {
+            let me = storm::gettid();
+            let mut n = 0u64;
+            for _ in 0..ROUNDS {
+                for &cpu in &cpus {
+                    storm::pin(me, cpu);
+                    for _ in 0..EACH {
+                        let k = (n / 7 % 2) as usize;
+                        let ch = &chans[k].0;
+                        let mut slot = match ch.try_reserve_fast(ch.config().clock(), |_| 64) {
+                            Some(s) => {
+                                *fast += 1;
+                                s
+                            }
+                            None => ch.reserve(64).unwrap(),
+                        };
+                        let ts = slot.ts();
+                        // The CPU the thread was pinned to, and the channel.
+                        fill_record(slot.bytes(), (cpu as u32) << 16 | k as u32, n, ts);
+                        slot.commit();
+                        n += 1;
+                    }
+                }
+            }
+        });
+    });
+    let cpus = storm::allowed_cpus();
+    let (mut placed, mut moves) = (HashMap::new(), 0);
+    for (k, (ch, read)) in chans.iter_mut().enumerate() {
+        for (cpu, (r, b)) in read.iter_mut().zip(ch.buffers()).enumerate() {
+            moves += b.stats().rseq_moves;
+            // SAFETY: the writer was joined.
+            unsafe { b.flush_quiescent() };
+            let mut rd = r.reader(b);
+            while let Some(sb) = rd.get_subbuf() {
+                for rec in check_subbuf(sb.content(), sb.data()) {
+                    assert_eq!(
+                        (rec.writer >> 16, rec.writer & 0xffff),
+                        (cpu as u32, k as u32),
+                        "a record of channel {} pinned to CPU {} is in channel {k}'s buffer of CPU {cpu}",
+                        rec.writer & 0xffff,
+                        rec.writer >> 16
+                    );
+                    *placed.entry((k, cpu)).or_insert(0u64) += 1;
+                }
+                sb.put().unwrap();
+            }
+        }
+    }
+    let total: u64 = placed.values().sum();
+    assert_eq!(
+        total,
+        ROUNDS * EACH * cpus.len() as u64,
+        "every record read once"
+    );
+    for &cpu in &cpus {
+        let on = placed.get(&(0, cpu)).unwrap_or(&0) + placed.get(&(1, cpu)).unwrap_or(&0);
+        assert_eq!(
+            on,
+            ROUNDS * EACH,
+            "CPU {cpu}: the records written while pinned there"
+        );
+    }
+    eprintln!("{fast} of {total} records reserved by the fast path; {moves} moves");
+    assert!(
+        fast > total / 2,
+        "most records take the fast path: {fast} of {total}"
+    );
+    if cpus.len() > 1 {
+        assert!(
+            moves > 0,
+            "a run went on across a re-pinning: its section found the move"
         );
     }
 }
