@@ -349,9 +349,9 @@ const INDEX_BITS: u32 = 16;
 /// `channel` ([`set_last_buffer`]), if its last choice was in that
 /// channel. A guess: the thread may have migrated since, which the
 /// reservation's section finds (*moved*); it saves the event the chain of
-/// loads from the rseq area's `cpu_id` to the buffer, which in a loop of
-/// events cost 3.2 ns of 15.8 (`BENCHMARKS.md`, "The rseq buffer's
-/// lookup").
+/// loads from the rseq area's `cpu_id` to the buffer, after the clock
+/// read: a record in a loop took 16.4 ns with them, 12.6 without
+/// (`BENCHMARKS.md`, "The rseq buffer's lookup").
 #[inline(always)]
 pub(crate) fn last_buffer(channel: u64) -> Option<usize> {
     let w = last::get_at::<0>();
