@@ -1,11 +1,11 @@
 //! The ring buffer's record alone, per-thread against per-CPU with
 //! restartable sequences: the tracer's 12-byte u64 event (a 4-byte header
-//! and the value) through `Channel::try_reserve_fast`, the TSC read first,
-//! into a flight-recorder channel of each kind (4 × 1 MiB, no reader), one
-//! thread, chunks of 20,000 records of each kind in alternating order;
-//! prints the median ns per record of each and their ratio. What the
-//! per-CPU record costs beyond the per-thread one is the buffer kind's own
-//! (`BENCHMARKS.md`, "The rseq buffer's lookup").
+//! and the value) through `Channel::try_reserve_fast` (the TSC read once
+//! the buffer is found) into a flight-recorder channel of each kind
+//! (4 × 1 MiB, no reader), one thread, chunks of 20,000 records of each
+//! kind in alternating order; prints the median ns per record of each and
+//! their ratio. What the per-CPU record costs beyond the per-thread one is
+//! the buffer kind's own (`BENCHMARKS.md`, "The rseq buffer's lookup").
 //!
 //! `cargo run --release -p ringbuf --example bare_record [-- ROUNDS]`
 
@@ -57,13 +57,13 @@ fn fill(b: &mut [u8], ts: u64, v: u64) {
 /// One record: the fast path inline, the whole reservation out of line.
 #[inline(never)]
 fn record<C: Config>(ch: &Channel<C>, v: u64) {
-    let now = tsc();
-    if let Some(mut s) = ch.try_reserve_fast(now, |_| 12) {
-        fill(s.bytes(), now, v);
+    if let Some(mut s) = ch.try_reserve_fast(tsc, |_| 12) {
+        let ts = s.ts();
+        fill(s.bytes(), ts, v);
         s.commit();
         return;
     }
-    slow(ch, now, v);
+    slow(ch, tsc(), v);
 }
 
 #[cold]

@@ -265,20 +265,26 @@ impl<C: Config> Channel<C> {
 
     /// [`Channel::reserve_at`]'s fast path alone: the calling thread's
     /// buffer found without leaving the inline lookups (a per-thread
-    /// buffer in the thread's first slots, the rseq area's CPU), and the
-    /// record fitting strictly inside its current sub-buffer at the first
-    /// try. `None` otherwise, with nothing reserved or counted (but an rseq
-    /// buffer's move or abort): the caller then calls
-    /// [`Channel::reserve_at`], which does everything. A size function
-    /// answering 0 declines the fast path, and so does a clock reading
-    /// `now` behind the buffer's last timestamp (the whole reservation
-    /// raises it to that timestamp and counts the raise). A caller that writes
-    /// its record in both branches, the second out of line, keeps the fast
-    /// path's slot in registers (BENCHMARKS.md, "Instructions per event").
+    /// buffer in the thread's first slots, for rseq channels the buffer
+    /// the thread chose last), and the record fitting strictly inside its
+    /// current sub-buffer at the first try. `None` otherwise, with nothing
+    /// reserved or counted (but an rseq buffer's move or abort): the
+    /// caller then calls [`Channel::reserve_at`], which does everything.
+    ///
+    /// `now` reads the client's clock, once the buffer is found (never,
+    /// when there is none): the loads that find it do not wait behind the
+    /// clock read (`rdtsc` takes tens of cycles; read first, it made the
+    /// tracer's event 0.4-1.4 ns slower, BENCHMARKS.md, "The clock read
+    /// last"). A size function answering 0 declines the fast path, and so
+    /// does a reading behind the buffer's last timestamp (the whole
+    /// reservation raises it to that timestamp and counts the raise). A
+    /// caller that writes its record in both branches, the second out of
+    /// line, keeps the fast path's slot in registers (BENCHMARKS.md,
+    /// "Instructions per event").
     #[inline(always)]
-    pub fn try_reserve_fast<F: FnMut(SlotCtx) -> usize>(
+    pub fn try_reserve_fast<N: FnOnce() -> u64, F: FnMut(SlotCtx) -> usize>(
         &self,
-        now: u64,
+        now: N,
         mut f: F,
     ) -> Option<Slot<'_, C>> {
         let b = if C::SYNC == crate::Sync::Rseq {
@@ -309,6 +315,7 @@ impl<C: Config> Channel<C> {
                 Alloc::PerCpu | Alloc::Global => self.current()?,
             }
         };
+        let now = now();
         // SAFETY: as in `reserve_at` and `reserve_rseq`: the calling
         // thread's own per-thread buffer, an SMP buffer, or an rseq buffer
         // whose head moves only inside a critical section on its CPU.

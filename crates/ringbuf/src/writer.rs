@@ -112,9 +112,9 @@ impl<'a, C: Config> Writer<'a, C> {
     }
 
     /// [`Writer::reserve_with`] with the clock read by the caller, at any
-    /// time before the call (`now` is a reading of the client's clock). A
-    /// writer that reads the clock first lets the CPU wait for it (`rdtsc`
-    /// takes tens of cycles) while it finds its buffer.
+    /// time before the call (`now` is a reading of the client's clock:
+    /// one reading for several records, say). A writer after speed reads
+    /// it once its buffer is found ([`crate::Channel::try_reserve_fast`]).
     #[inline(always)]
     pub fn reserve_at<F: FnMut(SlotCtx) -> usize>(
         &self,

@@ -63,7 +63,7 @@ fn record<C: Config>(ch: &Channel<C>, writer: u32, w: usize, seq: u64) -> Result
     let c1 = cpu_now();
     let len = 64 + (seq % 5) as usize * 8;
     let fast = match seq % 2 {
-        1 => ch.try_reserve_fast(ch.config().clock(), |_| len),
+        1 => ch.try_reserve_fast(|| ch.config().clock(), |_| len),
         _ => None,
     };
     let mut slot = match fast {
@@ -435,7 +435,7 @@ fn the_fast_path_writes_each_channel_and_follows_the_thread_across_cpus() {
                     for _ in 0..EACH {
                         let k = (n / 7 % 2) as usize;
                         let ch = &chans[k].0;
-                        let mut slot = match ch.try_reserve_fast(ch.config().clock(), |_| 64) {
+                        let mut slot = match ch.try_reserve_fast(|| ch.config().clock(), |_| 64) {
                             Some(s) => {
                                 *fast += 1;
                                 s

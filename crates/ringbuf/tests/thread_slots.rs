@@ -18,7 +18,7 @@ fn a_thread_gives_back_the_slots_of_channels_that_are_gone() {
         let size = |_: ringbuf::SlotCtx| 64usize;
         let record = |ch: &ringbuf::Channel<PerThread>, seq: u64, fast: bool| {
             let mut s = if fast {
-                ch.try_reserve_fast(now(), size)
+                ch.try_reserve_fast(now, size)
                     .expect("the fast path finds the buffer")
             } else {
                 ch.reserve_at(now(), size).expect("a buffer for the thread")

@@ -391,7 +391,7 @@ fn record_body<C: Config, P: Payload>(
     // saturates it (refused as too big): `fill` relies on the sum. A
     // constant length (`event!`'s numbers) folds the test away.
     if len > isize::MAX as usize {
-        return record_body_slow(ch, now, id, len, &make());
+        return record_body_slow(ch, stamp(now), id, len, &make());
     }
     // `move`: id and len are captured by value, not through stack spills.
     // The header's form chosen by the id alone, before the reservation:
@@ -409,15 +409,34 @@ fn record_body<C: Config, P: Payload>(
                 not_fast()
             }
         };
-        if let Some(slot) = ch.try_reserve_fast(now, size) {
+        if let Some(slot) = ch.try_reserve_fast(move || stamp(now), size) {
             fill(slot, COMPACT_LEN, id, len, &make());
             return true;
         }
-    } else if let Some(slot) = ch.try_reserve_fast(now, move |_| EXTENDED_LEN + len) {
+    } else if let Some(slot) = ch.try_reserve_fast(move || stamp(now), move |_| EXTENDED_LEN + len)
+    {
         fill(slot, EXTENDED_LEN, id, len, &make());
         return true;
     }
-    record_body_slow(ch, now, id, len, &make())
+    record_body_slow(ch, stamp(now), id, len, &make())
+}
+
+/// A record's timestamp still to be read: the TSC, once the record's
+/// buffer is found (`ringbuf::Channel::try_reserve_fast`), not before the
+/// loads that find it, which would wait behind `rdtsc` (BENCHMARKS.md,
+/// "The clock read last"). What the common path passes for `now`; no
+/// clock reads `u64::MAX` (a timestamp only grows from the clock's start,
+/// and the ring buffer's are 64 bits).
+pub(crate) const TSC_LATER: u64 = u64::MAX;
+
+/// The timestamp `now`, or for [`TSC_LATER`] the TSC read now.
+#[inline(always)]
+fn stamp(now: u64) -> u64 {
+    if now == TSC_LATER {
+        traceclock::tsc::rdtsc()
+    } else {
+        now
+    }
 }
 
 /// The compact header's length (`ctf::layout`: 5-bit id, 27-bit time).

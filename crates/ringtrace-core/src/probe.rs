@@ -123,6 +123,12 @@ impl Probe {
         }
     }
 
+    /// [`Probe::record`] with the channel's clock read first.
+    #[inline(never)]
+    fn record_now<P: Payload>(&self, len: usize, write: &P, g: &rcu::Guard) {
+        self.record(self.channel.now(), len, write, g)
+    }
+
     /// [`Probe::fire`] for a probe whose session was seen active.
     #[inline(always)]
     pub(crate) fn record<P: Payload>(&self, now: u64, len: usize, write: &P, g: &rcu::Guard) {
@@ -196,16 +202,16 @@ pub fn run_screened<P: Payload>(
             return;
         }
     }
-    // The clock before the buffer lookup: `rdtsc` takes tens of cycles,
-    // which the CPU overlaps with finding the buffer instead of waiting
-    // for it inside the reservation. The common path's list says the
-    // clock is the TSC (`ProbeList::screened`).
-    let now = if common {
-        traceclock::tsc::rdtsc()
+    // The common path's list says the clock is the TSC
+    // (`ProbeList::screened`): read once the record's buffer is found
+    // (`client::TSC_LATER`), after the loads that find it. The other
+    // reads the channel's clock first, out of line: inlined beside the
+    // common one, a timestamp that is either made both test it.
+    if common {
+        p.record(crate::client::TSC_LATER, len, write, &guard);
     } else {
-        p.channel.now()
-    };
-    p.record(now, len, write, &guard);
+        p.record_now(len, write, &guard);
+    }
 }
 
 /// [`run`] for a list of several probes: one clock reading for every
