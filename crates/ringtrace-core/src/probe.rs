@@ -204,9 +204,10 @@ pub fn run_screened<P: Payload>(
     }
     // The common path's list says the clock is the TSC
     // (`ProbeList::screened`): read once the record's buffer is found
-    // (`client::TSC_LATER`), after the loads that find it. The other
-    // reads the channel's clock first, out of line: inlined beside the
-    // common one, a timestamp that is either made both test it.
+    // (`client::TSC_LATER`), after the loads that find it. Any other list
+    // reads its channel's clock first, out of line: were both inlined
+    // into one call, every record would test which kind of timestamp it
+    // carries.
     if common {
         p.record(crate::client::TSC_LATER, len, write, &guard);
     } else {
