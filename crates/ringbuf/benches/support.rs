@@ -28,20 +28,26 @@ pub fn rdtsc() -> u64 {
 
 pub const CPU: u8 = 0;
 pub const THREAD: u8 = 1;
+/// Per CPU with restartable sequences.
+pub const CPU_RSEQ: u8 = 2;
 
-/// Bench client: discard or overwrite, per CPU (SMP atomics) or per thread
-/// (non-locked atomics).
+/// Bench client: discard or overwrite, per CPU (SMP atomics or
+/// restartable sequences) or per thread (non-locked atomics).
 #[derive(Default)]
 pub struct Bench<const OVERWRITE: bool, const ALLOC: u8, const COUNT: bool = false>;
 
 impl<const O: bool, const A: u8, const COUNT: bool> Config for Bench<O, A, COUNT> {
     const MODE: Mode = if O { Mode::Overwrite } else { Mode::Discard };
-    const ALLOC: Alloc = if A == CPU {
-        Alloc::PerCpu
-    } else {
+    const ALLOC: Alloc = if A == THREAD {
         Alloc::PerThread
+    } else {
+        Alloc::PerCpu
     };
-    const SYNC: Sync = if A == CPU { Sync::Smp } else { Sync::Local };
+    const SYNC: Sync = match A {
+        CPU => Sync::Smp,
+        CPU_RSEQ => Sync::Rseq,
+        _ => Sync::Local,
+    };
     const COUNT_RECORDS: bool = COUNT;
 
     #[inline(always)]

@@ -9,43 +9,13 @@
 //!
 //! `cargo run --release -p ringbuf --example bare_record [-- ROUNDS]`
 
+#[path = "../benches/support.rs"]
+mod support;
+
 use std::time::Instant;
 
-use ringbuf::{Alloc, Channel, ChannelAttr, Config, Mode, SubbufBegin, SubbufEnd, Sync};
-
-/// A flight recorder of the tracer's shape: per-thread (non-locked
-/// atomics) or per-CPU (`RSEQ`), records counted in the commit.
-struct Flight<const RSEQ: bool>;
-
-impl<const RSEQ: bool> Config for Flight<RSEQ> {
-    const MODE: Mode = Mode::Overwrite;
-    const ALLOC: Alloc = if RSEQ {
-        Alloc::PerCpu
-    } else {
-        Alloc::PerThread
-    };
-    const SYNC: Sync = if RSEQ { Sync::Rseq } else { Sync::Local };
-    const COUNT_RECORDS: bool = true;
-
-    #[inline(always)]
-    fn clock(&self) -> u64 {
-        tsc()
-    }
-    fn header_size(&self) -> usize {
-        32
-    }
-    fn subbuf_begin(&self, _: &mut [u8], _: &SubbufBegin) {}
-    fn subbuf_end(&self, _: &mut [u8], _: &SubbufEnd) {}
-    fn data_size(&self, _: &[u8]) -> usize {
-        0
-    }
-}
-
-#[inline(always)]
-fn tsc() -> u64 {
-    // SAFETY: rdtsc has no preconditions on x86-64.
-    unsafe { core::arch::x86_64::_rdtsc() }
-}
+use ringbuf::{Channel, ChannelAttr, Config};
+use support::{rdtsc, Bench, CPU_RSEQ, THREAD};
 
 /// Writes the header (id 1 and the timestamp's low bits) and `v`.
 #[inline(always)]
@@ -57,13 +27,13 @@ fn fill(b: &mut [u8], ts: u64, v: u64) {
 /// One record: the fast path inline, the whole reservation out of line.
 #[inline(never)]
 fn record<C: Config>(ch: &Channel<C>, v: u64) {
-    if let Some(mut s) = ch.try_reserve_fast(tsc, |_| 12) {
+    if let Some(mut s) = ch.try_reserve_fast(rdtsc, |_| 12) {
         let ts = s.ts();
         fill(s.bytes(), ts, v);
         s.commit();
         return;
     }
-    slow(ch, tsc(), v);
+    slow(ch, rdtsc(), v);
 }
 
 #[cold]
@@ -108,8 +78,9 @@ fn main() {
         num_subbuf: 4,
         ..Default::default()
     };
-    let (pt, _pt_read) = Channel::new(Flight::<false>, &attr, "per-thread").unwrap();
-    let (rs, _rs_read) = Channel::new(Flight::<true>, &attr, "per-cpu-rseq").unwrap();
+    let (pt, _pt_read) = Channel::new(Bench::<true, THREAD, true>, &attr, "per-thread").unwrap();
+    let (rs, _rs_read) =
+        Channel::new(Bench::<true, CPU_RSEQ, true>, &attr, "per-cpu-rseq").unwrap();
     let mut ns = [Vec::new(), Vec::new()];
     for r in 0..rounds {
         for j in 0..2 {
