@@ -140,8 +140,9 @@ fn flip(v: u64) {
 
 /// Two threads record values 0..2000 while the session's filter changes
 /// between `v < 100` and `v > 1000` (each change: the rule removed, then
-/// added with the other filter) a thousand times: every record is one a
-/// filter accepts, and each range got records. The whole path under
+/// added with the other filter) a thousand times, the first two staying
+/// for a whole pass of a writer: every record is one a filter accepts,
+/// and each range got records. The whole path under
 /// changes: the screen taken down and put up, the probe list replaced,
 /// the probe testing a record the screen did not (a torn screen itself
 /// is the next test's and the loom model's: a record it let through
@@ -158,6 +159,8 @@ fn filters_changed_while_threads_record() {
     s.start();
     static DONE: AtomicBool = AtomicBool::new(false);
     static SENT: AtomicU64 = AtomicU64::new(0);
+    // Passes over the 2000 values the writers finished.
+    static PASSES: AtomicU64 = AtomicU64::new(0);
     let writers: Vec<_> = (0..2)
         .map(|t| {
             std::thread::spawn(move || {
@@ -167,6 +170,7 @@ fn filters_changed_while_threads_record() {
                         flip((v + t * 1000) % 2000);
                     }
                     n += 2000;
+                    PASSES.fetch_add(1, Relaxed);
                 }
                 SENT.fetch_add(n, Relaxed);
             })
@@ -183,10 +187,19 @@ fn filters_changed_while_threads_record() {
         s.enable_filtered(None, "scrflip:v", Level::Debug, f)
             .unwrap();
         changes += 1;
-        assert!(
-            began.elapsed() < Duration::from_secs(120),
-            "{changes} filter changes took over 2 minutes"
-        );
+        // The first two filters stay for a whole pass of a writer, begun
+        // after the change (the two passes under way may end first), so
+        // that both ranges get records however late the writers start
+        // or run (one run, with the other tests of the file beside it,
+        // had none above 1000); the others change as fast as they can.
+        let p0 = PASSES.load(Relaxed);
+        while round < 2 && PASSES.load(Relaxed) < p0 + 3 {
+            assert!(
+                began.elapsed() < Duration::from_secs(120),
+                "{changes} filter changes took over 2 minutes"
+            );
+            std::thread::yield_now();
+        }
     }
     DONE.store(true, Relaxed);
     for w in writers {
@@ -241,12 +254,18 @@ fn a_screen_changing_under_readers_answers_as_one_whole_screen() {
     let (a, b) = (quick("v < 1000"), quick("v != 5000"));
     static SCREEN: Screen = Screen::new();
     static STOP: AtomicBool = AtomicBool::new(false);
+    // Readers running; readers that saw a test overlap a change, and a
+    // test that did not.
+    static RUNNING: AtomicU64 = AtomicU64::new(0);
+    static SAW_OVERLAP: AtomicBool = AtomicBool::new(false);
+    static SAW_WHOLE: AtomicBool = AtomicBool::new(false);
     let n = SCREEN.begin();
     SCREEN.finish(n, Some(a));
     const FLIPS: u64 = 2_000_000;
     let readers: Vec<_> = (0..2)
         .map(|_| {
             std::thread::spawn(|| {
+                RUNNING.fetch_add(1, Relaxed);
                 // (mixed answers, tests that overlapped a change, tests)
                 let (mut bad, mut overlapped, mut tests) = (0u64, 0u64, 0u64);
                 while !STOP.load(Relaxed) {
@@ -254,10 +273,13 @@ fn a_screen_changing_under_readers_answers_as_one_whole_screen() {
                         let r = SCREEN.check(|_| Some(x));
                         tests += 1;
                         match r {
-                            Some(UNSCREENED) => overlapped += 1,
+                            Some(UNSCREENED) => {
+                                overlapped += 1;
+                                SAW_OVERLAP.store(true, Relaxed);
+                            }
                             Some(_) if x == 5000 => bad += 1,
                             None if x == 950 => bad += 1,
-                            _ => {}
+                            _ => SAW_WHOLE.store(true, Relaxed),
                         }
                     }
                 }
@@ -265,9 +287,31 @@ fn a_screen_changing_under_readers_answers_as_one_whole_screen() {
             })
         })
         .collect();
-    for k in 0..FLIPS {
+    // The changes start once both readers run, and go on (past `FLIPS`)
+    // until the readers have seen both a test that overlapped a change
+    // and one that did not: a busy machine may start or schedule them
+    // late (a run with the other tests of this file beside it once ended
+    // its flips before either reader had tested once).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut k = 0u64;
+    while RUNNING.load(Relaxed) < 2
+        || k < FLIPS
+        || !(SAW_OVERLAP.load(Relaxed) && SAW_WHOLE.load(Relaxed))
+    {
+        assert!(
+            std::time::Instant::now() < deadline || !k.is_multiple_of(1024),
+            "after 60 s and {k} changes: {} readers running, overlap seen {}, whole test seen {}",
+            RUNNING.load(Relaxed),
+            SAW_OVERLAP.load(Relaxed),
+            SAW_WHOLE.load(Relaxed)
+        );
+        if RUNNING.load(Relaxed) < 2 {
+            std::thread::yield_now();
+            continue;
+        }
         let n = SCREEN.begin();
-        SCREEN.finish(n, Some(if k % 2 == 0 { b } else { a }));
+        SCREEN.finish(n, Some(if k.is_multiple_of(2) { b } else { a }));
+        k += 1;
     }
     STOP.store(true, Relaxed);
     let (mut bad, mut overlapped, mut tests) = (0, 0, 0);
