@@ -97,18 +97,16 @@ impl<C: Config> Buffer<C> {
     /// on every look, does once both stores are visible.
     #[inline(always)]
     fn commit_rseq(&self, cc: &CommitCount, amount: u64, records: u64) -> u64 {
-        // This thread's area: an rseq buffer exists, so glibc registered
-        // one (`rseq::area_registered`).
-        let area = crate::rseq::area_registered();
         // An abort (preemption or a signal inside the few instructions)
         // is retried; a thread on another CPU goes to the shared count.
         for _ in 0..RSEQ_COMMIT_TRIES {
-            // SAFETY: `area` is this thread's rseq area; `local` and
-            // `local_records` are the 16-byte aligned pair (`CommitCount`)
-            // that only this section, on the buffer's CPU `self.id`, writes
-            // (other committers add to `shared`).
+            // SAFETY: an rseq buffer exists, so this thread has an rseq
+            // area (glibc registered them); `local` and `local_records`
+            // are the 16-byte aligned pair (`CommitCount`) that only this
+            // section, on the buffer's CPU `self.id`, writes (other
+            // committers add to `shared`).
             let (o, local) =
-                unsafe { crate::rseq::add_local(area, self.id, cc.local_ptr(), amount, records) };
+                unsafe { crate::rseq::add_local(self.id, cc.local_ptr(), amount, records) };
             match o {
                 crate::rseq::Outcome::Stored => {
                     return local.wrapping_add(cc.shared.load(Acquire));

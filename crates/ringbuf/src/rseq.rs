@@ -99,24 +99,6 @@ mod imp {
         Some(unsafe { tp.offset(offset) })
     }
 
-    /// The calling thread's rseq area, known to exist: some rseq buffer
-    /// was created, so glibc registered areas (`__rseq_size` is set once,
-    /// at start-up, before any buffer exists). [`area`] without its size
-    /// check, for the critical sections of a reservation and its commit (a
-    /// thread whose registration failed has a negative `cpu_id` there,
-    /// which no buffer's CPU equals).
-    #[inline(always)]
-    pub(crate) fn area_registered() -> *mut u8 {
-        // SAFETY: glibc defines the symbol (constant after start-up).
-        let offset = unsafe { __rseq_offset };
-        let tp: *mut u8;
-        // SAFETY: as in `area`.
-        unsafe {
-            core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(pure, nomem, nostack, preserves_flags));
-        }
-        tp.wrapping_offset(offset)
-    }
-
     /// `cpu_id` of the calling thread's area (negative while unregistered).
     #[inline(always)]
     pub(crate) fn cpu_id(area: *mut u8) -> i32 {
@@ -125,21 +107,40 @@ mod imp {
         unsafe { core::ptr::read_volatile(area.add(4) as *const i32) }
     }
 
+    /// The thread's rseq area as an offset from the thread pointer: the
+    /// sections address it `fs`-relative, with no load of the pointer.
+    #[inline(always)]
+    fn offset() -> isize {
+        let off: isize;
+        // SAFETY: glibc defines the symbol, found through the GOT; its
+        // value is set before `main` and never changes: `pure` and
+        // `nomem`, so that the two sections of a record share one read.
+        unsafe {
+            core::arch::asm!(
+                "mov {o}, qword ptr [rip + {s}@GOTPCREL]",
+                "mov {o}, qword ptr [{o}]",
+                s = sym __rseq_offset,
+                o = out(reg) off,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        off
+    }
+
     /// One restartable sequence in inline assembly: the `struct rseq_cs`
     /// descriptor (version 0, flags 0, start `67`, post-commit offset
     /// `68 - 67`, abort address `69`) in the `__rseq_cs` section, 32-byte
     /// aligned; arming it by storing its address to `rseq_cs` (byte 8 of
-    /// the area `{a}`; the kernel clears it lazily); the check of `cpu_id`
-    /// (byte 4) against `{cpu}` first (`jne 70f`: moved); then `$body`,
-    /// whose last instruction is the commit and which may jump to `71f`
-    /// (changed); `{r}` says which: 0 stored, 1 changed, 2 moved, 3 aborted.
-    /// The abort address is preceded by the signature glibc registered
-    /// (`RSEQ_SIG`, 0x53053053 on x86, as the operand of a `ud1` so that
-    /// the bytes decode as one instruction) and lies outside [start,
-    /// post-commit). Numeric labels only: the block may be instantiated
-    /// many times.
+    /// the thread's area, `fs:[{off}]`; the kernel clears it lazily); the
+    /// check of `cpu_id` (byte 4) against `{cpu}` first, jumping to
+    /// `$moved` when it differs; then `$body`, whose last instruction is
+    /// the commit; then `$tail`, which starts at the post-commit address
+    /// `68`, and must hold the abort address `69`, preceded by the
+    /// signature glibc registered (`RSEQ_SIG`, 0x53053053 on x86, as the
+    /// operand of a `ud1` so that the bytes decode as one instruction).
+    /// Numeric labels only: the block may be instantiated many times.
     macro_rules! rseq_section {
-        ([$($body:literal),* $(,)?], $($operands:tt)*) => {
+        ($moved:literal, [$($body:literal),* $(,)?], [$($tail:literal),* $(,)?], $($operands:tt)*) => {
             core::arch::asm!(
                 ".pushsection __rseq_cs, \"aw\"",
                 ".balign 32",
@@ -148,26 +149,15 @@ mod imp {
                 ".quad 67f, (68f - 67f), 69f",
                 ".popsection",
                 "lea {t}, [rip + 66b]",
-                "mov qword ptr [{a} + 8], {t}",
+                "mov qword ptr fs:[{off} + 8], {t}",
                 "67:",
-                "cmp dword ptr [{a} + 4], {cpu:e}",
-                "jne 70f",
+                "cmp dword ptr fs:[{off} + 4], {cpu:e}",
+                concat!("jne ", $moved),
                 $($body,)*
                 "68:",
-                "xor {r:e}, {r:e}",
-                "jmp 73f",
-                "71:",
-                "mov {r:e}, 1",
-                "jmp 73f",
-                "70:",
-                "mov {r:e}, 2",
-                "jmp 73f",
-                ".byte 0x0f, 0xb9, 0x3d",
-                ".long 0x53053053",
-                "69:",
-                "mov {r:e}, 3",
-                "73:",
+                $($tail,)*
                 t = out(reg) _,
+                off = in(reg) offset(),
                 $($operands)*
             )
         };
@@ -178,69 +168,72 @@ mod imp {
     /// `new.0` to `p[0]` as the commit.
     ///
     /// # Safety
-    /// `area` is the calling thread's [`area`]; `p` points to two aligned
-    /// `u64` words that only such sections of threads running on `cpu` (or
-    /// a quiescent owner) write.
+    /// `p` points to two aligned `u64` words that only such sections of
+    /// threads running on `cpu` (or a quiescent owner) write; the calling
+    /// thread has a registered area (a thread whose registration failed
+    /// has a negative `cpu_id` there, which no CPU equals, but the area
+    /// must exist: some rseq buffer was created, so glibc registered
+    /// areas).
     #[inline(always)]
     pub(crate) unsafe fn cmp2_store2(
-        area: *mut u8,
         cpu: u32,
         p: *mut u64,
         cur: (u64, u64),
         new: (u64, u64),
     ) -> Outcome {
-        let r: u32;
         // SAFETY: `rseq_section` (descriptor, signature, arming, the CPU
         // check first); the stores come last, the store of `p[0]` being the
-        // final instruction of the section. `area` is this thread's area
-        // and `p` is valid, per the caller's contract.
+        // final instruction of the section. The area is this thread's and
+        // `p` is valid, per the caller's contract. Each outcome but the
+        // stores' leaves by its own label: no code to test after.
         unsafe {
             rseq_section!(
+                "{moved}",
                 [
                     "cmp qword ptr [{p}], {cw}",
-                    "jne 71f",
+                    "jne {changed}",
                     "cmp qword ptr [{p} + 8], {cts}",
-                    "jne 71f",
+                    "jne {changed}",
                     "mov qword ptr [{p} + 8], {nts}",
                     "mov qword ptr [{p}], {nw}",
                 ],
-                a = in(reg) area,
+                [
+                    "jmp 73f",
+                    ".byte 0x0f, 0xb9, 0x3d",
+                    ".long 0x53053053",
+                    "69:",
+                    "jmp {aborted}",
+                    "73:",
+                ],
                 p = in(reg) p,
                 cpu = in(reg) cpu,
                 cw = in(reg) cur.0,
                 cts = in(reg) cur.1,
                 nw = in(reg) new.0,
                 nts = in(reg) new.1,
-                r = out(reg) r,
+                changed = label { return Outcome::Changed },
+                moved = label { return Outcome::Moved },
+                aborted = label { return Outcome::Aborted },
                 options(nostack),
             );
         }
-        match r {
-            0 => Outcome::Stored,
-            1 => Outcome::Changed,
-            2 => Outcome::Moved,
-            _ => Outcome::Aborted,
-        }
+        Outcome::Stored
     }
 
     /// The commit's critical section: if the thread runs on `cpu`, adds
     /// `v` to `p[0]` and `records` to `p[1]` with a 16-byte load, add and
     /// store, the store being the commit (one instruction: the kernel
     /// aborts before it or the section is done). Returns the outcome and,
-    /// when stored, the new `p[0]`.
+    /// when stored, the new `p[0]`. (Its outcome is a number the caller
+    /// tests: an `asm!` with labels can have no output, and the sum is
+    /// one.)
     ///
     /// # Safety
-    /// As [`cmp2_store2`]: `area` is the calling thread's [`area`]; `p`
-    /// points to two 16-byte aligned `u64` words that only such sections
-    /// of threads running on `cpu` write.
+    /// As [`cmp2_store2`]: `p` points to two 16-byte aligned `u64` words
+    /// that only such sections of threads running on `cpu` write, and the
+    /// calling thread has a registered area.
     #[inline(always)]
-    pub(crate) unsafe fn add_local(
-        area: *mut u8,
-        cpu: u32,
-        p: *mut u64,
-        v: u64,
-        records: u64,
-    ) -> (Outcome, u64) {
+    pub(crate) unsafe fn add_local(cpu: u32, p: *mut u64, v: u64, records: u64) -> (Outcome, u64) {
         use core::arch::x86_64::{__m128i, _mm_cvtsi128_si64, _mm_set_epi64x};
         let r: u32;
         let sum: __m128i;
@@ -248,17 +241,30 @@ mod imp {
         let add = unsafe { _mm_set_epi64x(records as i64, v as i64) };
         // SAFETY: `rseq_section` (descriptor, signature, arming, the CPU
         // check first); the 16-byte store of the sums to `p` is the
-        // section's last instruction. `area` is this thread's area and `p`
-        // is valid and 16-byte aligned, per the caller's contract (`movdqa`
-        // faults otherwise).
+        // section's last instruction. The area is this thread's and `p`
+        // is valid and 16-byte aligned, per the caller's contract
+        // (`movdqa` faults otherwise). `{r}`: 0 stored, 2 moved, 3
+        // aborted.
         unsafe {
             rseq_section!(
+                "70f",
                 [
                     "movdqa {n}, xmmword ptr [{p}]",
                     "paddq {n}, {v}",
                     "movdqa xmmword ptr [{p}], {n}",
                 ],
-                a = in(reg) area,
+                [
+                    "xor {r:e}, {r:e}",
+                    "jmp 73f",
+                    "70:",
+                    "mov {r:e}, 2",
+                    "jmp 73f",
+                    ".byte 0x0f, 0xb9, 0x3d",
+                    ".long 0x53053053",
+                    "69:",
+                    "mov {r:e}, 3",
+                    "73:",
+                ],
                 p = in(reg) p,
                 cpu = in(reg) cpu,
                 v = in(xmm_reg) add,
@@ -296,23 +302,11 @@ mod imp {
         -1
     }
 
-    /// Never called: no rseq buffer exists here.
-    #[inline(always)]
-    pub(crate) fn area_registered() -> *mut u8 {
-        core::ptr::null_mut()
-    }
-
     /// Never called: no area exists here.
     ///
     /// # Safety
     /// None needed.
-    pub(crate) unsafe fn cmp2_store2(
-        _: *mut u8,
-        _: u32,
-        _: *mut u64,
-        _: (u64, u64),
-        _: (u64, u64),
-    ) -> Outcome {
+    pub(crate) unsafe fn cmp2_store2(_: u32, _: *mut u64, _: (u64, u64), _: (u64, u64)) -> Outcome {
         Outcome::Moved
     }
 
@@ -320,18 +314,12 @@ mod imp {
     ///
     /// # Safety
     /// None needed.
-    pub(crate) unsafe fn add_local(
-        _: *mut u8,
-        _: u32,
-        _: *mut u64,
-        _: u64,
-        _: u64,
-    ) -> (Outcome, u64) {
+    pub(crate) unsafe fn add_local(_: u32, _: *mut u64, _: u64, _: u64) -> (Outcome, u64) {
         (Outcome::Moved, 0)
     }
 }
 
-pub(crate) use imp::{add_local, area, area_registered, cmp2_store2, cpu_id};
+pub(crate) use imp::{add_local, area, cmp2_store2, cpu_id};
 
 crate::ie_words! {
     /// The calling thread's last rseq buffer: `channel id << INDEX_BITS |

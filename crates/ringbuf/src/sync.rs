@@ -255,18 +255,13 @@ impl Head {
                 }
             }
             Sync::Rseq => {
-                // An rseq buffer exists, so the area does (its creation
-                // checked `rseq::available`); a thread whose registration
-                // failed has `cpu_id` < 0, which no buffer's CPU equals.
-                let area = rseq::area_registered();
-                // SAFETY: `area` is the calling thread's rseq area; `self`
-                // starts with the two aligned words (W, ts) (`repr(C,
+                // SAFETY: an rseq buffer exists, so the thread's area does
+                // (its creation checked `rseq::available`); `self` starts with the two aligned words (W, ts) (`repr(C,
                 // align(16))`), which for an rseq buffer only such sections
                 // on the buffer's CPU `cpu` write, or a quiescent owner
                 // (`Head::cas_quiescent`).
-                let o = unsafe {
-                    rseq::cmp2_store2(area, cpu, self as *const Head as *mut u64, cur, new)
-                };
+                let o =
+                    unsafe { rseq::cmp2_store2(cpu, self as *const Head as *mut u64, cur, new) };
                 match o {
                     Outcome::Stored => Ok(()),
                     Outcome::Changed => Err(Fail::Changed),
