@@ -134,13 +134,20 @@ mod imp {
     /// the thread's area, `fs:[{off}]`; the kernel clears it lazily); the
     /// check of `cpu_id` (byte 4) against `{cpu}` first, jumping to
     /// `$moved` when it differs; then `$body`, whose last instruction is
-    /// the commit; then `$tail`, which starts at the post-commit address
-    /// `68`, and must hold the abort address `69`, preceded by the
-    /// signature glibc registered (`RSEQ_SIG`, 0x53053053 on x86, as the
-    /// operand of a `ud1` so that the bytes decode as one instruction).
-    /// Numeric labels only: the block may be instantiated many times.
+    /// the commit; then `$done`, from the post-commit address `68`, which
+    /// must jump over what follows: the signature glibc registered
+    /// (`RSEQ_SIG`, 0x53053053 on x86, as the operand of a `ud1` so that
+    /// the bytes decode as one instruction), then the abort address `69`
+    /// and `$aborted`. Numeric labels only: the block may be instantiated
+    /// many times.
     macro_rules! rseq_section {
-        ($moved:literal, [$($body:literal),* $(,)?], [$($tail:literal),* $(,)?], $($operands:tt)*) => {
+        (
+            $moved:literal,
+            [$($body:literal),* $(,)?],
+            [$($done:literal),* $(,)?],
+            [$($aborted:literal),* $(,)?],
+            $($operands:tt)*
+        ) => {
             core::arch::asm!(
                 ".pushsection __rseq_cs, \"aw\"",
                 ".balign 32",
@@ -155,7 +162,11 @@ mod imp {
                 concat!("jne ", $moved),
                 $($body,)*
                 "68:",
-                $($tail,)*
+                $($done,)*
+                ".byte 0x0f, 0xb9, 0x3d",
+                ".long 0x53053053",
+                "69:",
+                $($aborted,)*
                 t = out(reg) _,
                 off = in(reg) offset(),
                 $($operands)*
@@ -197,14 +208,8 @@ mod imp {
                     "mov qword ptr [{p} + 8], {nts}",
                     "mov qword ptr [{p}], {nw}",
                 ],
-                [
-                    "jmp 73f",
-                    ".byte 0x0f, 0xb9, 0x3d",
-                    ".long 0x53053053",
-                    "69:",
-                    "jmp {aborted}",
-                    "73:",
-                ],
+                ["jmp 73f"],
+                ["jmp {aborted}", "73:"],
                 p = in(reg) p,
                 cpu = in(reg) cpu,
                 cw = in(reg) cur.0,
@@ -253,18 +258,8 @@ mod imp {
                     "paddq {n}, {v}",
                     "movdqa xmmword ptr [{p}], {n}",
                 ],
-                [
-                    "xor {r:e}, {r:e}",
-                    "jmp 73f",
-                    "70:",
-                    "mov {r:e}, 2",
-                    "jmp 73f",
-                    ".byte 0x0f, 0xb9, 0x3d",
-                    ".long 0x53053053",
-                    "69:",
-                    "mov {r:e}, 3",
-                    "73:",
-                ],
+                ["xor {r:e}, {r:e}", "jmp 73f", "70:", "mov {r:e}, 2", "jmp 73f"],
+                ["mov {r:e}, 3", "73:"],
                 p = in(reg) p,
                 cpu = in(reg) cpu,
                 v = in(xmm_reg) add,
