@@ -138,7 +138,8 @@ mod imp {
     /// must jump over what follows: the signature glibc registered
     /// (`RSEQ_SIG`, 0x53053053 on x86, as the operand of a `ud1` so that
     /// the bytes decode as one instruction), then the abort address `69`
-    /// and `$aborted`. Numeric labels only: the block may be instantiated
+    /// (outside [start, post-commit), as the kernel requires) and
+    /// `$aborted`. Numeric labels only: the block may be instantiated
     /// many times.
     macro_rules! rseq_section {
         (
