@@ -256,7 +256,8 @@ impl Head {
             }
             Sync::Rseq => {
                 // SAFETY: an rseq buffer exists, so the thread's area does
-                // (its creation checked `rseq::available`); `self` starts with the two aligned words (W, ts) (`repr(C,
+                // (its creation checked `rseq::available`); `self` starts
+                // with the two aligned words (W, ts) (`repr(C,
                 // align(16))`), which for an rseq buffer only such sections
                 // on the buffer's CPU `cpu` write, or a quiescent owner
                 // (`Head::cas_quiescent`).

@@ -142,11 +142,11 @@ fn flip(v: u64) {
 /// between `v < 100` and `v > 1000` (each change: the rule removed, then
 /// added with the other filter) a thousand times, the first two staying
 /// for a whole pass of a writer: every record is one a filter accepts,
-/// and each range got records. The whole path under
-/// changes: the screen taken down and put up, the probe list replaced,
-/// the probe testing a record the screen did not (a torn screen itself
-/// is the next test's and the loom model's: a record it let through
-/// here would still meet the probe's test, the list having changed).
+/// and each range got records. The whole path under changes: the screen
+/// taken down and put up, the probe list replaced, the probe testing a
+/// record the screen did not (a torn screen itself is the next test's
+/// and the loom model's: a record it let through here would still meet
+/// the probe's test, the list having changed).
 #[test]
 fn filters_changed_while_threads_record() {
     let dir = tmpdir("screen-flip");
