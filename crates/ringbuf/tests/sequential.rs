@@ -511,9 +511,9 @@ proptest! {
 /// The reservation's fast path alone (`Channel::try_reserve_fast`, what
 /// the tracer's events try first): a record that fits the current
 /// sub-buffer at the first try, and `None`, with nothing reserved and
-/// nothing counted, for a thread's first record of a per-thread channel
-/// and at a sub-buffer's boundary, where the whole reservation
-/// (`reserve_at`) takes over.
+/// nothing counted (and no clock read), for a thread's first record of
+/// a per-thread channel, and at a sub-buffer's boundary, where the whole
+/// reservation (`reserve_at`) takes over.
 #[test]
 fn the_fast_path_alone_reserves_only_inside_the_current_sub_buffer() {
     fn check<C: ringbuf::Config + Default>() {
@@ -529,6 +529,16 @@ fn the_fast_path_alone_reserves_only_inside_the_current_sub_buffer() {
         };
         // No buffer yet (per thread), or the first sub-buffer's header
         // not written yet (offset 0): the whole reservation's work.
+        if C::ALLOC == ringbuf::Alloc::PerThread {
+            // With no buffer found, the clock is not read.
+            let read = std::cell::Cell::new(false);
+            let clock = || {
+                read.set(true);
+                now()
+            };
+            assert!(ch.try_reserve_fast(clock, size).is_none());
+            assert!(!read.get(), "the clock read before the buffer was found");
+        }
         assert_eq!(fast(0), None);
         let mut s = ch.reserve_at(now(), size).unwrap();
         assert_eq!(s.offset(), HEADER);
