@@ -55,7 +55,8 @@ fn create(arg: *mut Body, cpus: Option<&libc::cpu_set_t>) -> io::Result<()> {
     // use and destroyed once; `pthread_create` copies what it needs from
     // it (the CPU set too). `arg` is a `Box<Body>` leaked by `spawn`: on
     // success the new thread owns it (`start` takes it back exactly once),
-    // on failure no thread saw it.
+    // on failure no thread saw it. The signal sets are locals, zeroed
+    // (valid empty sets) then filled; the caller's mask is restored.
     unsafe {
         let mut attr: libc::pthread_attr_t = std::mem::zeroed();
         let r = libc::pthread_attr_init(&mut attr);
@@ -67,8 +68,31 @@ fn create(arg: *mut Body, cpus: Option<&libc::cpu_set_t>) -> io::Result<()> {
         if let Some(set) = cpus {
             libc::pthread_attr_setaffinity_np(&mut attr, std::mem::size_of_val(set), set);
         }
+        // The tracer's threads take none of the program's signals: one
+        // sent to the process (a timer's, say) goes to a thread of the
+        // program, not to a tracer thread whose handler run would record
+        // under the tracer's name (before it names itself, the program's).
+        // The new thread inherits the mask in force at its creation:
+        // everything blocked but the faults a bug raises (blocked, those
+        // kill the process past its handlers).
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        for fault in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGFPE,
+            libc::SIGILL,
+            libc::SIGTRAP,
+            libc::SIGSYS,
+            libc::SIGABRT,
+        ] {
+            libc::sigdelset(&mut all, fault);
+        }
+        let mut caller: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut caller);
         let mut tid: libc::pthread_t = 0;
         let r = libc::pthread_create(&mut tid, &attr, start, arg.cast());
+        libc::pthread_sigmask(libc::SIG_SETMASK, &caller, std::ptr::null_mut());
         libc::pthread_attr_destroy(&mut attr);
         if r != 0 {
             return Err(io::Error::from_raw_os_error(r));
@@ -183,5 +207,41 @@ mod tests {
         })
         .unwrap();
         assert!(rx.recv().is_err(), "the body ran and unwound");
+    }
+
+    /// The calling thread's blocked signals.
+    fn blocked() -> libc::sigset_t {
+        // SAFETY: a zeroed set is a valid empty one; `pthread_sigmask`
+        // with no new set only writes the current mask into it.
+        unsafe {
+            let mut m: libc::sigset_t = std::mem::zeroed();
+            assert_eq!(
+                libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut m),
+                0
+            );
+            m
+        }
+    }
+
+    fn has(m: &libc::sigset_t, sig: libc::c_int) -> bool {
+        // SAFETY: a valid set and a valid signal number.
+        unsafe { libc::sigismember(m, sig) == 1 }
+    }
+
+    #[test]
+    fn a_tracer_thread_takes_none_of_the_program_s_signals_but_faults() {
+        let before = blocked();
+        let (tx, rx) = mpsc::channel();
+        super::spawn("masked", move || {
+            let m = blocked();
+            let sigs = [libc::SIGALRM, libc::SIGUSR1, libc::SIGCHLD, libc::SIGSEGV];
+            tx.send(sigs.map(|s| has(&m, s))).unwrap();
+        })
+        .unwrap();
+        assert_eq!(rx.recv().unwrap(), [true, true, true, false]);
+        let after = blocked();
+        for s in 1..libc::SIGRTMAX() {
+            assert_eq!(has(&before, s), has(&after, s), "the caller's mask for {s}");
+        }
     }
 }
