@@ -78,7 +78,7 @@ LAYERS = {
             "instructions",
             "wake",
         ],
-        ["tracers", "overhead", "between"],
+        ["tracers", "overhead", "between", "shadow"],
         ["frontends", "losses", "scaling"],
         ["ratios"],
     ],

@@ -36,7 +36,7 @@ const CHUNK: u64 = 20_000;
 /// Bytes of each floor ring (a power of two).
 const RING: usize = 1 << 20;
 /// A record: compact header and a u64.
-const RECORD: u64 = 12;
+pub(crate) const RECORD: u64 = 12;
 /// The event id the floor's headers carry.
 const ID: u32 = 1;
 
@@ -60,6 +60,11 @@ pub(crate) struct Ring {
 }
 
 impl Ring {
+    /// Bytes committed so far.
+    pub(crate) fn committed(&self) -> u64 {
+        self.cc
+    }
+
     pub(crate) fn boxed() -> Box<Ring> {
         // SAFETY: all-zero bytes are a valid `Ring` (integers and bytes);
         // allocated zeroed, not built on the stack (1 MiB).

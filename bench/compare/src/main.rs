@@ -13,7 +13,8 @@
 //! against babeltrace2 on an LTTng-UST and a ringtrace trace (`reading.rs`),
 //! and an LTTng-UST program under LTTng-UST's tracer and ringtrace's
 //! `liblttng-ust.so.1` (`ust_abi.rs`), and ringtrace's event against the
-//! floor, a minimal record in the same process (`floor.rs`), and the
+//! floor, a minimal record in the same process (`floor.rs`), what work
+//! added to the floor's event costs (`shadow.rs`), and the
 //! `tracing` layer against `event!`, interleaved in one process
 //! (`layer.rs`).
 //!
@@ -37,8 +38,9 @@
 //! ```text
 //!   ratios                                  the ratio lines printed last
 //!     frontends  losses  scaling            tables that run the tracers' cells
-//!       tracers  overhead  between          the tracer tables; the workload's overhead
-//!                                           and events between system calls
+//!       tracers  overhead  between  shadow  the tracer tables; the workload's overhead,
+//!                                           events between system calls; what the
+//!                                           floor's clock read hides
 //!         baselines c_interleaved interleaved scaling_interleaved
 //!         drain reading ring wake           one table or measurement each
 //!         instructions
@@ -73,6 +75,7 @@ mod reading;
 mod ring;
 mod scaling;
 mod scaling_interleaved;
+mod shadow;
 mod tracers;
 mod ust_abi;
 mod wake;
@@ -106,6 +109,8 @@ struct Args {
     /// a busy one), lttng-ust-programs (an LTTng-UST
     /// program under LTTng-UST and under ringtrace's liblttng-ust.so.1),
     /// floor (ringtrace's event against the least a record can cost),
+    /// shadow (what work added to the floor's event costs, beside its
+    /// clock read and beyond),
     /// tracing-layer (the `tracing` layer against `event!`), filter (a
     /// filter's cost, accepted and rejected, and against LTTng-UST's
     /// filter), instructions
@@ -214,6 +219,9 @@ fn run() -> Result<(), String> {
     }
     if want("wake") {
         more.push(wake::table()?);
+    }
+    if want("shadow") && !a.focus {
+        shadow::table(if a.quick { 50 } else { 300 })?;
     }
     if want("instructions") && !a.focus {
         more.extend(instructions::table()?);
