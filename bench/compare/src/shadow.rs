@@ -156,53 +156,38 @@ fn stores12(v: u64) {
     }
 }
 
+/// ns per event of one chunk of the floor's event after 64 ALU operations
+/// (if `ALU`) and `add` (whose result lives until the event is written:
+/// the RCU section's guard).
+#[inline(always)]
+fn with<const ALU: bool, G>(ring: &mut Ring, add: impl Fn(u64) -> G) -> f64 {
+    timed(ring, |r, v| {
+        if ALU {
+            alu64(v);
+        }
+        let _held = add(v);
+        per_thread_event(r, v);
+    })
+}
+
 /// ns per event of one chunk of the floor's event with `piece` (an index
 /// of [`PIECES`]) added, after 64 ALU operations if `alu`.
 fn chunk(piece: usize, alu: bool, ring: &mut Ring) -> f64 {
-    macro_rules! with {
+    macro_rules! pieces {
         ($alu:literal) => {
             match piece {
-                0 => timed(ring, |r, v| {
-                    if $alu {
-                        alu64(v);
-                    }
-                    per_thread_event(r, v);
-                }),
-                1 => timed(ring, |r, v| {
-                    if $alu {
-                        alu64(v);
-                    }
-                    frame(v);
-                    per_thread_event(r, v);
-                }),
-                2 => timed(ring, |r, v| {
-                    if $alu {
-                        alu64(v);
-                    }
-                    let _g = ringtrace::rcu::read_lock();
-                    per_thread_event(r, v);
-                }),
-                3 => timed(ring, |r, v| {
-                    if $alu {
-                        alu64(v);
-                    }
-                    loads11();
-                    per_thread_event(r, v);
-                }),
-                _ => timed(ring, |r, v| {
-                    if $alu {
-                        alu64(v);
-                    }
-                    stores12(v);
-                    per_thread_event(r, v);
-                }),
+                0 => with::<$alu, _>(ring, |_| ()),
+                1 => with::<$alu, _>(ring, frame),
+                2 => with::<$alu, _>(ring, |_| ringtrace::rcu::read_lock()),
+                3 => with::<$alu, _>(ring, |_| loads11()),
+                _ => with::<$alu, _>(ring, stores12),
             }
         };
     }
     if alu {
-        with!(true)
+        pieces!(true)
     } else {
-        with!(false)
+        pieces!(false)
     }
 }
 
@@ -211,8 +196,9 @@ fn chunk(piece: usize, alu: bool, ring: &mut Ring) -> f64 {
 pub fn table(rounds: usize) -> Result<(), String> {
     let mut ring = Ring::boxed();
     let n = PIECES.len();
-    // ns[alu][piece], then each piece's round-by-round difference.
-    let mut ns: [Vec<Vec<f64>>; 2] = [vec![Vec::new(); n], vec![Vec::new(); n]];
+    // Without and with the ALU operations: the bare floor's ns, and each
+    // piece's round-by-round difference to it.
+    let mut base: [Vec<f64>; 2] = Default::default();
     let mut extra: [Vec<Vec<f64>>; 2] = [vec![Vec::new(); n], vec![Vec::new(); n]];
     for r in 0..rounds {
         let mut t = [vec![0.0; n], vec![0.0; n]];
@@ -221,8 +207,8 @@ pub fn table(rounds: usize) -> Result<(), String> {
             t[k / n][k % n] = chunk(k % n, k >= n, &mut ring);
         }
         for a in 0..2 {
-            for p in 0..n {
-                ns[a][p].push(t[a][p]);
+            base[a].push(t[a][0]);
+            for p in 1..n {
                 extra[a][p].push(t[a][p] - t[a][0]);
             }
         }
@@ -247,7 +233,7 @@ pub fn table(rounds: usize) -> Result<(), String> {
     );
     for (p, name) in PIECES.iter().enumerate() {
         let [a, b] = if p == 0 {
-            [median(ns[0][0].clone()), median(ns[1][0].clone())]
+            base.clone().map(median)
         } else {
             [median(extra[0][p].clone()), median(extra[1][p].clone())]
         };
