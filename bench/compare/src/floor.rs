@@ -32,7 +32,7 @@ use ringtrace::{event, ChannelConfig, Contexts, CpuSync, Session};
 use crate::cell::median;
 
 /// Events per chunk.
-const CHUNK: u64 = 20_000;
+pub(crate) const CHUNK: u64 = 20_000;
 /// Bytes of each floor ring (a power of two).
 const RING: usize = 1 << 20;
 /// A record: compact header and a u64.

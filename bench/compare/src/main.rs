@@ -217,15 +217,7 @@ fn run() -> Result<(), String> {
         more.extend(rows);
         ratios.push(line);
     }
-    if want("wake") {
-        more.push(wake::table()?);
-    }
-    if want("shadow") && !a.focus {
-        shadow::table(if a.quick { 50 } else { 300 })?;
-    }
-    if want("instructions") && !a.focus {
-        more.extend(instructions::table()?);
-    }
+    more.extend(machine_tables(&want, &a)?);
     // Printed last of the ratio lines.
     let [floor_lines, layer_lines, filter_lines] =
         in_process(&want, a.quick, &bin, n, runs, &scratch)?;
@@ -264,6 +256,23 @@ fn run() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The tables of what the machine does beside the tracers: how late a
+/// thread wakes, what the floor's clock read hides, instructions per
+/// event (their JSON rows).
+fn machine_tables(want: &dyn Fn(&str) -> bool, a: &Args) -> Result<Vec<serde_json::Value>, String> {
+    let mut rows = Vec::new();
+    if want("wake") {
+        rows.push(wake::table()?);
+    }
+    if want("shadow") && !a.focus {
+        shadow::table(if a.quick { 50 } else { 300 })?;
+    }
+    if want("instructions") && !a.focus {
+        rows.extend(instructions::table()?);
+    }
+    Ok(rows)
 }
 
 /// The tables measured inside this process, interleaved: the floor, the

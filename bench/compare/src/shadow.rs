@@ -36,10 +36,7 @@
 use std::time::Instant;
 
 use crate::cell::median;
-use crate::floor::{per_thread_event, Ring, RECORD};
-
-/// Events per chunk.
-const CHUNK: u64 = 20_000;
+use crate::floor::{per_thread_event, Ring, CHUNK, RECORD};
 
 /// What is added to the floor's event: nothing, then each piece.
 const PIECES: [&str; 5] = [
