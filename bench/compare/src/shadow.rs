@@ -23,9 +23,10 @@
 //! the kind without the piece.
 //!
 //! Beyond the room the figures move with where the compiler places each
-//! kind's loop (by up to about 1 ns between builds of the same source);
-//! a build with every function and jump target on 64 bytes reads the
-//! same in every build (BENCHMARKS.md, "What the clock read hides"):
+//! kind's loop (by up to about 1 ns from one build to the next as the
+//! code around them changes); a build with every function and jump
+//! target on 64 bytes reads within 0.2 ns across such builds
+//! (BENCHMARKS.md, "What the clock read hides"):
 //!
 //! ```sh
 //! RUSTFLAGS="-C llvm-args=-align-all-functions=6 -C llvm-args=-align-all-nofallthru-blocks=6" \
