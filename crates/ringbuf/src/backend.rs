@@ -353,12 +353,12 @@ impl Table {
             // alignment padding on the write path.
             return e.index();
         }
-        self.hold_slow(i, e)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn hold_slow(&self, i: usize, mut e: Entry) -> usize {
+        // The first record of its sub-buffer, inline all the same: a call
+        // here, between a reservation and its commit, would keep the
+        // writer's values live across it (a frame on every record's path,
+        // BENCHMARKS.md, "The frame-free event").
+        std::hint::cold_path();
+        let mut e = e;
         while !e.held() {
             match self.cas(i, e, e.with_held()) {
                 Ok(_) => return e.index(),

@@ -312,7 +312,11 @@ impl<C: Config> Channel<C> {
                     // SAFETY: as in `thread_buffer`.
                     unsafe { self.inline_buffer(a) }
                 }
-                Alloc::PerCpu | Alloc::Global => self.current()?,
+                Alloc::PerCpu => {
+                    let cpu = crate::cpu::current_fast()?;
+                    self.buffers.get(cpu)?
+                }
+                Alloc::Global => self.current()?,
             }
         };
         let now = now();

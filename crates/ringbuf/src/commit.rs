@@ -18,16 +18,76 @@ impl<C: Config> Buffer<C> {
     /// are `state`.
     #[inline(always)]
     pub(crate) fn commit_record(&self, state: &SubbufState, end: u64, len: u32) {
-        // Rseq buffers count the record in the commit's own store.
+        self.commit_record_then(state, end, len, ())
+    }
+
+    /// [`Buffer::commit_record`] for a caller that holds `keep` (a read
+    /// section, say) until the commit is done and then drops it: the
+    /// commit's common path inline, with no call; what is left (the
+    /// delivery of the sub-buffer the record completed, an rseq commit
+    /// the kernel aborted or that runs on another CPU) in an out-of-line
+    /// function that drops `keep` last, called as the caller's last act.
+    /// A caller whose every other slow path is such a tail call keeps
+    /// nothing live across a call, and its common path needs no frame
+    /// (BENCHMARKS.md, "The frame-free event").
+    #[inline(always)]
+    pub(crate) fn commit_record_then<T>(&self, state: &SubbufState, end: u64, len: u32, keep: T) {
         if C::COUNT_RECORDS && C::SYNC != Sync::Rseq {
             self.count_record();
         }
-        self.commit_in(
-            state,
-            end.wrapping_sub(1),
-            len as u64,
-            C::COUNT_RECORDS as u64,
-        );
+        let p = end.wrapping_sub(1);
+        let amount = len as u64;
+        let c = if C::SYNC == Sync::Rseq {
+            // One try of `commit_rseq`'s section inline; an abort's tries
+            // and the shared count out of line.
+            // SAFETY: as in `commit_rseq`.
+            let (o, local) = unsafe {
+                let records = C::COUNT_RECORDS as u64;
+                crate::rseq::add_local(self.id, state.cc.local_ptr(), amount, records)
+            };
+            match o {
+                crate::rseq::Outcome::Stored => local.wrapping_add(state.cc.shared.load(Acquire)),
+                o => {
+                    let aborted = matches!(o, crate::rseq::Outcome::Aborted);
+                    return self.commit_rest(state, p, amount, aborted, keep);
+                }
+            }
+        } else {
+            // The AcqRel add publishes this writer's bytes to whoever
+            // delivers.
+            add_committed(state, C::SYNC, amount).wrapping_add(amount)
+        };
+        // As in `commit_in`: the geometry read after the add, only the
+        // filter's mask on the common path.
+        let geo = self.geo;
+        if geo.sb_offset(c) == 0 && geo.subbuf_complete(c, p) {
+            return self.deliver_then(geo.sb_index(p), c, p, keep);
+        }
+        drop(keep);
+    }
+
+    /// An rseq commit whose inline try did not store: the tries left if
+    /// the kernel `aborted` it, else (another CPU's buffer) the shared
+    /// count; the delivery; then `keep` dropped.
+    #[cold]
+    #[inline(never)]
+    fn commit_rest<T>(&self, state: &SubbufState, p: u64, amount: u64, aborted: bool, keep: T) {
+        let records = C::COUNT_RECORDS as u64;
+        let c = if aborted {
+            self.commit_rseq(&state.cc, amount, records, RSEQ_COMMIT_TRIES - 1)
+        } else {
+            self.shared_commit(&state.cc, amount, records)
+        };
+        self.deliver_if_complete(c, p);
+        drop(keep);
+    }
+
+    /// [`Buffer::deliver`], then `keep` dropped.
+    #[cold]
+    #[inline(never)]
+    fn deliver_then<T>(&self, i: usize, c: u64, p: u64, keep: T) {
+        self.deliver(i, c, p);
+        drop(keep);
     }
 
     /// Counts one committed record; for a per-thread buffer one `add`
@@ -66,7 +126,7 @@ impl<C: Config> Buffer<C> {
     fn commit_in(&self, state: &SubbufState, p: u64, amount: u64, records: u64) {
         debug_assert!(std::ptr::eq(state, self.subbuf_state(self.geo.sb_index(p))));
         let c = if C::SYNC == Sync::Rseq {
-            self.commit_rseq(&state.cc, amount, records)
+            self.commit_rseq(&state.cc, amount, records, RSEQ_COMMIT_TRIES)
         } else {
             // The AcqRel add publishes this writer's bytes to whoever
             // delivers.
@@ -77,6 +137,13 @@ impl<C: Config> Buffer<C> {
         // geometry is read after the add (an asm statement the compiler
         // takes as touching memory): only the filter's mask on the common
         // path.
+        self.deliver_if_complete(c, p);
+    }
+
+    /// Delivers the sub-buffer containing byte `p` if its commit count
+    /// `c` says the commit that made it completed it.
+    #[inline(always)]
+    fn deliver_if_complete(&self, c: u64, p: u64) {
         let geo = self.geo;
         if geo.sb_offset(c) == 0 && geo.subbuf_complete(c, p) {
             self.deliver(geo.sb_index(p), c, p);
@@ -96,10 +163,10 @@ impl<C: Config> Buffer<C> {
     /// delivers, and [`Buffer::deliver_missed`], which the consumer runs
     /// on every look, does once both stores are visible.
     #[inline(always)]
-    fn commit_rseq(&self, cc: &CommitCount, amount: u64, records: u64) -> u64 {
+    fn commit_rseq(&self, cc: &CommitCount, amount: u64, records: u64, tries: usize) -> u64 {
         // An abort (preemption or a signal inside the few instructions)
         // is retried; a thread on another CPU goes to the shared count.
-        for _ in 0..RSEQ_COMMIT_TRIES {
+        for _ in 0..tries {
             // SAFETY: an rseq buffer exists, so this thread has an rseq
             // area (glibc registered them); `local` and `local_records`
             // are the 16-byte aligned pair (`CommitCount`) that only this

@@ -129,6 +129,18 @@ impl<C: Config> Slot<'_, C> {
     }
 }
 
+impl<C: Config> Slot<'_, C> {
+    /// [`Slot::commit`], holding `keep` until the commit is done (see
+    /// `Buffer::commit_record_then`): what is left of the commit past
+    /// its common path runs out of line, as the caller's tail call.
+    #[inline(always)]
+    pub fn commit_then<T>(self, keep: T) {
+        let (buf, state, end, len) = (self.buf, self.state, self.end, self.len);
+        std::mem::forget(self);
+        buf.commit_record_then(state, end, len, keep)
+    }
+}
+
 impl<C: Config> Drop for Slot<'_, C> {
     /// A slot dropped without [`Slot::commit`] (its writer panicked, or
     /// forgot): committed out of line. Kept tiny on purpose: the compiler
@@ -383,6 +395,12 @@ impl<C: Config> Buffer<C> {
             ts,
             last_ts: last,
         }) as u64;
+        // A size function declining the fast path: tested alone, so that
+        // a caller whose answer is a constant on its other branch keeps
+        // that constant (no register holds a length chosen at run time).
+        if len == 0 {
+            return Err(None);
+        }
         // `off < S`, so `S - off` cannot wrap; `len` is compared before any
         // arithmetic on it (a length near 2^64 fails the test, it never
         // wraps the sum).
@@ -390,7 +408,12 @@ impl<C: Config> Buffer<C> {
             match head.cas(C::SYNC, self.id, (w, last), (w + len, ts)) {
                 Ok(()) => return Ok(self.slot_fast(w, off, w + len, ts)),
                 Err(Fail::Changed) => {}
-                Err(f) => return Err(Some(self.moved(f))),
+                Err(f) => {
+                    // Counted inline: no call on the fast path (see
+                    // `Buffer::commit_record_then`).
+                    self.count_moved(f);
+                    return Err(Some(Refused::Migrated));
+                }
             }
         }
         Err(None)

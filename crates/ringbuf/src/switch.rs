@@ -103,11 +103,18 @@ impl<C: Config> Buffer<C> {
     #[cold]
     #[inline(never)]
     pub(crate) fn moved(&self, f: Fail) -> Refused {
+        self.count_moved(f);
+        Refused::Migrated
+    }
+
+    /// Counts an rseq reservation that must choose its buffer again, by
+    /// cause.
+    #[inline(always)]
+    pub(crate) fn count_moved(&self, f: Fail) {
         match f {
             Fail::Aborted => self.wr.rseq_aborts.add(Sync::Smp, 1),
             _ => self.wr.rseq_moves.add(Sync::Smp, 1),
         };
-        Refused::Migrated
     }
 
     /// One try from (`w`, `last`, `ts`): where the record goes and which

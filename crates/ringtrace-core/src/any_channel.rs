@@ -63,6 +63,68 @@ macro_rules! each {
     };
 }
 
+/// One arm of [`routes!`]: `$arm!(c => L)` with `c` bound to the channel
+/// of variant `$v`, which the route says `$ch` is.
+macro_rules! route_arm {
+    ($ch:expr, $c:ident, $arm:ident, $v:ident, $l:literal) => {{
+        let ByKind::$v($c) = &$ch.by_kind else {
+            // SAFETY: the route's kind part is the variant's place, set
+            // with the variant in `new` and never changed (`set_contexts`
+            // changes the layout part only).
+            unsafe { std::hint::unreachable_unchecked() }
+        };
+        $arm!($c => $l)
+    }};
+}
+
+/// The jump on a channel's route: `$arm!(c => L)` with `c` bound to the
+/// channel of the route's kind and `L` its layout's code, each of the
+/// thirty arms compiled for its constant kind and layout; `$stopped` for
+/// [`STOPPED`]. The routes `route_of` makes and `STOPPED` are the only
+/// values ever stored: the kind's place times 8 plus the layout's code
+/// (`Layout::code`'s low byte, 0 to 4). No other arm, so the jump needs
+/// no range test before its table.
+macro_rules! routes {
+    ($ch:expr, $stopped:expr, $c:ident, $arm:ident) => {{
+        match $ch.route.load(Relaxed) {
+            STOPPED => $stopped,
+            0 => route_arm!($ch, $c, $arm, DiscardCpu, 0),
+            1 => route_arm!($ch, $c, $arm, DiscardCpu, 1),
+            2 => route_arm!($ch, $c, $arm, DiscardCpu, 2),
+            3 => route_arm!($ch, $c, $arm, DiscardCpu, 3),
+            4 => route_arm!($ch, $c, $arm, DiscardCpu, 4),
+            8 => route_arm!($ch, $c, $arm, DiscardCpuRseq, 0),
+            9 => route_arm!($ch, $c, $arm, DiscardCpuRseq, 1),
+            10 => route_arm!($ch, $c, $arm, DiscardCpuRseq, 2),
+            11 => route_arm!($ch, $c, $arm, DiscardCpuRseq, 3),
+            12 => route_arm!($ch, $c, $arm, DiscardCpuRseq, 4),
+            16 => route_arm!($ch, $c, $arm, DiscardThread, 0),
+            17 => route_arm!($ch, $c, $arm, DiscardThread, 1),
+            18 => route_arm!($ch, $c, $arm, DiscardThread, 2),
+            19 => route_arm!($ch, $c, $arm, DiscardThread, 3),
+            20 => route_arm!($ch, $c, $arm, DiscardThread, 4),
+            24 => route_arm!($ch, $c, $arm, OverwriteCpu, 0),
+            25 => route_arm!($ch, $c, $arm, OverwriteCpu, 1),
+            26 => route_arm!($ch, $c, $arm, OverwriteCpu, 2),
+            27 => route_arm!($ch, $c, $arm, OverwriteCpu, 3),
+            28 => route_arm!($ch, $c, $arm, OverwriteCpu, 4),
+            32 => route_arm!($ch, $c, $arm, OverwriteCpuRseq, 0),
+            33 => route_arm!($ch, $c, $arm, OverwriteCpuRseq, 1),
+            34 => route_arm!($ch, $c, $arm, OverwriteCpuRseq, 2),
+            35 => route_arm!($ch, $c, $arm, OverwriteCpuRseq, 3),
+            36 => route_arm!($ch, $c, $arm, OverwriteCpuRseq, 4),
+            40 => route_arm!($ch, $c, $arm, OverwriteThread, 0),
+            41 => route_arm!($ch, $c, $arm, OverwriteThread, 1),
+            42 => route_arm!($ch, $c, $arm, OverwriteThread, 2),
+            43 => route_arm!($ch, $c, $arm, OverwriteThread, 3),
+            44 => route_arm!($ch, $c, $arm, OverwriteThread, 4),
+            // SAFETY: as above, and the gaps (a layout code's low byte is
+            // at most 4) are no route either.
+            _ => unsafe { std::hint::unreachable_unchecked() },
+        }
+    }};
+}
+
 /// A channel's read sides, one per buffer in the order of its buffers:
 /// whoever holds them reads the channel (`ChannelOps::drain`, `snapshot`).
 pub type ReadSides = Box<[ReadSide]>;
@@ -248,56 +310,44 @@ impl AnyChannel {
         write: &P,
     ) -> bool {
         macro_rules! arm {
-            ($v:ident, $l:literal) => {{
-                let ByKind::$v(c) = &self.by_kind else {
-                    // SAFETY: the route's kind part is the variant's place,
-                    // set with the variant in `new` and never changed
-                    // (`set_contexts` changes the layout part only).
-                    unsafe { std::hint::unreachable_unchecked() }
-                };
-                record_layout::<_, P, $l>(c, now, id, len, write) && (!TALLY || !counts_records(c))
-            }};
+            ($c:ident => $l:literal) => {
+                record_layout::<_, P, $l>($c, now, id, len, write)
+                    && (!TALLY || !counts_records($c))
+            };
         }
-        // The routes `route_of` makes and `STOPPED`, the only values ever
-        // stored: the kind's place times 8 plus the layout's code
-        // (`Layout::code`'s low byte, 0 to 4). No other arm, so the jump
-        // needs no range test before its table.
-        match self.route.load(Relaxed) {
-            STOPPED => false,
-            0 => arm!(DiscardCpu, 0),
-            1 => arm!(DiscardCpu, 1),
-            2 => arm!(DiscardCpu, 2),
-            3 => arm!(DiscardCpu, 3),
-            4 => arm!(DiscardCpu, 4),
-            8 => arm!(DiscardCpuRseq, 0),
-            9 => arm!(DiscardCpuRseq, 1),
-            10 => arm!(DiscardCpuRseq, 2),
-            11 => arm!(DiscardCpuRseq, 3),
-            12 => arm!(DiscardCpuRseq, 4),
-            16 => arm!(DiscardThread, 0),
-            17 => arm!(DiscardThread, 1),
-            18 => arm!(DiscardThread, 2),
-            19 => arm!(DiscardThread, 3),
-            20 => arm!(DiscardThread, 4),
-            24 => arm!(OverwriteCpu, 0),
-            25 => arm!(OverwriteCpu, 1),
-            26 => arm!(OverwriteCpu, 2),
-            27 => arm!(OverwriteCpu, 3),
-            28 => arm!(OverwriteCpu, 4),
-            32 => arm!(OverwriteCpuRseq, 0),
-            33 => arm!(OverwriteCpuRseq, 1),
-            34 => arm!(OverwriteCpuRseq, 2),
-            35 => arm!(OverwriteCpuRseq, 3),
-            36 => arm!(OverwriteCpuRseq, 4),
-            40 => arm!(OverwriteThread, 0),
-            41 => arm!(OverwriteThread, 1),
-            42 => arm!(OverwriteThread, 2),
-            43 => arm!(OverwriteThread, 3),
-            44 => arm!(OverwriteThread, 4),
-            // SAFETY: as above, and the gaps (a layout code's low byte is
-            // at most 4) are no route either.
-            _ => unsafe { std::hint::unreachable_unchecked() },
+        routes!(self, false, c, arm)
+    }
+
+    /// [`AnyChannel::record_to_tally`]'s common path alone, with no call
+    /// but its last (`client::record_layout_fast`): `true` when the
+    /// record was written (or the channel records nothing), with `guard`
+    /// dropped after its commit and the record counted in `tally` (per-CPU
+    /// channels with atomics); `false` when nothing was done, for the
+    /// whole path to take over.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) fn record_fast<P: Payload>(
+        &self,
+        id: &u32,
+        len: usize,
+        write: &P,
+        tally: &Option<std::sync::Arc<crate::tally::Tally>>,
+        guard: crate::rcu::Guard,
+    ) -> bool {
+        macro_rules! arm {
+            ($c:ident => $l:literal) => {
+                crate::client::record_layout_fast::<_, P, $l>(
+                    $c,
+                    *id,
+                    len,
+                    write,
+                    tally.as_deref(),
+                    guard,
+                )
+            };
         }
+        // The probe's id and tally by reference: loaded in the arms that
+        // use them, not held in registers across the jump.
+        routes!(self, true, c, arm)
     }
 
     /// A reading of the process's clock for a record of this channel

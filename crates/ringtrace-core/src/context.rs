@@ -268,6 +268,19 @@ pub fn words<const N: usize>() -> [u64; N] {
     std::array::from_fn(|k| c.words[k].get())
 }
 
+/// [`words`] for a thread whose cache is filled; `None`, with no call,
+/// for one whose is not yet (its first record takes the whole path).
+#[inline(always)]
+pub fn filled_words<const N: usize>() -> Option<[u64; N]> {
+    let p: *const Cache = CACHE.with(|c| c as *const Cache);
+    // SAFETY: as in `cache`.
+    let c = unsafe { &*p };
+    if c.words[0].get() == 0 {
+        return None;
+    }
+    Some(std::array::from_fn(|k| c.words[k].get()))
+}
+
 /// The address of the instruction where this call is inlined (the `ip`
 /// context of `event!`): one `lea`/`adr`, no memory access. 0 where the
 /// architecture is not one of those below, and under Miri (no inline

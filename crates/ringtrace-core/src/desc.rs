@@ -209,7 +209,7 @@ impl EventDesc {
     #[inline(always)]
     pub fn emit_screened<T: Fields>(&self, fields: T, ip: u64, screened: u64) {
         let len = fields.encoded_len();
-        probe::run_screened(&self.probes, len, &Encoded(fields, ip), screened);
+        probe::run_screened(&self.probes, len, Encoded(fields, ip), screened);
     }
 }
 

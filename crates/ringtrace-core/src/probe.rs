@@ -161,19 +161,100 @@ fn quick_passes<P: Payload>(q: &Quick, write: &P, p: &Probe) -> bool {
 /// `emit_with`).
 #[inline(always)]
 pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P) {
-    run_screened(probes, len, write, UNSCREENED)
+    run_screened(probes, len, crate::client::Ref(write), UNSCREENED)
 }
 
 /// [`run`] for a record the event's screen numbered `screened` accepted
-/// ([`UNSCREENED`]: none tested it). What `event!` runs
-/// after the dormant check and the screen (`EventDesc::emit_screened`).
+/// ([`UNSCREENED`]: none tested it), its payload by value. What `event!`
+/// runs after the dormant check and the screen
+/// (`EventDesc::emit_screened`).
+///
+/// The common case (one probe, no filter left to test, the thread's
+/// buffer found at once, a compact header) inline with no call but its
+/// last, so that it keeps nothing live across a call and needs no frame;
+/// any other case, found before anything is written, goes to
+/// [`run_slow`] as the last act, a tail call that takes the payload by
+/// value (BENCHMARKS.md, "The frame-free event").
 #[inline(always)]
 pub fn run_screened<P: Payload>(
     probes: &rcu::Published<ProbeList>,
     len: usize,
-    write: &P,
+    write: P,
     screened: u64,
 ) {
+    // Two tail calls, not one: with the screen's answer chosen between
+    // them, that choice would hold a register through the reservation.
+    match run_common(probes, len, &write, screened) {
+        Common::Done => {}
+        Common::Untested => run_slow(probes, len, write, screened),
+        Common::Screened => run_slow(probes, len, write, UNSCREENED),
+    }
+}
+
+/// What [`run_common`] did.
+enum Common {
+    /// Recorded the event, or found nothing to record it in.
+    Done,
+    /// Nothing, before the list took the screen's answer (a thread's
+    /// first event, a list with a filter or several probes): the whole
+    /// path is given the answer.
+    Untested,
+    /// Nothing, after the list took it (a thread's first record in the
+    /// channel, a new sub-buffer, a long gap, contexts not yet read): the
+    /// whole path is told that no screen tested the record, and tests
+    /// the filter of its list (perhaps a newer one), if it has one. The
+    /// answer is not kept for it: a register fewer while the record is
+    /// reserved.
+    Screened,
+}
+
+/// [`run_screened`]'s common path.
+#[inline(always)]
+fn run_common<P: Payload>(
+    probes: &rcu::Published<ProbeList>,
+    len: usize,
+    write: &P,
+    screened: u64,
+) -> Common {
+    let Some(guard) = rcu::read_lock_fast() else {
+        return Common::Untested;
+    };
+    // The list lives as long as this read section (see `rcu::Published`).
+    let Some(list) = probes.load(&guard) else {
+        return Common::Done;
+    };
+    // One probe without a filter, or one whose comparison the call site's
+    // screen passed, with the clock the TSC (`ProbeList::screened`). No
+    // session flag is tested: a stopped session's channel has the route
+    // that records nothing (`AnyChannel::set_recording`).
+    if screened != list.screened {
+        return Common::Untested;
+    }
+    // The list lives as long as the read section, which `guard` holds
+    // until it is dropped; it moves into `record_fast`, which drops it
+    // after the record's commit, the last use of the list, its probe and
+    // its channel (`client::record_layout_fast`).
+    let first: *const Probe = &list.first;
+    // SAFETY: (see above) a pointer into the list, which outlives the
+    // borrow of `guard` that `load` ties it to.
+    let p: &Probe = unsafe { &*first };
+    if p.channel.record_fast(&p.id, len, write, &p.tally, guard) {
+        Common::Done
+    } else {
+        Common::Screened
+    }
+}
+
+/// [`run_screened`] past its common path: every case, from the start.
+#[cold]
+#[inline(never)]
+fn run_slow<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: P, screened: u64) {
+    run_all(probes, len, &write, screened)
+}
+
+/// Every case of [`run_screened`].
+#[inline(always)]
+fn run_all<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P, screened: u64) {
     let Some(guard) = rcu::read_lock() else {
         return;
     };

@@ -69,8 +69,22 @@ impl Tally {
     /// Counts one record of the calling thread, inside its read section `g`.
     #[inline(always)]
     pub fn add(&self, g: &rcu::Guard) {
+        self.add_at(g.index())
+    }
+
+    /// [`Tally::add`] for the thread whose read-section slot is number
+    /// `row` (`rcu::Guard::index`), in a section the caller holds.
+    #[inline(always)]
+    pub(crate) fn add_at(&self, row: usize) {
         match self.column {
-            Some(k) => increment(&ROWS[g.index()].0[k]),
+            Some(k) => {
+                // SAFETY: `column` is set once, by `claim`, to a position
+                // in `CLAIMED`, of `COLUMNS` entries: said so that the
+                // write path has no bounds check (a panic's call, and the
+                // unwinding that commits the reserved record, on it).
+                unsafe { std::hint::assert_unchecked(k < COLUMNS) };
+                increment(&ROWS[row].0[k])
+            }
             None => {
                 self.shared.fetch_add(1, Relaxed);
             }

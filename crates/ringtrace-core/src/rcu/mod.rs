@@ -342,8 +342,8 @@ pub use published::{Published, Updater};
 #[cfg(not(loom))]
 pub use global::{
     after_fork_in_child, enter_unguarded, exit_unguarded, hold_for_fork, in_read_section, init,
-    read_lock, slots_used, synchronize_unguarded, thread_index, uses_membarrier, Guard, DOMAIN,
-    SLOTS,
+    read_lock, read_lock_fast, slots_used, synchronize_unguarded, thread_index, uses_membarrier,
+    Guard, DOMAIN, SLOTS,
 };
 
 /// Under loom only [`Domain`] is modelled (`tests/loom.rs`); the process-wide
@@ -364,6 +364,9 @@ mod loom_stubs {
     }
     pub fn init() {}
     pub fn read_lock() -> Option<Guard> {
+        unreachable!("the tracer does not run under loom; only rcu::Domain is modelled")
+    }
+    pub fn read_lock_fast() -> Option<Guard> {
         unreachable!("the tracer does not run under loom; only rcu::Domain is modelled")
     }
     pub fn thread_index() -> Option<usize> {
@@ -388,8 +391,8 @@ mod loom_stubs {
 }
 #[cfg(loom)]
 pub use loom_stubs::{
-    after_fork_in_child, hold_for_fork, init, no_slot_drops, read_lock, slots_used, thread_index,
-    Guard, DOMAIN, SLOTS,
+    after_fork_in_child, hold_for_fork, init, no_slot_drops, read_lock, read_lock_fast, slots_used,
+    thread_index, Guard, DOMAIN, SLOTS,
 };
 
 /// Records dropped because more than [`SLOTS`] threads were reading at once.

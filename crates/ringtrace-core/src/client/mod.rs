@@ -19,6 +19,9 @@ use crate::field::Val;
 use crate::ops::PACKET_SIZE_AT;
 use crate::unfinished;
 
+mod fast;
+pub(crate) use fast::record_layout_fast;
+
 /// Event header of every channel: 5-bit id and 27-bit timestamp, extended
 /// when needed (`ctf::layout`).
 pub const HEADER: HeaderKind = HeaderKind::Compact;
@@ -410,12 +413,12 @@ fn record_body<C: Config, P: Payload>(
             }
         };
         if let Some(slot) = ch.try_reserve_fast(move || stamp(now), size) {
-            fill(slot, COMPACT_LEN, id, len, &make());
+            fill(slot, COMPACT_LEN, id, len, &make(), ());
             return true;
         }
     } else if let Some(slot) = ch.try_reserve_fast(move || stamp(now), move |_| EXTENDED_LEN + len)
     {
-        fill(slot, EXTENDED_LEN, id, len, &make());
+        fill(slot, EXTENDED_LEN, id, len, &make(), ());
         return true;
     }
     record_body_slow(ch, stamp(now), id, len, &make())
@@ -454,8 +457,9 @@ fn not_fast() -> usize {
     0
 }
 
-/// A payload by reference, as one by value.
-struct Ref<'a, P>(&'a P);
+/// A payload by reference, as one by value: every method the payload's
+/// own (a filter asks a reference for its fields and verdicts).
+pub(crate) struct Ref<'a, P>(pub(crate) &'a P);
 
 impl<P: Payload> Payload for Ref<'_, P> {
     #[inline(always)]
@@ -466,6 +470,16 @@ impl<P: Payload> Payload for Ref<'_, P> {
     #[inline(always)]
     fn ip(&self) -> u64 {
         self.0.ip()
+    }
+
+    #[inline(always)]
+    fn field(&self, i: usize) -> Val<'_> {
+        self.0.field(i)
+    }
+
+    #[inline(always)]
+    fn verdict(&self, k: usize) -> Option<bool> {
+        self.0.verdict(k)
     }
 
     const DEFERRED: bool = P::DEFERRED;
@@ -493,7 +507,7 @@ fn record_body_slow<C: Config, P: Payload>(
     match r {
         Ok(slot) => {
             let h = slot.len() - len;
-            fill(slot, h, id, len, write);
+            fill(slot, h, id, len, write, ());
             true
         }
         Err(_) => false,
@@ -503,12 +517,13 @@ fn record_body_slow<C: Config, P: Payload>(
 /// Writes a reserved record (an `h`-byte event header, then `len` bytes
 /// of payload) and commits it.
 #[inline(always)]
-fn fill<C: Config, P: Payload>(
+fn fill<C: Config, P: Payload, T>(
     mut slot: ringbuf::Slot<'_, C>,
     h: usize,
     id: u32,
     len: usize,
     write: &P,
+    keep: T,
 ) {
     let ts = slot.ts();
     let b = slot.bytes();
@@ -528,7 +543,7 @@ fn fill<C: Config, P: Payload>(
         return;
     }
     unfinished::finish(b, h, id, ts);
-    slot.commit();
+    slot.commit_then(keep);
 }
 
 /// How a channel's buffers are shared and moved (see `ringbuf::Sync`).
