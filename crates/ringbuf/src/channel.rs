@@ -156,7 +156,11 @@ impl<C: Config> Channel<C> {
     pub fn new(cfg: C, attr: &ChannelAttr, name: &str) -> Result<(Self, Box<[ReadSide]>), Error> {
         let cfg = Arc::new(cfg);
         let n = match C::ALLOC {
-            Alloc::PerCpu => cpu::possible(),
+            Alloc::PerCpu => {
+                let n = cpu::possible();
+                cpu::use_rdpid(n);
+                n
+            }
             Alloc::PerThread if attr.thread_pool == 0 => return Err(ConfigError::EmptyPool.into()),
             Alloc::PerThread => attr.thread_pool,
             Alloc::Global => 1,
@@ -285,6 +289,30 @@ impl<C: Config> Channel<C> {
     pub fn try_reserve_fast<N: FnOnce() -> u64, F: FnMut(SlotCtx) -> usize>(
         &self,
         now: N,
+        f: F,
+    ) -> Option<Slot<'_, C>> {
+        self.try_reserve_fast_in::<N, F, false>(now, f)
+    }
+
+    /// [`Channel::try_reserve_fast`] with no call on its path: a per-CPU
+    /// buffer with atomics is found only where the CPU number is one load
+    /// (`cpu::current_fast`), not from `sched_getcpu` or the program's own
+    /// function. For a caller whose slow paths are all tail calls, so
+    /// that it keeps nothing live across a call (BENCHMARKS.md, "The
+    /// frame-free event").
+    #[inline(always)]
+    pub fn try_reserve_call_free<N: FnOnce() -> u64, F: FnMut(SlotCtx) -> usize>(
+        &self,
+        now: N,
+        f: F,
+    ) -> Option<Slot<'_, C>> {
+        self.try_reserve_fast_in::<N, F, true>(now, f)
+    }
+
+    #[inline(always)]
+    fn try_reserve_fast_in<N: FnOnce() -> u64, F: FnMut(SlotCtx) -> usize, const NO_CALL: bool>(
+        &self,
+        now: N,
         mut f: F,
     ) -> Option<Slot<'_, C>> {
         let b = if C::SYNC == crate::Sync::Rseq {
@@ -312,11 +340,11 @@ impl<C: Config> Channel<C> {
                     // SAFETY: as in `thread_buffer`.
                     unsafe { self.inline_buffer(a) }
                 }
-                Alloc::PerCpu => {
+                Alloc::PerCpu if NO_CALL => {
                     let cpu = crate::cpu::current_fast()?;
                     self.buffers.get(cpu)?
                 }
-                Alloc::Global => self.current()?,
+                Alloc::PerCpu | Alloc::Global => self.current()?,
             }
         };
         let now = now();

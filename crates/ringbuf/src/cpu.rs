@@ -2,12 +2,13 @@
 //!
 //! The CPU number is read from the rseq area that glibc (2.35 and later)
 //! registers for every thread: one load at a fixed offset from the thread
-//! pointer. Without rseq, `sched_getcpu()` (a vDSO call). The answer may be
+//! pointer. Without rseq, `rdpid` where the processor has it (see
+//! [`use_rdpid`]), else `sched_getcpu()` (a vDSO call). The answer may be
 //! stale by the time it is used — the thread can migrate — which is why
 //! per-CPU buffers either use SMP-safe atomics or check it again inside a
 //! restartable sequence ([`crate::rseq`]).
 
-use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering::Relaxed};
 
 use crate::rseq;
 
@@ -42,12 +43,13 @@ pub fn current() -> usize {
     }
     match rseq::area().map(rseq::cpu_id) {
         Some(cpu) if cpu >= 0 => cpu as usize,
-        _ => getcpu(),
+        _ => rdpid().unwrap_or_else(getcpu),
     }
 }
 
-/// [`current`] where it needs no call: the CPU from the rseq area; `None`
-/// where the program gave its own function or the thread has no area.
+/// [`current`] where it needs no call: the CPU from the rseq area, else
+/// from `rdpid` where [`use_rdpid`] found it reliable; `None` where the
+/// program gave its own function, or neither is there.
 #[inline(always)]
 pub fn current_fast() -> Option<usize> {
     if !OVERRIDE.load(Relaxed).is_null() {
@@ -55,8 +57,54 @@ pub fn current_fast() -> Option<usize> {
     }
     match rseq::area().map(rseq::cpu_id) {
         Some(cpu) if cpu >= 0 => Some(cpu as usize),
-        _ => None,
+        _ => rdpid(),
     }
+}
+
+/// Whether [`rdpid`] reads the CPU number (see [`use_rdpid`]).
+static RDPID: AtomicBool = AtomicBool::new(false);
+
+/// Lets [`current_fast`] read the CPU number with `rdpid` where the
+/// processor has the instruction and every CPU number below `possible`
+/// fits the 12 bits Linux keeps it in: the kernel stores
+/// `(node << 12) | cpu` in each CPU's `TSC_AUX` register, which `rdpid`
+/// reads in one instruction (what the vDSO's `getcpu` does, behind a
+/// call). A thread without an rseq area (a glibc older than 2.35, or
+/// `GLIBC_TUNABLES=glibc.pthread.rseq=0`) then finds its per-CPU buffer
+/// with no call. Should a kernel not keep the register, the number is
+/// only a stale one: per-CPU buffers with atomics take any CPU's writers.
+pub fn use_rdpid(possible: usize) {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+    {
+        // Leaf 7 read only where leaf 0 says it exists.
+        use std::arch::x86_64::{__cpuid, __cpuid_count};
+        let has = __cpuid(0).eax >= 7 && __cpuid_count(7, 0).ecx & (1 << 22) != 0;
+        if has && possible <= 1 << 12 {
+            RDPID.store(true, Relaxed);
+        }
+    }
+    let _ = possible;
+}
+
+/// The CPU number from `rdpid`, where [`use_rdpid`] allowed it.
+#[inline(always)]
+fn rdpid() -> Option<usize> {
+    if !RDPID.load(Relaxed) {
+        return None;
+    }
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom)))]
+    {
+        let aux: u64;
+        // SAFETY: `use_rdpid` set the flag only where the processor has
+        // the instruction; it reads a register, touches no memory.
+        unsafe {
+            std::arch::asm!("rdpid {}", out(reg) aux, options(nomem, nostack, preserves_flags))
+        };
+        Some((aux & 0xfff) as usize)
+    }
+    // Elsewhere the flag is never set.
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri), not(loom))))]
+    None
 }
 
 #[cold]
@@ -154,6 +202,29 @@ pub fn is_online(cpu: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg_attr(miri, ignore = "rdpid and sched_setaffinity: not under Miri")]
+    fn rdpid_names_the_cpu_the_thread_is_pinned_to() {
+        let n = possible();
+        use_rdpid(n);
+        if !RDPID.load(Relaxed) {
+            eprintln!("this processor has no rdpid: the CPU number comes from rseq or getcpu");
+            assert_eq!(rdpid(), None);
+            return;
+        }
+        let mut pinned = 0;
+        for cpu in 0..n {
+            let Some(_pin) = rseq::Pin::to(cpu) else {
+                continue; // offline, or outside this process's cpuset
+            };
+            // Pinned: no migration between the two readings.
+            assert_eq!(rdpid(), Some(cpu), "rdpid on CPU {cpu}");
+            assert_eq!(getcpu(), cpu);
+            pinned += 1;
+        }
+        assert!(pinned > 0, "no CPU could be pinned to");
+    }
 
     #[test]
     fn cpus_in_a_list() {

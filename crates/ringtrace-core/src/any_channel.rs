@@ -319,11 +319,11 @@ impl AnyChannel {
     }
 
     /// [`AnyChannel::record_to_tally`]'s common path alone, with no call
-    /// but its last (`client::record_layout_fast`): `true` when the
-    /// record was written (or the channel records nothing), with `guard`
-    /// dropped after its commit and the record counted in `tally` (per-CPU
-    /// channels with atomics); `false` when nothing was done, for the
-    /// whole path to take over.
+    /// but its last (`client::record_layout_fast`): `Ok` when the record
+    /// was written (or the channel records nothing), with `guard` dropped
+    /// after its commit and the record counted in `tally` (per-CPU
+    /// channels with atomics); `guard` handed back when nothing was done,
+    /// for the whole path to take over.
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn record_fast<P: Payload>(
         &self,
@@ -332,7 +332,7 @@ impl AnyChannel {
         write: &P,
         tally: &Option<std::sync::Arc<crate::tally::Tally>>,
         guard: crate::rcu::Guard,
-    ) -> bool {
+    ) -> Result<(), crate::rcu::Guard> {
         macro_rules! arm {
             ($c:ident => $l:literal) => {
                 crate::client::record_layout_fast::<_, P, $l>(
@@ -347,7 +347,7 @@ impl AnyChannel {
         }
         // The probe's id and tally by reference: loaded in the arms that
         // use them, not held in registers across the jump.
-        routes!(self, true, c, arm)
+        routes!(self, Ok(()), c, arm)
     }
 
     /// A reading of the process's clock for a record of this channel

@@ -171,10 +171,12 @@ pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
 ///
 /// The common case (one probe, no filter left to test, the thread's
 /// buffer found at once, a compact header) inline with no call but its
-/// last, so that it keeps nothing live across a call and needs no frame;
-/// any other case, found before anything is written, goes to
-/// [`run_slow`] as the last act, a tail call that takes the payload by
-/// value (BENCHMARKS.md, "The frame-free event").
+/// last, so that it keeps nothing live across a call and needs no frame.
+/// Any other case goes out of line as the last act, a tail call that
+/// takes the payload by value: before the list is known, to [`run_slow`],
+/// every case from the start; once the common list is, to
+/// [`record_slow`], its one probe's whole record path in the read
+/// section already entered (BENCHMARKS.md, "The frame-free event").
 #[inline(always)]
 pub fn run_screened<P: Payload>(
     probes: &rcu::Published<ProbeList>,
@@ -182,74 +184,52 @@ pub fn run_screened<P: Payload>(
     write: P,
     screened: u64,
 ) {
-    // Two tail calls, not one: with the screen's answer chosen between
-    // them, that choice would hold a register through the reservation.
-    match run_common(probes, len, &write, screened) {
-        Common::Done => {}
-        Common::Untested => run_slow(probes, len, write, screened),
-        Common::Screened => run_slow(probes, len, write, UNSCREENED),
-    }
-}
-
-/// What [`run_common`] did.
-enum Common {
-    /// Recorded the event, or found nothing to record it in.
-    Done,
-    /// Nothing, before the list took the screen's answer (a thread's
-    /// first event, a list with a filter or several probes): the whole
-    /// path is given the answer.
-    Untested,
-    /// Nothing, after the list took it (a thread's first record in the
-    /// channel, a new sub-buffer, a long gap, contexts not yet read): the
-    /// whole path is told that no screen tested the record, and tests
-    /// the filter of its list (perhaps a newer one), if it has one. The
-    /// answer is not kept for it: a register fewer while the record is
-    /// reserved.
-    Screened,
-}
-
-/// [`run_screened`]'s common path.
-#[inline(always)]
-fn run_common<P: Payload>(
-    probes: &rcu::Published<ProbeList>,
-    len: usize,
-    write: &P,
-    screened: u64,
-) -> Common {
     let Some(guard) = rcu::read_lock_fast() else {
-        return Common::Untested;
+        return run_slow(probes, len, write, screened);
     };
     // The list lives as long as this read section (see `rcu::Published`).
     let Some(list) = probes.load(&guard) else {
-        return Common::Done;
+        return;
     };
     // One probe without a filter, or one whose comparison the call site's
     // screen passed, with the clock the TSC (`ProbeList::screened`). No
     // session flag is tested: a stopped session's channel has the route
     // that records nothing (`AnyChannel::set_recording`).
     if screened != list.screened {
-        return Common::Untested;
+        drop(guard);
+        return run_slow(probes, len, write, screened);
     }
     // The list lives as long as the read section, which `guard` holds
-    // until it is dropped; it moves into `record_fast`, which drops it
+    // until it is dropped: it moves into `record_fast`, which drops it
     // after the record's commit, the last use of the list, its probe and
-    // its channel (`client::record_layout_fast`).
+    // its channel (`client::record_layout_fast`), or hands it back, and
+    // on to `record_slow`, which drops it after its own last use.
     let first: *const Probe = &list.first;
     // SAFETY: (see above) a pointer into the list, which outlives the
     // borrow of `guard` that `load` ties it to.
     let p: &Probe = unsafe { &*first };
-    if p.channel.record_fast(&p.id, len, write, &p.tally, guard) {
-        Common::Done
-    } else {
-        Common::Screened
+    if let Err(guard) = p.channel.record_fast(&p.id, len, &write, &p.tally, guard) {
+        record_slow(p, len, write, guard)
     }
 }
 
-/// [`run_screened`] past its common path: every case, from the start.
+/// [`run_screened`] before it knew the event's list: every case, from
+/// the start.
 #[cold]
 #[inline(never)]
 fn run_slow<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: P, screened: u64) {
     run_all(probes, len, &write, screened)
+}
+
+/// [`run_screened`] for a record its common path could not write (a
+/// thread's first record in the channel, a new sub-buffer, a long gap,
+/// contexts not yet read, per-CPU atomics without an rseq area): the
+/// common list's one probe's whole record path, in the read section
+/// `guard`, ended last.
+#[cold]
+#[inline(never)]
+fn record_slow<P: Payload>(p: &Probe, len: usize, write: P, guard: rcu::Guard) {
+    p.record(crate::client::TSC_LATER, len, &write, &guard);
 }
 
 /// Every case of [`run_screened`].

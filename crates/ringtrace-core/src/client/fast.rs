@@ -17,8 +17,8 @@ use ctf::layout::{COMPACT_MAX_ID, COMPACT_TS_BITS};
 /// record that fits the calling thread's buffer found at once, with the
 /// compact header, is written and committed (and counted in `tally`, for
 /// a per-CPU channel with atomics), and `guard` is dropped once it is;
-/// any other returns `false` having done nothing, for the whole path to
-/// take over (BENCHMARKS.md, "The frame-free event").
+/// any other is handed back with `guard`, nothing done, for the whole
+/// path to take over (BENCHMARKS.md, "The frame-free event").
 #[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn record_layout_fast<K: Kind, P: Payload, const L: u8>(
     ch: &Channel<Client<K>>,
@@ -27,11 +27,11 @@ pub(crate) fn record_layout_fast<K: Kind, P: Payload, const L: u8>(
     write: &P,
     tally: Option<&Tally>,
     guard: Guard,
-) -> bool {
+) -> Result<(), Guard> {
     macro_rules! words {
         ($n:literal) => {{
             let Some(words) = filled_words::<$n>() else {
-                return false;
+                return Err(guard);
             };
             let make = move || WithWords::<P, $n> {
                 words,
@@ -45,7 +45,7 @@ pub(crate) fn record_layout_fast<K: Kind, P: Payload, const L: u8>(
         1 => words!(1),
         2 => words!(2),
         3 => words!(4),
-        _ => false,
+        _ => Err(guard),
     }
 }
 
@@ -58,9 +58,9 @@ fn record_body_fast<C: Config, P: Payload>(
     make: impl Fn() -> P,
     tally: Option<&Tally>,
     guard: Guard,
-) -> bool {
+) -> Result<(), Guard> {
     if len > isize::MAX as usize || id > COMPACT_MAX_ID {
-        return false;
+        return Err(guard);
     }
     let size = move |ctx: ringbuf::SlotCtx| {
         if ctx.ts.wrapping_sub(ctx.last_ts()) >> COMPACT_TS_BITS == 0 {
@@ -80,8 +80,8 @@ fn record_body_fast<C: Config, P: Payload>(
             0
         }
     };
-    let Some(slot) = ch.try_reserve_fast(traceclock::tsc::rdtsc, size) else {
-        return false;
+    let Some(slot) = ch.try_reserve_call_free(traceclock::tsc::rdtsc, size) else {
+        return Err(guard);
     };
     if !C::COUNT_RECORDS {
         if let Some(t) = tally {
@@ -89,5 +89,5 @@ fn record_body_fast<C: Config, P: Payload>(
         }
     }
     fill(slot, COMPACT_LEN, id, len, &make(), guard);
-    true
+    Ok(())
 }
