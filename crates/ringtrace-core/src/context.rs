@@ -157,7 +157,16 @@ impl Contexts {
     /// (once per thread and per process).
     #[inline(always)]
     pub fn write(self, out: &mut [u8], ip: u64) {
-        let img = image();
+        self.write_image(&image(), out, ip)
+    }
+
+    /// [`Contexts::write`] from the thread's image `img` (its words,
+    /// [`filled_words`], as bytes). Fields that would not fit `out` are
+    /// left out, which a record's `out` (exactly [`Contexts::len`] bytes)
+    /// never is: no bounds check panics, and the write path that calls it
+    /// has no call.
+    #[inline(always)]
+    pub(crate) fn write_image(self, img: &[u8; IMAGE], out: &mut [u8], ip: u64) {
         let mut at = 0;
         for (c, from, len) in [
             (Contexts::VPID, 0, 4),
@@ -166,12 +175,16 @@ impl Contexts {
             (Contexts::PROCNAME, 16, PROCNAME_LEN),
         ] {
             if self.contains(c) {
-                out[at..at + len].copy_from_slice(&img[from..from + len]);
+                if let Some(to) = out.get_mut(at..at + len) {
+                    to.copy_from_slice(&img[from..from + len]);
+                }
                 at += len;
             }
         }
         if self.contains(Contexts::IP) {
-            out[at..at + 8].copy_from_slice(&ip.to_le_bytes());
+            if let Some(to) = out.get_mut(at..at + 8) {
+                to.copy_from_slice(&ip.to_le_bytes());
+            }
         }
     }
 
@@ -346,7 +359,7 @@ pub struct ThreadIds {
 }
 
 /// Bytes of the pre-serialized image of every context.
-const IMAGE: usize = 4 + 4 + 8 + PROCNAME_LEN;
+pub(crate) const IMAGE: usize = 4 + 4 + 8 + PROCNAME_LEN;
 
 /// One thread's cache: its ids, and the same serialized in record order
 /// (vpid, vtid, pthread_id, procname, little-endian) for the write path,

@@ -172,11 +172,12 @@ pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
 /// The common case (one probe, no filter left to test, the thread's
 /// buffer found at once, a compact header) inline with no call but its
 /// last, so that it keeps nothing live across a call and needs no frame.
-/// Any other case goes out of line as the last act, a tail call that
-/// takes the payload by value: before the list is known, to [`run_slow`],
-/// every case from the start; once the common list is, to
-/// [`record_slow`], its one probe's whole record path in the read
-/// section already entered (BENCHMARKS.md, "The frame-free event").
+/// Any other case goes out of line, untouched, as the last act: a tail
+/// call that takes the payload by value, to [`run_slow`] (every case
+/// from the start) before the read section is entered or when the list
+/// is not the common one, to [`run_slow_in`] (the same in the section
+/// already entered) when the common path declines the record
+/// (BENCHMARKS.md, "The frame-free event").
 #[inline(always)]
 pub fn run_screened<P: Payload>(
     probes: &rcu::Published<ProbeList>,
@@ -202,44 +203,56 @@ pub fn run_screened<P: Payload>(
     // The list lives as long as the read section, which `guard` holds
     // until it is dropped: it moves into `record_fast`, which drops it
     // after the record's commit, the last use of the list, its probe and
-    // its channel (`client::record_layout_fast`), or hands it back, and
-    // on to `record_slow`, which drops it after its own last use.
+    // its channel (`client::record_layout_fast`), or hands it back unused.
     let first: *const Probe = &list.first;
     // SAFETY: (see above) a pointer into the list, which outlives the
     // borrow of `guard` that `load` ties it to.
     let p: &Probe = unsafe { &*first };
     if let Err(guard) = p.channel.record_fast(&p.id, len, &write, &p.tally, guard) {
-        record_slow(p, len, write, guard)
+        // The whole path loads the list again (perhaps a newer one) and is
+        // told that no screen tested the record: it tests the list's
+        // filter, if it has one. The list and the screen's answer are not
+        // kept for it: two registers fewer while the record is reserved.
+        run_slow_in(probes, len, write, guard)
     }
 }
 
-/// [`run_screened`] before it knew the event's list: every case, from
-/// the start.
+/// [`run_screened`] before its read section, or with a list not the
+/// common one: every case, from the start.
 #[cold]
 #[inline(never)]
 fn run_slow<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: P, screened: u64) {
-    run_all(probes, len, &write, screened)
+    if let Some(guard) = rcu::read_lock() {
+        run_all(probes, len, &write, screened, &guard);
+    }
 }
 
-/// [`run_screened`] for a record its common path could not write (a
-/// thread's first record in the channel, a new sub-buffer, a long gap,
-/// contexts not yet read, per-CPU atomics without an rseq area): the
-/// common list's one probe's whole record path, in the read section
-/// `guard`, ended last.
+/// [`run_screened`] for a record its common path declined (a thread's
+/// first record in the channel, a new sub-buffer, a long gap, contexts
+/// not yet read, a per-CPU buffer whose CPU takes a call to find): every
+/// case, in the read section `guard`, ended last.
 #[cold]
 #[inline(never)]
-fn record_slow<P: Payload>(p: &Probe, len: usize, write: P, guard: rcu::Guard) {
-    p.record(crate::client::TSC_LATER, len, &write, &guard);
+fn run_slow_in<P: Payload>(
+    probes: &rcu::Published<ProbeList>,
+    len: usize,
+    write: P,
+    guard: rcu::Guard,
+) {
+    run_all(probes, len, &write, UNSCREENED, &guard);
 }
 
-/// Every case of [`run_screened`].
+/// Every case of [`run_screened`], in the read section `guard`.
 #[inline(always)]
-fn run_all<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P, screened: u64) {
-    let Some(guard) = rcu::read_lock() else {
-        return;
-    };
+fn run_all<P: Payload>(
+    probes: &rcu::Published<ProbeList>,
+    len: usize,
+    write: &P,
+    screened: u64,
+    guard: &rcu::Guard,
+) {
     // The list lives as long as this read section (see `rcu::Published`).
-    let Some(list) = probes.load(&guard) else {
+    let Some(list) = probes.load(guard) else {
         return;
     };
     // A record its filter rejects reads no clock and reserves nothing. The
@@ -259,7 +272,7 @@ fn run_all<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
                 return;
             }
         } else {
-            several(list, len, write, &guard);
+            several(list, len, write, guard);
             return;
         }
     }
@@ -270,9 +283,9 @@ fn run_all<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
     // into one call, every record would test which kind of timestamp it
     // carries.
     if common {
-        p.record(crate::client::TSC_LATER, len, write, &guard);
+        p.record(crate::client::TSC_LATER, len, write, guard);
     } else {
-        p.record_now(len, write, &guard);
+        p.record_now(len, write, guard);
     }
 }
 

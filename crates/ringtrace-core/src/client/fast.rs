@@ -8,7 +8,7 @@
 use ringbuf::{Channel, Config};
 
 use super::{fill, Client, Kind, Payload, Ref, WithWords, COMPACT_LEN};
-use crate::context::filled_words;
+use crate::context::{filled_words, Contexts, IMAGE};
 use crate::rcu::Guard;
 use crate::tally::Tally;
 use ctf::layout::{COMPACT_MAX_ID, COMPACT_TS_BITS};
@@ -45,7 +45,55 @@ pub(crate) fn record_layout_fast<K: Kind, P: Payload, const L: u8>(
         1 => words!(1),
         2 => words!(2),
         3 => words!(4),
-        _ => Err(guard),
+        _ => {
+            // Any other set: its fields from the thread's whole image.
+            let Some(words) = filled_words::<{ IMAGE / 8 }>() else {
+                return Err(guard);
+            };
+            let set = ch.config().contexts().contexts();
+            let make = move || WithImage {
+                set,
+                words,
+                payload: write,
+            };
+            record_body_fast(ch, id, set.len() + len, make, tally, guard)
+        }
+    }
+}
+
+/// Any other set of contexts, written field by field from the thread's
+/// image read before the reservation, then the payload.
+struct WithImage<'a, P> {
+    set: Contexts,
+    words: [u64; IMAGE / 8],
+    payload: &'a P,
+}
+
+impl<P: Payload> Payload for WithImage<'_, P> {
+    #[inline(always)]
+    fn write(&self, out: &mut [u8]) {
+        // Never short: the record is the set's length and the payload's.
+        let Some((ctx, rest)) = out.split_at_mut_checked(self.set.len()) else {
+            return;
+        };
+        let mut img = [0u8; IMAGE];
+        for (to, w) in img.as_chunks_mut::<8>().0.iter_mut().zip(self.words) {
+            *to = w.to_le_bytes();
+        }
+        self.set.write_image(&img, ctx, self.payload.ip());
+        self.payload.write(rest);
+    }
+
+    #[inline(always)]
+    fn ip(&self) -> u64 {
+        self.payload.ip()
+    }
+
+    const DEFERRED: bool = P::DEFERRED;
+
+    #[inline(always)]
+    fn keep<C: Config>(&self, slot: ringbuf::Slot<'_, C>, h: usize, id: u32) {
+        self.payload.keep(slot, h, id)
     }
 }
 
