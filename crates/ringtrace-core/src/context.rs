@@ -408,10 +408,24 @@ pub fn thread() -> ThreadIds {
 /// The calling thread's contexts, serialized (see [`Cache`]).
 #[inline(always)]
 fn image() -> [u8; IMAGE] {
-    let c = cache();
+    image_of(cache())
+}
+
+/// [`image`] as the cache holds it, with no call: for a caller that saw
+/// it filled ([`filled_words`]) earlier in the same record.
+#[inline(always)]
+pub(crate) fn image_as_is() -> [u8; IMAGE] {
+    let p: *const Cache = CACHE.with(|c| c as *const Cache);
+    // SAFETY: as in `cache`.
+    image_of(unsafe { &*p })
+}
+
+/// A cache's words as bytes, in record order.
+#[inline(always)]
+fn image_of(c: &Cache) -> [u8; IMAGE] {
     let mut img = [0u8; IMAGE];
-    for (k, w) in c.words.iter().enumerate() {
-        img[k * 8..k * 8 + 8].copy_from_slice(&w.get().to_le_bytes());
+    for (to, w) in img.as_chunks_mut::<8>().0.iter_mut().zip(&c.words) {
+        *to = w.get().to_le_bytes();
     }
     img
 }

@@ -8,7 +8,7 @@
 use ringbuf::{Channel, Config};
 
 use super::{fill, Client, Kind, Payload, Ref, WithWords, COMPACT_LEN};
-use crate::context::{filled_words, Contexts, IMAGE};
+use crate::context::{filled_words, image_as_is, Contexts};
 use crate::rcu::Guard;
 use crate::tally::Tally;
 use ctf::layout::{COMPACT_MAX_ID, COMPACT_TS_BITS};
@@ -46,14 +46,15 @@ pub(crate) fn record_layout_fast<K: Kind, P: Payload, const L: u8>(
         2 => words!(2),
         3 => words!(4),
         _ => {
-            // Any other set: its fields from the thread's whole image.
-            let Some(words) = filled_words::<{ IMAGE / 8 }>() else {
+            // Any other set: its fields from the thread's image, read
+            // once the record is reserved (four words held across the
+            // reservation would crowd every route's registers).
+            if filled_words::<1>().is_none() {
                 return Err(guard);
-            };
+            }
             let set = ch.config().contexts().contexts();
             let make = move || WithImage {
                 set,
-                words,
                 payload: write,
             };
             record_body_fast(ch, id, set.len() + len, make, tally, guard)
@@ -62,10 +63,9 @@ pub(crate) fn record_layout_fast<K: Kind, P: Payload, const L: u8>(
 }
 
 /// Any other set of contexts, written field by field from the thread's
-/// image read before the reservation, then the payload.
+/// image (seen filled before the reservation), then the payload.
 struct WithImage<'a, P> {
     set: Contexts,
-    words: [u64; IMAGE / 8],
     payload: &'a P,
 }
 
@@ -76,11 +76,7 @@ impl<P: Payload> Payload for WithImage<'_, P> {
         let Some((ctx, rest)) = out.split_at_mut_checked(self.set.len()) else {
             return;
         };
-        let mut img = [0u8; IMAGE];
-        for (to, w) in img.as_chunks_mut::<8>().0.iter_mut().zip(self.words) {
-            *to = w.to_le_bytes();
-        }
-        self.set.write_image(&img, ctx, self.payload.ip());
+        self.set.write_image(&image_as_is(), ctx, self.payload.ip());
         self.payload.write(rest);
     }
 
