@@ -25,7 +25,8 @@
 //!   desc ──► probe ──► any_channel (the route: kind and layout)
 //!    │         │         │
 //!    │         │         ▼
-//!    │         │       client ──► ringbuf (reserve, serialize, commit)
+//!    │         │       client ──► ringbuf (reserve, serialize, commit; the
+//!    │         │         │    common case first, with no call: `client/fast.rs`)
 //!    │         │         ├──► context (who: pid, tid, thread name)
 //!    │         │         ├──► unfinished (a record's store order: mark,
 //!    │         │         │    payload, header; what recovery reads back)

@@ -6,7 +6,7 @@
 //! `event_reserve` with the payload's size, one `event_write` per field,
 //! `event_commit`. A native event's record is written in one call
 //! ([`crate::probe::run`]); this one is the same record, the same route,
-//! reservation, mark, contexts and header (`client.rs`'s `fill`, through a
+//! reservation, mark, contexts and header (`client/mod.rs`'s `fill`, through a
 //! [`Payload`] whose bytes are [`DEFERRED`](Payload::DEFERRED)), split in
 //! two at the payload:
 //!

@@ -7,8 +7,8 @@
 
 use ringbuf::{Channel, Config};
 
-use super::{fill, Client, Kind, Payload, Ref, WithWords, COMPACT_LEN};
-use crate::context::{filled_words, image_as_is, Contexts};
+use super::{fill, Client, Kind, Payload, Ref, WithSet, WithWords, COMPACT_LEN};
+use crate::context::filled_words;
 use crate::rcu::Guard;
 use crate::tally::Tally;
 use ctf::layout::{COMPACT_MAX_ID, COMPACT_TS_BITS};
@@ -53,43 +53,12 @@ pub(crate) fn record_layout_fast<K: Kind, P: Payload, const L: u8>(
                 return Err(guard);
             }
             let set = ch.config().contexts().contexts();
-            let make = move || WithImage {
+            let make = move || WithSet {
                 set,
                 payload: write,
             };
             record_body_fast(ch, id, set.len() + len, make, tally, guard)
         }
-    }
-}
-
-/// Any other set of contexts, written field by field from the thread's
-/// image (seen filled before the reservation), then the payload.
-struct WithImage<'a, P> {
-    set: Contexts,
-    payload: &'a P,
-}
-
-impl<P: Payload> Payload for WithImage<'_, P> {
-    #[inline(always)]
-    fn write(&self, out: &mut [u8]) {
-        // Never short: the record is the set's length and the payload's.
-        let Some((ctx, rest)) = out.split_at_mut_checked(self.set.len()) else {
-            return;
-        };
-        self.set.write_image(&image_as_is(), ctx, self.payload.ip());
-        self.payload.write(rest);
-    }
-
-    #[inline(always)]
-    fn ip(&self) -> u64 {
-        self.payload.ip()
-    }
-
-    const DEFERRED: bool = P::DEFERRED;
-
-    #[inline(always)]
-    fn keep<C: Config>(&self, slot: ringbuf::Slot<'_, C>, h: usize, id: u32) {
-        self.payload.keep(slot, h, id)
     }
 }
 

@@ -14,7 +14,7 @@ use ctf::types::HeaderKind;
 use ringbuf::{Alloc, Channel, Config, Mode, SubbufBegin, SubbufEnd, Sync};
 use traceclock::TraceClock;
 
-use crate::context::{words, Contexts, Layout};
+use crate::context::{image_as_is, words, Contexts, Layout};
 use crate::field::Val;
 use crate::ops::PACKET_SIZE_AT;
 use crate::unfinished;
@@ -280,6 +280,23 @@ impl<F: Fn(&mut [u8])> Payload for At<F> {
     }
 }
 
+/// A wrapper's [`Payload`] items other than `write`: its payload's.
+macro_rules! payload_of_wrapped {
+    () => {
+        #[inline(always)]
+        fn ip(&self) -> u64 {
+            self.payload.ip()
+        }
+
+        const DEFERRED: bool = P::DEFERRED;
+
+        #[inline(always)]
+        fn keep<C: Config>(&self, slot: ringbuf::Slot<'_, C>, h: usize, id: u32) {
+            self.payload.keep(slot, h, id)
+        }
+    };
+}
+
 /// The first `N` words of the thread's contexts (`context.rs`), loaded
 /// before the reservation, then the event's payload.
 struct WithWords<'a, P, const N: usize> {
@@ -297,44 +314,31 @@ impl<P: Payload, const N: usize> Payload for WithWords<'_, P, N> {
         self.payload.write(rest);
     }
 
-    #[inline(always)]
-    fn ip(&self) -> u64 {
-        self.payload.ip()
-    }
-
-    const DEFERRED: bool = P::DEFERRED;
-
-    #[inline(always)]
-    fn keep<C: Config>(&self, slot: ringbuf::Slot<'_, C>, h: usize, id: u32) {
-        self.payload.keep(slot, h, id)
-    }
+    payload_of_wrapped!();
 }
 
-/// Any other set of contexts, written field by field, then the payload.
-struct WithContexts<'a, P> {
+/// Any other set of contexts, written field by field from the thread's
+/// image, then the payload. The image is read as the thread's cache holds
+/// it: whoever makes one has seen the cache filled before the
+/// reservation (`context::filled_words`, `context::words`), so that its
+/// write has no call.
+struct WithSet<'a, P> {
     set: Contexts,
     payload: &'a P,
 }
 
-impl<P: Payload> Payload for WithContexts<'_, P> {
+impl<P: Payload> Payload for WithSet<'_, P> {
     #[inline(always)]
     fn write(&self, out: &mut [u8]) {
-        let (ctx, rest) = out.split_at_mut(self.set.len());
-        self.set.write(ctx, self.payload.ip());
+        // Never short: the record is the set's length and the payload's.
+        let Some((ctx, rest)) = out.split_at_mut_checked(self.set.len()) else {
+            return;
+        };
+        self.set.write_image(&image_as_is(), ctx, self.payload.ip());
         self.payload.write(rest);
     }
 
-    #[inline(always)]
-    fn ip(&self) -> u64 {
-        self.payload.ip()
-    }
-
-    const DEFERRED: bool = P::DEFERRED;
-
-    #[inline(always)]
-    fn keep<C: Config>(&self, slot: ringbuf::Slot<'_, C>, h: usize, id: u32) {
-        self.payload.keep(slot, h, id)
-    }
+    payload_of_wrapped!();
 }
 
 /// Records one event in the calling thread's buffer of `ch`: header, the
@@ -367,8 +371,11 @@ pub(crate) fn record_layout<K: Kind, P: Payload, const L: u8>(
         2 => words!(2),
         3 => words!(4),
         _ => {
+            // The thread's cache filled (once per thread), so that the
+            // set is written from it as it is.
+            let _ = words::<1>();
             let set = ch.config().contexts().contexts();
-            record_body(ch, now, id, set.len() + len, move || WithContexts {
+            record_body(ch, now, id, set.len() + len, move || WithSet {
                 set,
                 payload: write,
             })
