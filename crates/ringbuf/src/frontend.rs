@@ -127,9 +127,7 @@ impl<C: Config> Slot<'_, C> {
         self.buf.commit_record(self.state, self.end, self.len);
         std::mem::forget(self);
     }
-}
 
-impl<C: Config> Slot<'_, C> {
     /// [`Slot::commit`], holding `keep` until the commit is done (see
     /// `Buffer::commit_record_then`): what is left of the commit past
     /// its common path runs out of line, as the caller's tail call.
