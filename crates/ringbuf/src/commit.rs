@@ -28,7 +28,7 @@ impl<C: Config> Buffer<C> {
     /// the kernel aborted or that runs on another CPU) in an out-of-line
     /// function that drops `keep` last, called as the caller's last act.
     /// A caller whose every other slow path is such a tail call keeps
-    /// nothing live across a call, and its common path needs no frame
+    /// nothing live across a call: its common path needs no stack frame
     /// (BENCHMARKS.md, "The frame-free event").
     #[inline(always)]
     pub(crate) fn commit_record_then<T>(&self, state: &SubbufState, end: u64, len: u32, keep: T) {

@@ -171,13 +171,13 @@ pub fn run<P: Payload>(probes: &rcu::Published<ProbeList>, len: usize, write: &P
 ///
 /// The common case (one probe, no filter left to test, the thread's
 /// buffer found at once, a compact header) inline with no call but its
-/// last, so that it keeps nothing live across a call and needs no frame.
-/// Any other case goes out of line, untouched, as the last act: a tail
-/// call that takes the payload by value, to [`run_slow`] (every case
-/// from the start) before the read section is entered or when the list
-/// is not the common one, to [`run_slow_in`] (the same in the section
-/// already entered) when the common path declines the record
-/// (BENCHMARKS.md, "The frame-free event").
+/// last, so that it keeps nothing live across a call (no stack frame, no
+/// spill for a call's sake). Any other case goes out of line, untouched,
+/// as the last act: a tail call that takes the payload by value, to
+/// [`run_slow`] (every case from the start) before the read section is
+/// entered or when the list is not the common one, to [`run_slow_in`]
+/// (the same in the section already entered) when the common path
+/// declines the record (BENCHMARKS.md, "The frame-free event").
 #[inline(always)]
 pub fn run_screened<P: Payload>(
     probes: &rcu::Published<ProbeList>,

@@ -1,9 +1,9 @@
 //! A record's common path alone, with no call but its last (the
 //! commit's rest, out of line, as a tail call): what the probe runs
-//! first, so that the event keeps nothing live across a call and needs
-//! no frame; any record it cannot write goes, untouched, to the whole
-//! path ([`super::record_layout`]). BENCHMARKS.md, "The frame-free
-//! event".
+//! first, so that the event keeps nothing live across a call (no stack
+//! frame, no spill for a call's sake); any record it cannot write goes,
+//! untouched, to the whole path ([`super::record_layout`]).
+//! BENCHMARKS.md, "The frame-free event".
 
 use ringbuf::{Channel, Config};
 
